@@ -1,0 +1,28 @@
+// Density fitting in the Coulomb metric: turns three-index integrals (P|x) into fitted factors
+// B^Q_x = Σ_P M_QP (P|x) with Mᵀ M = J⁻¹, J_PQ = (P|Q), so that (x|y) ≈ Σ_Q B^Q_x B^Q_y.
+// M = L⁻¹ from the Cholesky factor J = L Lᵀ; when J is too ill-conditioned for that, M = J^-1/2
+// with eigenvalues below `condition` × λ_max dropped.
+#pragma once
+
+#include <cstddef>
+
+#include <Eigen/Core>
+
+namespace dfmp2 {
+
+class CoulombFitting {
+ public:
+  explicit CoulombFitting(const Eigen::MatrixXd& metric, double condition = 1e-10);
+
+  // In place on row-major [naux][ncols] data: row P becomes B^P.
+  void apply(double* data, std::size_t ncols) const;
+
+  std::size_t naux() const { return static_cast<std::size_t>(factor_.rows()); }
+  bool uses_cholesky() const { return cholesky_; }
+
+ private:
+  Eigen::MatrixXd factor_;  // lower Cholesky factor L, or J^-1/2
+  bool cholesky_ = true;
+};
+
+}  // namespace dfmp2

@@ -1,0 +1,208 @@
+#include "src/driver.hpp"
+
+#include <chrono>
+#include <omp.h>
+
+#include "src/basis.hpp"
+#include "src/df_jk.hpp"
+#include "src/df_transform.hpp"
+#include "src/errors.hpp"
+#include "src/integrals.hpp"
+#include "src/memory.hpp"
+
+namespace dfmp2 {
+namespace {
+
+// Times named stages into RunResult::timings, in the order they ran.
+class StageTimer {
+ public:
+  explicit StageTimer(RunResult& result) : result_(result), start_(Clock::now()) {}
+
+  template <typename Work>
+  decltype(auto) operator()(const std::string& stage, Work&& work) {
+    const auto begin = Clock::now();
+    struct Record {
+      StageTimer& timer;
+      const std::string& stage;
+      Clock::time_point begin;
+      ~Record() { timer.add(stage, seconds_since(begin)); }
+    } record{*this, stage, begin};
+    return work();
+  }
+
+  void add(const std::string& stage, double seconds) {
+    for (auto& [name, total] : result_.timings)
+      if (name == stage) {
+        total += seconds;
+        return;
+      }
+    result_.timings.emplace_back(stage, seconds);
+  }
+  void finish() { add("total", seconds_since(start_)); }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  static double seconds_since(Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
+  }
+  RunResult& result_;
+  Clock::time_point start_;
+};
+
+std::string choose(const std::optional<std::string>& option, const std::string& stored,
+                   const std::string& fallback) {
+  if (option && !option->empty()) return *option;
+  if (!stored.empty()) return stored;
+  return fallback;
+}
+
+// E_corr and its spin parts from B; the kernels do the work.
+void mp2_energy(const DFTensor& df, const RunOptions& options, Progress& progress,
+                StageTimer& timer, RunResult& result) {
+  kernels::EnergyOptions energy_options;
+  energy_options.memory_bytes = options.memory_bytes;
+  energy_options.progress = [&progress](double done) { progress.fraction(done); };
+  progress.begin("MP2 energy (pair blocks)");
+  const auto compute = [&]() -> kernels::EnergyResult {
+    if (options.precision == kernels::Precision::fp32) {
+      std::vector<float> B32 = df.B32;
+      if (B32.empty()) B32.assign(df.B64.begin(), df.B64.end());
+      return kernels::mp2_energy<float>(options.backend, {B32.data(), df.nocc, df.nvir, df.naux},
+                                        df.eps_occ, df.eps_vir, energy_options);
+    }
+    std::vector<double> widened;
+    const double* B = df.B64.data();
+    if (df.B64.empty()) {
+      widened.assign(df.B32.begin(), df.B32.end());
+      B = widened.data();
+    }
+    return kernels::mp2_energy<double>(options.backend, {B, df.nocc, df.nvir, df.naux},
+                                       df.eps_occ, df.eps_vir, energy_options);
+  };
+  const kernels::EnergyResult energy = timer("energy", compute);
+  if (energy.gemm_seconds > 0.0) timer.add("energy_gemm", energy.gemm_seconds);
+  if (energy.reduce_seconds > 0.0) timer.add("energy_reduction", energy.reduce_seconds);
+  result.backend = kernels::to_string(energy.backend);
+  result.precision = kernels::to_string(options.precision);
+  result.e_os = energy.e_os;
+  result.e_ss = energy.e_ss;
+  result.e_corr = energy.e_os + energy.e_ss;
+  result.e_scs_corr = 1.2 * energy.e_os + energy.e_ss / 3.0;
+  result.e_total = result.e_scf + result.e_corr;
+}
+
+void check_orbitals(const Orbitals& orbitals, std::size_t nbf, int nocc) {
+  if (static_cast<std::size_t>(orbitals.C.rows()) != nbf)
+    throw InputError("given orbitals have " + std::to_string(orbitals.C.rows()) +
+                     " rows but the basis has " + std::to_string(nbf) + " functions");
+  if (orbitals.nocc != nocc)
+    throw InputError("given orbitals have nocc = " + std::to_string(orbitals.nocc) +
+                     " but the molecule has " + std::to_string(nocc) + " doubly occupied orbitals");
+}
+
+}  // namespace
+
+RunResult run(const RunInput& input, const RunOptions& given_options, Progress& progress) {
+  RunOptions options = given_options;
+  if (options.memory_bytes == 0) options.memory_bytes = default_memory_budget();
+  RunResult result;
+  StageTimer timer(result);
+  result.threads = omp_get_max_threads();
+
+  if (input.df) {  // energy only, from a given DF tensor
+    const DFTensor& df = *input.df;
+    result.molecule = input.molecule ? input.molecule->name : "";
+    result.scf_type = "none";
+    result.nocc = static_cast<int>(df.nocc);
+    result.nvir = static_cast<int>(df.nvir);
+    result.naux = static_cast<int>(df.naux);
+    mp2_energy(df, options, progress, timer, result);
+    timer.finish();
+    return result;
+  }
+  if (!input.molecule) throw InputError("'" + input.path + "' holds neither a molecule nor /df");
+
+  Molecule mol = *input.molecule;
+  if (options.charge) mol.charge = *options.charge;
+  validate(mol);
+  const int nocc = electron_count(mol) / 2;
+  result.geometry = mol;
+  result.molecule = mol.name.empty() ? formula(mol) : mol.name;
+  result.natom = static_cast<int>(mol.atoms.size());
+  result.e_nuc = nuclear_repulsion(mol);
+
+  result.basis = choose(options.basis, input.basis, "");
+  if (result.basis.empty())
+    throw InputError("no basis set given: use --basis NAME or the 'basis' attribute");
+  result.df_basis = choose(options.df_basis, input.df_basis, default_df_basis(result.basis));
+  result.scf_type = options.scf_type;
+  if (result.scf_type == "df")
+    result.jk_basis = choose(options.jk_basis, input.jk_basis, default_jk_basis(result.basis));
+
+  const libint2::BasisSet obs = place_on(load_basis(result.basis), mol);
+  const libint2::BasisSet aux = place_on(load_basis(result.df_basis), mol);
+  std::optional<libint2::BasisSet> jk_aux;
+  if (!result.jk_basis.empty()) jk_aux = place_on(load_basis(result.jk_basis), mol);
+  result.nbf = static_cast<int>(obs.nbf());
+  result.naux = static_cast<int>(aux.nbf());
+  result.naux_jk = jk_aux ? static_cast<int>(jk_aux->nbf()) : 0;
+  result.nfrozen = options.frozen_core ? frozen_core_orbitals(mol) : 0;
+  if (result.nfrozen >= nocc)
+    throw InputError("frozen core leaves no active occupied orbital");
+
+  Libint2Session libint2_session;
+  progress.message("dfmp2: " + result.molecule + ", nbf " + std::to_string(result.nbf) +
+                   ", naux " + std::to_string(result.naux) + ", nocc " + std::to_string(nocc));
+
+  // Integrals: one-electron matrices, Schwarz pairs, and the SCF's DF factors.
+  const ShellPairs pairs = timer("integrals", [&] { return significant_shell_pairs(obs); });
+  const Eigen::MatrixXd H = timer("integrals", [&] { return core_hamiltonian(obs, mol); });
+  TwoElectronFock fock;
+  if (result.scf_type == "df") {
+    auto df_fock = std::make_shared<DensityFittedFock>(timer("integrals", [&] {
+      return DensityFittedFock(obs, *jk_aux, pairs, options.memory_bytes);
+    }));
+    fock = [df_fock](const Eigen::MatrixXd& C_occ) { return (*df_fock)(C_occ); };
+  } else {
+    fock = [&](const Eigen::MatrixXd& C_occ) {
+      return exact_two_electron_fock(obs, pairs, C_occ * C_occ.transpose());
+    };
+  }
+
+  Orbitals orbitals;
+  if (input.orbitals) {  // given orbitals: one Fock build for E_SCF instead of the SCF
+    orbitals = *input.orbitals;
+    check_orbitals(orbitals, obs.nbf(), nocc);
+    const Eigen::MatrixXd C_occ = orbitals.C.leftCols(nocc);
+    const Eigen::MatrixXd D = C_occ * C_occ.transpose();
+    result.e_scf = timer("scf", [&] { return D.cwiseProduct(2.0 * H + fock(C_occ)).sum(); }) +
+                   result.e_nuc;
+  } else {
+    const Eigen::MatrixXd S = timer("integrals", [&] { return overlap_matrix(obs); });
+    ScfOptions scf_options = options.scf;
+    scf_options.on_iteration = [&progress](const ScfIteration& it) { progress.scf_iteration(it); };
+    ScfResult scf =
+        timer("scf", [&] { return run_rhf(S, H, result.e_nuc, nocc, fock, scf_options); });
+    result.e_scf = scf.energy;
+    result.scf_iterations = std::move(scf.iterations);
+    orbitals = std::move(scf.orbitals);
+  }
+  result.nmo = static_cast<int>(orbitals.C.cols());
+  result.nocc = nocc - result.nfrozen;
+  result.nvir = result.nmo - nocc;
+
+  progress.begin("DF transform (auxiliary batches)");
+  const DFTensor df = timer("df_transform", [&] {
+    return build_df_tensor(obs, aux, pairs, orbitals.C.middleCols(result.nfrozen, result.nocc),
+                           orbitals.C.rightCols(result.nvir),
+                           orbitals.eps.segment(result.nfrozen, result.nocc),
+                           orbitals.eps.tail(result.nvir), options.memory_bytes,
+                           [&progress](double done) { progress.fraction(done); });
+  });
+  mp2_energy(df, options, progress, timer, result);
+  result.orbitals = std::move(orbitals);
+  timer.finish();
+  return result;
+}
+
+}  // namespace dfmp2

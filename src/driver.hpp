@@ -1,0 +1,30 @@
+// The method, stage by stage: input → integrals → SCF → DF tensor → energy → result.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+
+#include "kernels/mp2_energy.hpp"
+#include "src/input.hpp"
+#include "src/progress.hpp"
+#include "src/run_result.hpp"
+#include "src/scf.hpp"
+
+namespace dfmp2 {
+
+// What the command line may set; unset optionals fall back to the input file, then defaults.
+struct RunOptions {
+  std::optional<std::string> basis, df_basis, jk_basis;
+  std::optional<int> charge;
+  std::string scf_type = "df";  // "df" or "exact"
+  bool frozen_core = false;
+  kernels::Backend backend = kernels::Backend::automatic;
+  kernels::Precision precision = kernels::Precision::fp64;
+  std::size_t memory_bytes = 0;  // 0: default_memory_budget()
+  ScfOptions scf;
+};
+
+RunResult run(const RunInput& input, const RunOptions& options, Progress& progress);
+
+}  // namespace dfmp2

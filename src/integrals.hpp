@@ -1,0 +1,58 @@
+// Gaussian integrals from libint2: one-electron matrices, the Coulomb metric (P|Q), three-index
+// (P|μν) in batches of auxiliary shells, and the exact four-index two-electron Fock term.
+// OpenMP over shells; each thread owns a libint2 engine.
+#pragma once
+
+#include <cstddef>
+#include <utility>
+#include <vector>
+
+#include <Eigen/Core>
+#include <libint2/basis.h>
+
+#include "src/molecule.hpp"
+
+namespace dfmp2 {
+
+using RowMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+// libint2 must be initialised once per process while integrals are computed.
+class Libint2Session {
+ public:
+  Libint2Session();
+  ~Libint2Session();
+  Libint2Session(const Libint2Session&) = delete;
+  Libint2Session& operator=(const Libint2Session&) = delete;
+};
+
+Eigen::MatrixXd overlap_matrix(const libint2::BasisSet& obs);
+// T + V: kinetic energy plus attraction to the nuclei.
+Eigen::MatrixXd core_hamiltonian(const libint2::BasisSet& obs, const Molecule& mol);
+
+// Shell pairs (μ ≥ ν shells) whose Schwarz bound sqrt(max|(μν|μν)|) can matter, with the bound.
+struct ShellPairs {
+  std::vector<std::pair<std::size_t, std::size_t>> pairs;
+  Eigen::MatrixXd schwarz;  // nshell × nshell, symmetric
+};
+ShellPairs significant_shell_pairs(const libint2::BasisSet& obs, double threshold = 1e-12);
+
+// (P|Q) over auxiliary functions.
+Eigen::MatrixXd coulomb_metric(const libint2::BasisSet& aux);
+
+// (P|μν) for auxiliary shells [first_shell, last_shell): written to out as row-major
+// [P - P_first][μ][ν] (both triangles). Pairs outside `pairs` are zero.
+void three_index_integrals(const libint2::BasisSet& aux, std::size_t first_shell,
+                           std::size_t last_shell, const libint2::BasisSet& obs,
+                           const ShellPairs& pairs, double* out);
+
+// Auxiliary shell batches [first, last) whose functions number at most max_functions each
+// (at least one shell per batch).
+std::vector<std::pair<std::size_t, std::size_t>> aux_shell_batches(const libint2::BasisSet& aux,
+                                                                    std::size_t max_functions);
+
+// G = 2J − K for the closed-shell density D = C_occ C_occᵀ, from exact four-index integrals
+// with 8-fold symmetry and density-weighted Schwarz screening.
+Eigen::MatrixXd exact_two_electron_fock(const libint2::BasisSet& obs, const ShellPairs& pairs,
+                                        const Eigen::MatrixXd& D);
+
+}  // namespace dfmp2

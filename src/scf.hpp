@@ -1,0 +1,37 @@
+// Closed-shell RHF with DIIS. Knows nothing of integrals: it is handed S, H and a function
+// that builds the two-electron Fock term G = 2J − K from the occupied orbitals.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include <Eigen/Core>
+
+#include "src/input.hpp"
+#include "src/run_result.hpp"
+
+namespace dfmp2 {
+
+struct ScfOptions {
+  double e_convergence = 1e-10;  // |ΔE| between iterations, Eh
+  double d_convergence = 1e-8;   // RMS of the orthogonalised orbital gradient X^T(FDS − SDF)X
+  int max_iterations = 100;
+  int diis_vectors = 8;
+  double s_tolerance = 1e-7;     // overlap eigenvalues below this are dropped (linear dependence)
+  std::function<void(const ScfIteration&)> on_iteration;  // progress; may be empty
+};
+
+struct ScfResult {
+  double energy = 0.0;
+  Orbitals orbitals;
+  std::vector<ScfIteration> iterations;
+};
+
+using TwoElectronFock = std::function<Eigen::MatrixXd(const Eigen::MatrixXd& C_occ)>;
+
+// Throws InputError when not converged within max_iterations, or when fewer orbitals than
+// occupied remain after removing linear dependencies.
+ScfResult run_rhf(const Eigen::MatrixXd& S, const Eigen::MatrixXd& H, double e_nuc, int nocc,
+                  const TwoElectronFock& two_electron_fock, const ScfOptions& options);
+
+}  // namespace dfmp2
