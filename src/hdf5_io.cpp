@@ -86,7 +86,8 @@ class Reader {
   explicit Reader(const std::string& path) : path_(path) {
     silence_hdf5_errors();
     // Checked with std::ifstream first: H5Fis_hdf5 cannot tell "missing" from "not HDF5".
-    if (!std::filesystem::is_regular_file(path) || !std::ifstream(path))
+    std::error_code ec;  // the non-throwing overload: a permission problem is "cannot open" too
+    if (!std::filesystem::is_regular_file(path, ec) || !std::ifstream(path))
       throw InputError("cannot open '" + path + "'");
     const htri_t is_hdf5 = H5Fis_hdf5(path.c_str());
     if (is_hdf5 == 0) throw InputError("'" + path + "' is not an HDF5 file");
