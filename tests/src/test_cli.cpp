@@ -1,0 +1,151 @@
+// The command line as a user meets it: good runs, and every kind of bad input getting one
+// error line, a non-zero exit, no output file and an untouched input.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <filesystem>
+
+#include <hdf5.h>
+#include <hdf5_hl.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/src/run_command.hpp"
+
+namespace {
+
+const std::string kWater =
+    "3\nwater\nO 0.000000 0.000000 0.117790\nH 0.000000 0.755453 -0.471161\n"
+    "H 0.000000 -0.755453 -0.471161\n";
+
+// A bad input must produce exactly one error line naming the problem and no outputs.
+void expect_rejected(const TempDir& dir, const std::string& args, const std::string& problem) {
+  INFO("dfmp2 " << args);
+  const std::string json = dir.path("out.json"), h5 = dir.path("out.h5");
+  const CommandResult r = run_dfmp2(args + " --quiet --json " + json + " --output " + h5);
+  CHECK(r.exit_code != 0);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  CHECK_THAT(r.err, Catch::Contains(problem));
+  CHECK_FALSE(std::filesystem::exists(json));
+  CHECK_FALSE(std::filesystem::exists(h5));
+  for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(json).parent_path()))
+    CHECK(entry.path().string().find(".tmp-") == std::string::npos);
+}
+
+// An HDF5 file holding only /molecule/atomic_numbers, or with coordinates of the wrong shape.
+std::string write_broken_h5(const TempDir& dir, const std::string& name, bool with_coordinates) {
+  const std::string path = dir.path(name);
+  const hid_t file = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  const hid_t group = H5Gcreate2(file, "molecule", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  const int Z[3] = {8, 1, 1};
+  const hsize_t n = 3;
+  H5LTmake_dataset_int(group, "atomic_numbers", 1, &n, Z);
+  if (with_coordinates) {
+    const double xyz[6] = {0, 0, 0, 0, 1, 1};
+    const hsize_t shape[2] = {3, 2};
+    H5LTmake_dataset_double(group, "coordinates", 2, shape, xyz);
+  }
+  const char* basis = "cc-pvdz";
+  H5LTset_attribute_string(file, "/", "basis", basis);
+  H5Gclose(group);
+  H5Fclose(file);
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("an XYZ run prints the report and writes JSON with the documented keys") {
+  TempDir dir;
+  const std::string xyz = dir.write("water.xyz", kWater);
+  const CommandResult r =
+      run_dfmp2(xyz + " --basis cc-pvdz --quiet --json " + dir.path("w.json"));
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err.empty());
+  CHECK_THAT(r.out, Catch::Contains("MP2 correlation"));
+  const auto j = nlohmann::json::parse(read_text(dir.path("w.json")));
+  for (const char* key : {"molecule", "natom", "nbf", "naux", "naux_jk", "nocc", "nvir", "nfrozen",
+                          "e_nuc", "e_scf", "e_ss", "e_os", "e_corr", "e_scs_corr", "e_total",
+                          "backend", "precision", "threads", "timings"})
+    CHECK(j.contains(key));
+  for (const char* stage : {"integrals", "scf", "df_transform", "energy", "total"})
+    CHECK(j["timings"].contains(stage));
+  CHECK(j["nbf"] == 24);
+  CHECK(j["e_total"].get<double>() == Approx(-76.2307656125).margin(1e-7));
+}
+
+TEST_CASE("progress goes to stderr unless --quiet") {
+  TempDir dir;
+  const std::string xyz = dir.write("water.xyz", kWater);
+  const CommandResult r = run_dfmp2(xyz + " --basis cc-pvdz");
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.err, Catch::Contains("SCF iter"));
+  CHECK_THAT(r.err, Catch::Contains("% done"));
+}
+
+TEST_CASE("convert writes an HDF5 input that runs to the same energy; results feed back") {
+  TempDir dir;
+  const std::string xyz = dir.write("water.xyz", kWater);
+  const std::string h5 = dir.path("water.h5");
+  REQUIRE(run_dfmp2("convert " + xyz + " --basis cc-pvdz -o " + h5).exit_code == 0);
+  const auto before = std::filesystem::last_write_time(h5);
+  const CommandResult r = run_dfmp2(h5 + " --quiet --json " + dir.path("a.json") + " --output " +
+                                    dir.path("results.h5"));
+  REQUIRE(r.exit_code == 0);
+  CHECK(std::filesystem::last_write_time(h5) == before);
+  const auto a = nlohmann::json::parse(read_text(dir.path("a.json")));
+  CHECK(a["e_total"].get<double>() == Approx(-76.2307656125).margin(1e-7));
+  // The results file carries the orbitals: the SCF is skipped, the energies stay.
+  const CommandResult again =
+      run_dfmp2(dir.path("results.h5") + " --quiet --json " + dir.path("b.json"));
+  REQUIRE(again.exit_code == 0);
+  const auto b = nlohmann::json::parse(read_text(dir.path("b.json")));
+  CHECK(b["e_scf"].get<double>() == Approx(a["e_scf"].get<double>()).margin(1e-9));
+  CHECK(b["e_corr"].get<double>() == Approx(a["e_corr"].get<double>()).margin(1e-9));
+  // Options on the command line override the file.
+  const CommandResult fc = run_dfmp2(h5 + " --quiet --frozen-core --basis sto-3g --json " +
+                                     dir.path("c.json"));
+  REQUIRE(fc.exit_code == 0);
+  const auto c = nlohmann::json::parse(read_text(dir.path("c.json")));
+  CHECK(c["nbf"] == 7);
+  CHECK(c["nfrozen"] == 1);
+}
+
+TEST_CASE("bad input: one error line, non-zero exit, no output") {
+  TempDir dir;
+  const std::string water = dir.write("water.xyz", kWater);
+  expect_rejected(dir, dir.path("missing.h5"), "does not exist");
+  expect_rejected(dir, dir.write("text.h5", "not hdf5\n"), "not an HDF5 file");
+  expect_rejected(dir, write_broken_h5(dir, "nocoord.h5", false), "coordinates");
+  expect_rejected(dir, write_broken_h5(dir, "shape.h5", true), "coordinates");
+  expect_rejected(dir, dir.write("xx.xyz", "1\nx\nXx 0 0 0\n") + " --basis cc-pvdz",
+                  "unknown element symbol 'Xx'");
+  expect_rejected(dir, water + " --basis cc-pv9z", "unknown basis set 'cc-pv9z'");
+  expect_rejected(dir, dir.write("rb.xyz", "2\nx\nRb 0 0 0\nH 0 0 2.5\n") + " --basis cc-pvdz",
+                  "no functions for element Rb");
+  expect_rejected(dir, water + " --basis cc-pvdz --charge 1", "odd electron count");
+  expect_rejected(dir, dir.write("nan.xyz", "2\nx\nH 0 0 nan\nH 0 0 0.7\n") + " --basis cc-pvdz",
+                  "non-finite");
+  expect_rejected(dir, dir.write("same.xyz", "2\nx\nH 0 0 0\nH 0 0 0\n") + " --basis cc-pvdz",
+                  "same place");
+  expect_rejected(dir, dir.write("bad.xyz", "3\nwater\nO 0 0\n") + " --basis cc-pvdz",
+                  "is not 'El x y z'");
+  expect_rejected(dir, water, "needs --basis");
+  expect_rejected(dir, water + " --basis cc-pvdz --backend turbo", "--backend");
+  expect_rejected(dir, water + " --basis cc-pvdz --precision fp16", "--precision");
+  expect_rejected(dir, water + " --basis cc-pvdz --scf hf", "--scf");
+  expect_rejected(dir, water + " --basis cc-pvdz --threads 0", "--threads");
+  expect_rejected(dir, water + " --basis cc-pvdz --memory lots", "invalid memory size 'lots'");
+  expect_rejected(dir, water + " --basis cc-pvdz --memory 1KB", "raise --memory");
+  expect_rejected(dir, water + " --basis cc-pvdz --max-iterations 2", "did not converge");
+}
+
+TEST_CASE("an output path equal to the input is refused before anything runs") {
+  TempDir dir;
+  const std::string h5 = dir.path("water.h5");
+  REQUIRE(run_dfmp2("convert " + dir.write("w.xyz", kWater) + " --basis cc-pvdz -o " + h5)
+              .exit_code == 0);
+  const std::string before = read_text(h5);
+  const CommandResult r = run_dfmp2(h5 + " --quiet --output " + h5);
+  CHECK(r.exit_code != 0);
+  CHECK_THAT(r.err, Catch::Contains("overwrite the input"));
+  CHECK(read_text(h5) == before);
+}

@@ -1,0 +1,121 @@
+// Energies against Psi4 1.3 (tests/reference/psi4_energies.json, made by
+// tests/reference/psi4_reference.py) and every energy backend against the reference backend.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <fstream>
+#include <random>
+
+#include <nlohmann/json.hpp>
+
+#include "src/driver.hpp"
+#include "src/errors.hpp"
+
+using namespace dfmp2;
+
+namespace {
+
+// Psi4 agreement the issue asks for, in Eh.
+constexpr double kScfTolerance = 1e-7;
+constexpr double kCorrTolerance = 1e-7;
+// Cases up to this size run in the suite; larger ones are checked by hand (docs).
+constexpr int kLargestTestedNbf = 150;
+
+nlohmann::json psi4_references() {
+  std::ifstream in(std::string(DFMP2_SOURCE_DIR) + "/tests/reference/psi4_energies.json");
+  REQUIRE(in.good());
+  return nlohmann::json::parse(in);
+}
+
+RunResult run_case(const nlohmann::json& ref, kernels::Backend backend, kernels::Precision precision) {
+  RunInput input;
+  input.path = std::string(DFMP2_SOURCE_DIR) + "/" + ref["xyz"].get<std::string>();
+  input.molecule = read_xyz(input.path);
+  RunOptions options;
+  options.charge = ref["charge"].get<int>();
+  options.basis = ref["basis"].get<std::string>();
+  options.df_basis = ref["df_basis"].get<std::string>();
+  if (ref["scf_type"] == "df") options.jk_basis = ref["jk_basis"].get<std::string>();
+  options.scf_type = ref["scf_type"] == "df" ? "df" : "exact";
+  options.frozen_core = ref["freeze_core"].get<bool>();
+  options.backend = backend;
+  options.precision = precision;
+  Progress quiet(true);
+  return run(input, options, quiet);
+}
+
+}  // namespace
+
+TEST_CASE("DF-RHF / RHF and DF-MP2 energies match Psi4 1.3 to 1e-7 Eh") {
+  int tested = 0;
+  for (const auto& ref : psi4_references()) {
+    if (ref["nbf"].get<int>() > kLargestTestedNbf) continue;
+    DYNAMIC_SECTION(ref["name"].get<std::string>()) {
+      const RunResult r = run_case(ref, kernels::Backend::automatic, kernels::Precision::fp64);
+      CHECK(r.nbf == ref["nbf"].get<int>());
+      CHECK(r.naux == ref["naux"].get<int>());
+      CHECK(r.nfrozen == ref["nfrozen"].get<int>());
+      CHECK(std::abs(r.e_nuc - ref["e_nuc"].get<double>()) < 1e-8);
+      CHECK(std::abs(r.e_scf - ref["e_scf"].get<double>()) < kScfTolerance);
+      CHECK(std::abs(r.e_corr - ref["e_corr"].get<double>()) < kCorrTolerance);
+      CHECK(std::abs(r.e_ss - ref["e_ss"].get<double>()) < kCorrTolerance);
+      CHECK(std::abs(r.e_os - ref["e_os"].get<double>()) < kCorrTolerance);
+      CHECK(std::abs(r.e_scs_corr - ref["e_scs_corr"].get<double>()) < kCorrTolerance);
+      CHECK(std::abs(r.e_total - ref["e_total"].get<double>()) < kScfTolerance + kCorrTolerance);
+    }
+    ++tested;
+  }
+  CHECK(tested >= 12);  // water, ammonia, methane × {DF, exact} × {all-electron, frozen core}
+}
+
+TEST_CASE("every backend and precision agrees with the reference backend on a real molecule") {
+  const auto refs = psi4_references();
+  const auto water = std::find_if(refs.begin(), refs.end(), [](const auto& r) {
+    return r["name"] == "water-cc-pvdz-df-ae";
+  });
+  REQUIRE(water != refs.end());
+  const RunResult reference = run_case(*water, kernels::Backend::reference, kernels::Precision::fp64);
+  for (auto backend : {kernels::Backend::loop, kernels::Backend::fused, kernels::Backend::automatic}) {
+    const RunResult fp64 = run_case(*water, backend, kernels::Precision::fp64);
+    CHECK(std::abs(fp64.e_corr - reference.e_corr) <= 1e-10 * std::abs(reference.e_corr));
+    CHECK(std::abs(fp64.e_os - reference.e_os) <= 1e-10 * std::abs(reference.e_os));
+    const RunResult fp32 = run_case(*water, backend, kernels::Precision::fp32);
+    CHECK(std::abs(fp32.e_corr - reference.e_corr) <= 1e-6);
+  }
+}
+
+TEST_CASE("energy-only runs take B and orbital energies from /df") {
+  // A tiny tensor checked against the formula summed directly over all i, j, a, b.
+  DFTensor df;
+  df.nocc = 2;
+  df.nvir = 3;
+  df.naux = 4;
+  std::mt19937 rng(7);
+  std::normal_distribution<double> normal(0.0, 0.1);
+  for (std::size_t k = 0; k < df.nocc * df.nvir * df.naux; ++k) df.B64.push_back(normal(rng));
+  df.eps_occ = {-1.2, -0.6};
+  df.eps_vir = {0.2, 0.5, 0.9};
+  double expected = 0.0;
+  auto B = [&](std::size_t i, std::size_t a, std::size_t P) {
+    return df.B64[(i * df.nvir + a) * df.naux + P];
+  };
+  auto T = [&](std::size_t i, std::size_t a, std::size_t j, std::size_t b) {
+    double t = 0.0;
+    for (std::size_t P = 0; P < df.naux; ++P) t += B(i, a, P) * B(j, b, P);
+    return t;
+  };
+  for (std::size_t i = 0; i < df.nocc; ++i)
+    for (std::size_t j = 0; j < df.nocc; ++j)
+      for (std::size_t a = 0; a < df.nvir; ++a)
+        for (std::size_t b = 0; b < df.nvir; ++b)
+          expected += T(i, a, j, b) * (2 * T(i, a, j, b) - T(i, b, j, a)) /
+                      (df.eps_occ[i] + df.eps_occ[j] - df.eps_vir[a] - df.eps_vir[b]);
+  RunInput input;
+  input.path = "memory";
+  input.df = df;
+  Progress quiet(true);
+  const RunResult r = run(input, RunOptions{}, quiet);
+  CHECK(r.nocc == 2);
+  CHECK(r.naux == 4);
+  CHECK(r.e_corr == Approx(expected).epsilon(1e-12));
+}

@@ -1,0 +1,76 @@
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include "src/errors.hpp"
+#include "src/molecule.hpp"
+#include "tests/src/temp_dir.hpp"
+
+using namespace dfmp2;
+
+TEST_CASE("element symbols map to atomic numbers, any case") {
+  CHECK(atomic_number("O") == 8);
+  CHECK(atomic_number("cl") == 17);
+  CHECK(atomic_number("FE") == 26);
+  CHECK(element_symbol(36) == "Kr");
+  CHECK_THROWS_WITH(atomic_number("Xx"), Catch::Contains("unknown element symbol 'Xx'"));
+}
+
+TEST_CASE("XYZ files are read in Ångström and converted to bohr") {
+  TempDir dir;
+  const auto path = dir.write("w.xyz", "3\n  water  \nO 0 0 0.1\nH 0 0.75 -0.47\nh 0 -0.75 -0.47\n");
+  const Molecule mol = read_xyz(path);
+  REQUIRE(mol.atoms.size() == 3);
+  CHECK(mol.name == "water");
+  CHECK(mol.atoms[2].Z == 1);
+  CHECK(mol.atoms[0].r[2] == Approx(0.1 / 0.52917721067).epsilon(1e-14));
+  CHECK(electron_count(mol) == 10);
+  CHECK(formula(mol) == "H2O");
+}
+
+TEST_CASE("unreadable XYZ files are rejected with the reason") {
+  TempDir dir;
+  CHECK_THROWS_WITH(read_xyz(dir.path("none.xyz")), Catch::Contains("cannot open"));
+  CHECK_THROWS_WITH(read_xyz(dir.write("a.xyz", "two\nx\n")), Catch::Contains("atom count"));
+  CHECK_THROWS_WITH(read_xyz(dir.write("b.xyz", "2\nx\nH 0 0 0\n")),
+                    Catch::Contains("expected 2 atoms, found 1"));
+  CHECK_THROWS_WITH(read_xyz(dir.write("c.xyz", "1\nx\nH 0 0 zero\n")),
+                    Catch::Contains("bad coordinate 'zero'"));
+  CHECK_THROWS_WITH(read_xyz(dir.write("d.xyz", "1\nx\nQq 0 0 0\n")),
+                    Catch::Contains("unknown element symbol 'Qq'"));
+  CHECK_THROWS_WITH(read_xyz(dir.write("e.xyz", "1\nx\nH 0 0 0\nH 1 0 0\n")),
+                    Catch::Contains("more lines"));
+}
+
+TEST_CASE("validation catches what RHF cannot run") {
+  Molecule h2;
+  h2.atoms = {{1, {0, 0, 0}}, {1, {0, 0, 1.4}}};
+  CHECK_NOTHROW(validate(h2));
+  Molecule odd = h2;
+  odd.charge = 1;
+  CHECK_THROWS_WITH(validate(odd), Catch::Contains("odd electron count"));
+  Molecule triplet = h2;
+  triplet.multiplicity = 3;
+  CHECK_THROWS_WITH(validate(triplet), Catch::Contains("multiplicity 3"));
+  Molecule clash = h2;
+  clash.atoms[1].r = {0, 0, 1e-6};
+  CHECK_THROWS_WITH(validate(clash), Catch::Contains("same place"));
+  Molecule nan = h2;
+  nan.atoms[0].r[1] = std::nan("");
+  CHECK_THROWS_WITH(validate(nan), Catch::Contains("non-finite"));
+  CHECK_THROWS_WITH(validate(Molecule{}), Catch::Contains("no atoms"));
+}
+
+TEST_CASE("nuclear repulsion and frozen core follow their definitions") {
+  Molecule hf;
+  hf.atoms = {{9, {0, 0, 0}}, {1, {0, 0, 2.0}}};
+  CHECK(nuclear_repulsion(hf) == Approx(9.0 / 2.0).epsilon(1e-15));
+  CHECK(frozen_core_orbitals(hf) == 1);  // F: 1s
+  Molecule sih4;
+  sih4.atoms = {{14, {0, 0, 0}}, {1, {0, 0, 2.8}}};
+  CHECK(frozen_core_orbitals(sih4) == 5);  // Si: 1s2s2p
+  Molecule kbr;
+  kbr.atoms = {{19, {0, 0, 0}}, {35, {0, 0, 5.0}}};
+  CHECK(frozen_core_orbitals(kbr) == 9 + 9);  // K: [Ne]3s3p; Br: [Ar] (Psi4 1.3 keeps 3d active)
+}
