@@ -64,6 +64,7 @@ BasisSetData parse_gbs(const std::string& text, const std::string& name, const s
   int line_no = 0;
   int current_Z = 0;
   bool header_seen = false;
+  bool in_ecp_section = false;
   auto fail = [&](const std::string& why) {
     throw InputError("basis '" + name + "' (" + path + "), line " + std::to_string(line_no) +
                      ": " + why);
@@ -86,10 +87,21 @@ BasisSetData parse_gbs(const std::string& text, const std::string& name, const s
       header_seen = true;
       continue;
     }
-    if (word == "****") {
-      current_Z = 0;
+    if (word.find_first_not_of('*') == std::string::npos) {  // "****" ends an element
+      if (word == "****") current_Z = 0;
       continue;
     }
+    if (const auto ecp = lower.rfind("-ecp"); ecp != std::string::npos && ecp + 4 == lower.size()) {
+      // Effective core potentials come last in the file: note which elements have one.
+      try {
+        basis.ecp_elements.insert(atomic_number(word.substr(0, ecp)));
+      } catch (const InputError&) {
+        fail("bad ECP header '" + line + "'");
+      }
+      in_ecp_section = true;
+      continue;
+    }
+    if (in_ecp_section) continue;
     if (current_Z == 0) {  // element header: "H 0"
       try {
         current_Z = atomic_number(word);
@@ -171,6 +183,9 @@ std::string default_jk_basis(const std::string& orbital_basis) {
 libint2::BasisSet place_on(const BasisSetData& basis, const Molecule& mol) {
   std::vector<libint2::Shell> shells;
   for (const Atom& atom : mol.atoms) {
+    if (basis.ecp_elements.count(atom.Z))
+      throw InputError("basis '" + basis.name + "' uses an effective core potential for " +
+                       element_symbol(atom.Z) + ", which dfmp2 does not support");
     const auto found = basis.shells_by_Z.find(atom.Z);
     if (found == basis.shells_by_Z.end())
       throw InputError("basis '" + basis.name + "' has no functions for element " +

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,7 @@ struct BasisSetData {
   std::string path;  // the file it came from
   bool pure = true;  // spherical (true) or Cartesian functions, as the file's header says
   std::map<int, std::vector<ContractedShell>> shells_by_Z;
+  std::set<int> ecp_elements;  // elements whose core the set replaces by a potential
 };
 
 // A name ("cc-pVDZ", "6-31G*", case-insensitive) looked up in the basis directory, or a path to

@@ -81,7 +81,7 @@ TEST_CASE("progress goes to stderr unless --quiet") {
   CHECK_THAT(r.err, Catch::Contains("% done"));
 }
 
-TEST_CASE("convert writes an HDF5 input that runs to the same energy; results feed back") {
+TEST_CASE("convert writes an HDF5 input that runs to the same energy, and results feed back") {
   TempDir dir;
   const std::string xyz = dir.write("water.xyz", kWater);
   const std::string h5 = dir.path("water.h5");
