@@ -13,10 +13,15 @@
 namespace dfmp2 {
 namespace {
 
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
 // Times named stages into RunResult::timings, in the order they ran.
 class StageTimer {
  public:
-  explicit StageTimer(RunResult& result) : result_(result), start_(Clock::now()) {}
+  explicit StageTimer(RunResult& result) : result_(result) {}
 
   template <typename Work>
   decltype(auto) operator()(const std::string& stage, Work&& work) {
@@ -38,15 +43,9 @@ class StageTimer {
       }
     result_.timings.emplace_back(stage, seconds);
   }
-  void finish() { add("total", seconds_since(start_)); }
 
  private:
-  using Clock = std::chrono::steady_clock;
-  static double seconds_since(Clock::time_point t) {
-    return std::chrono::duration<double>(Clock::now() - t).count();
-  }
   RunResult& result_;
-  Clock::time_point start_;
 };
 
 std::string choose(const std::optional<std::string>& option, const std::string& stored,
@@ -54,41 +53,6 @@ std::string choose(const std::optional<std::string>& option, const std::string& 
   if (option && !option->empty()) return *option;
   if (!stored.empty()) return stored;
   return fallback;
-}
-
-// E_corr and its spin parts from B; the kernels do the work.
-void mp2_energy(const DFTensor& df, const RunOptions& options, Progress& progress,
-                StageTimer& timer, RunResult& result) {
-  kernels::EnergyOptions energy_options;
-  energy_options.memory_bytes = options.memory_bytes;
-  energy_options.progress = [&progress](double done) { progress.fraction(done); };
-  progress.begin("MP2 energy (pair blocks)");
-  const auto compute = [&]() -> kernels::EnergyResult {
-    if (options.precision == kernels::Precision::fp32) {
-      std::vector<float> B32 = df.B32;
-      if (B32.empty()) B32.assign(df.B64.begin(), df.B64.end());
-      return kernels::mp2_energy<float>(options.backend, {B32.data(), df.nocc, df.nvir, df.naux},
-                                        df.eps_occ, df.eps_vir, energy_options);
-    }
-    std::vector<double> widened;
-    const double* B = df.B64.data();
-    if (df.B64.empty()) {
-      widened.assign(df.B32.begin(), df.B32.end());
-      B = widened.data();
-    }
-    return kernels::mp2_energy<double>(options.backend, {B, df.nocc, df.nvir, df.naux},
-                                       df.eps_occ, df.eps_vir, energy_options);
-  };
-  const kernels::EnergyResult energy = timer("energy", compute);
-  if (energy.gemm_seconds > 0.0) timer.add("energy_gemm", energy.gemm_seconds);
-  if (energy.reduce_seconds > 0.0) timer.add("energy_reduction", energy.reduce_seconds);
-  result.backend = kernels::to_string(energy.backend);
-  result.precision = kernels::to_string(options.precision);
-  result.e_os = energy.e_os;
-  result.e_ss = energy.e_ss;
-  result.e_corr = energy.e_os + energy.e_ss;
-  result.e_scs_corr = 1.2 * energy.e_os + energy.e_ss / 3.0;
-  result.e_total = result.e_scf + result.e_corr;
 }
 
 void check_orbitals(const Orbitals& orbitals, std::size_t nbf, int nocc) {
@@ -100,12 +64,17 @@ void check_orbitals(const Orbitals& orbitals, std::size_t nbf, int nocc) {
                      " but the molecule has " + std::to_string(nocc) + " doubly occupied orbitals");
 }
 
+RunOptions with_defaults(RunOptions options) {
+  if (options.memory_bytes == 0) options.memory_bytes = default_memory_budget();
+  return options;
+}
+
 }  // namespace
 
-RunResult run(const RunInput& input, const RunOptions& given_options, Progress& progress) {
-  RunOptions options = given_options;
-  if (options.memory_bytes == 0) options.memory_bytes = default_memory_budget();
-  RunResult result;
+PreparedRun prepare(const RunInput& input, const RunOptions& given_options, Progress& progress) {
+  const RunOptions options = with_defaults(given_options);
+  PreparedRun prepared;
+  RunResult& result = prepared.result;
   StageTimer timer(result);
   result.threads = omp_get_max_threads();
 
@@ -116,9 +85,8 @@ RunResult run(const RunInput& input, const RunOptions& given_options, Progress& 
     result.nocc = static_cast<int>(df.nocc);
     result.nvir = static_cast<int>(df.nvir);
     result.naux = static_cast<int>(df.naux);
-    mp2_energy(df, options, progress, timer, result);
-    timer.finish();
-    return result;
+    prepared.df = df;
+    return prepared;
   }
   if (!input.molecule) throw InputError("'" + input.path + "' holds neither a molecule nor /df");
 
@@ -192,17 +160,60 @@ RunResult run(const RunInput& input, const RunOptions& given_options, Progress& 
   result.nvir = result.nmo - nocc;
 
   progress.begin("DF transform (auxiliary batches)");
-  const DFTensor df = timer("df_transform", [&] {
+  prepared.df = timer("df_transform", [&] {
     return build_df_tensor(obs, aux, pairs, orbitals.C.middleCols(result.nfrozen, result.nocc),
                            orbitals.C.rightCols(result.nvir),
                            orbitals.eps.segment(result.nfrozen, result.nocc),
                            orbitals.eps.tail(result.nvir), options.memory_bytes,
                            [&progress](double done) { progress.fraction(done); });
   });
-  mp2_energy(df, options, progress, timer, result);
   result.orbitals = std::move(orbitals);
-  timer.finish();
-  return result;
+  return prepared;
+}
+
+void add_mp2_energy(const DFTensor& df, const RunOptions& given_options, Progress& progress,
+                    RunResult& result) {
+  const RunOptions options = with_defaults(given_options);
+  StageTimer timer(result);
+  kernels::EnergyOptions energy_options;
+  energy_options.memory_bytes = options.memory_bytes;
+  energy_options.progress = [&progress](double done) { progress.fraction(done); };
+  progress.begin("MP2 energy (pair blocks)");
+  const auto compute = [&]() -> kernels::EnergyResult {
+    if (options.precision == kernels::Precision::fp32) {
+      std::vector<float> B32 = df.B32;
+      if (B32.empty()) B32.assign(df.B64.begin(), df.B64.end());
+      return kernels::mp2_energy<float>(options.backend, {B32.data(), df.nocc, df.nvir, df.naux},
+                                        df.eps_occ, df.eps_vir, energy_options);
+    }
+    std::vector<double> widened;
+    const double* B = df.B64.data();
+    if (df.B64.empty()) {
+      widened.assign(df.B32.begin(), df.B32.end());
+      B = widened.data();
+    }
+    return kernels::mp2_energy<double>(options.backend, {B, df.nocc, df.nvir, df.naux},
+                                       df.eps_occ, df.eps_vir, energy_options);
+  };
+  const kernels::EnergyResult energy = timer("energy", compute);
+  if (energy.gemm_seconds > 0.0) timer.add("energy_gemm", energy.gemm_seconds);
+  if (energy.reduce_seconds > 0.0) timer.add("energy_reduction", energy.reduce_seconds);
+  result.backend = kernels::to_string(energy.backend);
+  result.precision = kernels::to_string(options.precision);
+  result.e_os = energy.e_os;
+  result.e_ss = energy.e_ss;
+  result.e_corr = energy.e_os + energy.e_ss;
+  result.e_scs_corr = 1.2 * energy.e_os + energy.e_ss / 3.0;
+  result.e_total = result.e_scf + result.e_corr;
+}
+
+
+RunResult run(const RunInput& input, const RunOptions& options, Progress& progress) {
+  const auto start = Clock::now();
+  PreparedRun prepared = prepare(input, options, progress);
+  add_mp2_energy(prepared.df, options, progress, prepared.result);
+  prepared.result.timings.emplace_back("total", seconds_since(start));
+  return std::move(prepared.result);
 }
 
 }  // namespace dfmp2

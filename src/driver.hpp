@@ -25,6 +25,17 @@ struct RunOptions {
   ScfOptions scf;
 };
 
+// The whole method; timings include "total".
 RunResult run(const RunInput& input, const RunOptions& options, Progress& progress);
+
+// The same in two parts, for benchmarks that time several energy backends on one tensor:
+// the stages up to B_ia^P (integrals, SCF, DF transform), then the energy step.
+struct PreparedRun {
+  RunResult result;  // everything but the MP2 energies
+  DFTensor df;
+};
+PreparedRun prepare(const RunInput& input, const RunOptions& options, Progress& progress);
+void add_mp2_energy(const DFTensor& df, const RunOptions& options, Progress& progress,
+                    RunResult& result);
 
 }  // namespace dfmp2
