@@ -1,0 +1,72 @@
+// fused: T is never materialised beyond one pair block per thread. Threads take (I ≥ J) pair
+// blocks from a shared list (dynamic schedule), form T for the block with single-threaded GEMMs
+// and reduce it at once, while it is still in cache, with the shared SIMD kernel. Each GEMM is
+// large enough (edge ≳ 384) to run near peak, and the reduction overlaps other threads' GEMMs.
+#include <omp.h>
+
+#include <algorithm>
+#include <memory>
+
+#include "kernels/backends.hpp"
+#include "kernels/energy_reduction.hpp"
+#include "kernels/gemm_engine.hpp"
+#include "kernels/pair_schedule.hpp"
+
+namespace dfmp2::kernels::detail {
+
+template <typename Real>
+EnergyResult fused_energy(const DFTensorView<Real>& B, std::span<const double> eps_occ,
+                          std::span<const double> eps_vir, const EnergyOptions& options) {
+  const std::size_t nocc = B.nocc, nvir = B.nvir, naux = B.naux;
+  const std::size_t ldb = nvir * naux;
+  ThreadScope scope(options.threads);
+  const auto blocks = plan_pair_blocks(nocc, nvir, scope.threads());
+  std::size_t tile_elems = 0;
+  for (const auto& p : blocks) tile_elems = std::max(tile_elems, (p.i1 - p.i0) * (p.j1 - p.j0) * nvir * nvir);
+  Progress progress(options.progress, blocks.size());
+  double e_os = 0.0, e_ss = 0.0;
+  int team = 1;
+
+  // Inside the parallel region OpenBLAS (OpenMP build) sees omp_in_parallel() and runs each
+  // GEMM on the calling thread only: no oversubscription (checked by bench_energy's GEMM probe).
+#pragma omp parallel reduction(+ : e_os, e_ss)
+  {
+#pragma omp single
+    team = omp_get_num_threads();
+    std::unique_ptr<Real[]> tile(new Real[tile_elems]);
+#pragma omp for schedule(dynamic, 1)
+    for (std::size_t n = 0; n < blocks.size(); ++n) {
+      const PairBlock& p = blocks[n];
+      const std::size_t ldt = (p.j1 - p.j0) * nvir;  // tile[(i - i0)·nvir + a][(j - j0)·nvir + b] = T_ij,ab
+      if (!p.touches_diagonal()) {  // all j < i: one GEMM for the whole block
+        gemm_abt<Real>((p.i1 - p.i0) * nvir, ldt, naux, B.data + p.i0 * ldb, naux, B.data + p.j0 * ldb, naux,
+                       tile.get(), ldt);
+      } else {  // diagonal block: row i against j0..i only (the trapezoid), skipping j > i
+        for (std::size_t i = p.i0; i < p.i1; ++i)
+          gemm_abt<Real>(nvir, (std::min(p.j1, i + 1) - p.j0) * nvir, naux, B.data + i * ldb, naux,
+                         B.data + p.j0 * ldb, naux, tile.get() + (i - p.i0) * nvir * ldt, ldt);
+      }
+      for (std::size_t i = p.i0; i < p.i1; ++i)
+        for (std::size_t j = p.j0; j < std::min(p.j1, i + 1); ++j) {
+          const PairEnergy e = reduce_pair(tile.get() + (i - p.i0) * nvir * ldt + (j - p.j0) * nvir, ldt, nvir,
+                                           eps_occ[i] + eps_occ[j], eps_vir.data());
+          e_os += pair_weight(i, j) * e.os;
+          e_ss += pair_weight(i, j) * e.ss;
+        }
+      progress.add(1);
+      if (omp_get_thread_num() == 0) progress.report();
+    }
+  }
+  progress.finish();
+
+  EnergyResult r;
+  r.e_os = e_os;
+  r.e_ss = e_ss;
+  r.backend = Backend::fused;
+  r.workspace_bytes = std::size_t(team) * tile_elems * sizeof(Real);
+  return r;
+}
+
+DFMP2_INSTANTIATE_BACKEND(fused_energy)
+
+}  // namespace dfmp2::kernels::detail

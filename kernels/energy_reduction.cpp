@@ -1,0 +1,111 @@
+// SIMD energy kernel (Google Highway, compiled for several targets, chosen at runtime).
+#include "kernels/energy_reduction.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/energy_reduction.cpp"
+#include <hwy/foreach_target.h>  // re-includes this file once per SIMD target
+#include <hwy/highway.h>
+
+HWY_BEFORE_NAMESPACE();
+namespace dfmp2::kernels::detail::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// Square tile edge: a T_ab tile plus its transposed T_ba counterpart (64×64 fp64 = 32 KiB)
+// stay in L1/L2 while they are combined.
+constexpr std::size_t kTile = 64;
+
+template <typename Real>
+void ReducePairImpl(const Real* HWY_RESTRICT T, std::size_t ldt, std::size_t nvir, double eps_ij,
+                    const double* HWY_RESTRICT eps_vir, double* HWY_RESTRICT out) {
+  const hn::ScalableTag<double> d;
+  const hn::Rebind<Real, decltype(d)> dr;  // same lane count as d: float lanes promote 1:1
+  const std::size_t N = hn::Lanes(d);
+  HWY_ALIGN double Tba[kTile * kTile];  // Tba[a * kTile + b] = T_ba, so b runs contiguously as in T_ab
+
+  auto os = hn::Zero(d), ss = hn::Zero(d);
+  double os_tail = 0.0, ss_tail = 0.0;
+  for (std::size_t a0 = 0; a0 < nvir; a0 += kTile) {
+    const std::size_t na = std::min(kTile, nvir - a0);
+    for (std::size_t b0 = 0; b0 < nvir; b0 += kTile) {
+      const std::size_t nb = std::min(kTile, nvir - b0);
+      for (std::size_t b = 0; b < nb; ++b) {
+        const Real* row = T + (b0 + b) * ldt + a0;
+        for (std::size_t a = 0; a < na; ++a) Tba[a * kTile + b] = double(row[a]);
+      }
+      for (std::size_t a = 0; a < na; ++a) {
+        const Real* HWY_RESTRICT tab = T + (a0 + a) * ldt + b0;
+        const double* HWY_RESTRICT tba = Tba + a * kTile;
+        const double* HWY_RESTRICT eb = eps_vir + b0;
+        const double e_ija = eps_ij - eps_vir[a0 + a];
+        const auto v_ija = hn::Set(d, e_ija);
+        std::size_t b = 0;
+        for (; b + N <= nb; b += N) {
+          hn::Vec<decltype(d)> x;
+          if constexpr (std::is_same_v<Real, double>) {
+            x = hn::LoadU(d, tab + b);
+          } else {
+            x = hn::PromoteTo(d, hn::LoadU(dr, tab + b));
+          }
+          const auto y = hn::Load(d, tba + b);
+          const auto x_over_delta = hn::Div(x, hn::Sub(v_ija, hn::LoadU(d, eb + b)));
+          os = hn::MulAdd(x, x_over_delta, os);
+          ss = hn::MulAdd(hn::Sub(x, y), x_over_delta, ss);
+        }
+        for (; b < nb; ++b) {
+          const double x = double(tab[b]);
+          const double x_over_delta = x / (e_ija - eb[b]);
+          os_tail += x * x_over_delta;
+          ss_tail += (x - tba[b]) * x_over_delta;
+        }
+      }
+    }
+  }
+  out[0] = hn::GetLane(hn::SumOfLanes(d, os)) + os_tail;
+  out[1] = hn::GetLane(hn::SumOfLanes(d, ss)) + ss_tail;
+}
+
+// Highway exports plain functions, not templates: one thin entry per precision.
+void ReducePairF64(const double* T, std::size_t ldt, std::size_t nvir, double eps_ij, const double* eps_vir,
+                   double* out) {
+  ReducePairImpl(T, ldt, nvir, eps_ij, eps_vir, out);
+}
+void ReducePairF32(const float* T, std::size_t ldt, std::size_t nvir, double eps_ij, const double* eps_vir,
+                   double* out) {
+  ReducePairImpl(T, ldt, nvir, eps_ij, eps_vir, out);
+}
+std::int64_t CompiledTarget() { return HWY_TARGET; }
+
+}  // namespace dfmp2::kernels::detail::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace dfmp2::kernels::detail {
+
+HWY_EXPORT(ReducePairF64);
+HWY_EXPORT(ReducePairF32);
+HWY_EXPORT(CompiledTarget);
+
+template <>
+PairEnergy reduce_pair<double>(const double* T, std::size_t ldt, std::size_t nvir, double eps_ij,
+                               const double* eps_vir) {
+  double out[2];
+  HWY_DYNAMIC_DISPATCH(ReducePairF64)(T, ldt, nvir, eps_ij, eps_vir, out);
+  return {out[0], out[1]};
+}
+
+template <>
+PairEnergy reduce_pair<float>(const float* T, std::size_t ldt, std::size_t nvir, double eps_ij,
+                              const double* eps_vir) {
+  double out[2];
+  HWY_DYNAMIC_DISPATCH(ReducePairF32)(T, ldt, nvir, eps_ij, eps_vir, out);
+  return {out[0], out[1]};
+}
+
+const char* reduction_simd_target() { return hwy::TargetName(HWY_DYNAMIC_DISPATCH(CompiledTarget)()); }
+
+}  // namespace dfmp2::kernels::detail
+#endif

@@ -1,0 +1,22 @@
+// Tile reduction layer: the SIMD energy kernel shared by the loop and fused backends.
+#pragma once
+
+#include <cstddef>
+
+namespace dfmp2::kernels::detail {
+
+struct PairEnergy {
+  double os = 0.0, ss = 0.0;
+};
+
+// For one pair (i, j), with T_ab = T[a * ldt + b] (a, b < nvir) and eps_ij = ε_i + ε_j:
+//   os = Σ_ab T_ab² / Δ_ab,  ss = Σ_ab T_ab (T_ab − T_ba) / Δ_ab,  Δ_ab = eps_ij − ε_a − ε_b.
+// Walks T in cache-sized square tiles, pairing each T_ab tile with its T_ba counterpart;
+// accumulates in fp64 for float T too. Highway runtime dispatch picks AVX-512/AVX2/SSE4/scalar.
+template <typename Real>
+PairEnergy reduce_pair(const Real* T, std::size_t ldt, std::size_t nvir, double eps_ij, const double* eps_vir);
+
+// Name of the SIMD target the dispatcher chose on this machine (e.g. "AVX3_ZEN4"), for reports.
+const char* reduction_simd_target();
+
+}  // namespace dfmp2::kernels::detail

@@ -1,0 +1,107 @@
+// Public entry points: names, argument checks, and the backend registry (dispatch).
+#include "kernels/mp2_energy.hpp"
+
+#include <array>
+#include <chrono>
+#include <stdexcept>
+#include <utility>
+
+#include "kernels/backends.hpp"
+
+namespace dfmp2::kernels {
+
+namespace {
+
+constexpr std::array<std::pair<Backend, const char*>, 4> kBackendNames{{
+    {Backend::reference, "reference"},
+    {Backend::loop, "loop"},
+    {Backend::fused, "fused"},
+    {Backend::automatic, "auto"},
+}};
+constexpr std::array<std::pair<Precision, const char*>, 2> kPrecisionNames{{
+    {Precision::fp64, "fp64"},
+    {Precision::fp32, "fp32"},
+}};
+
+template <typename Enum, std::size_t N>
+std::string list_names(const std::array<std::pair<Enum, const char*>, N>& table) {
+  std::string s;
+  for (const auto& [value, name] : table) s += (s.empty() ? "" : ", ") + std::string(name);
+  return s;
+}
+
+// Measured with bench_energy (results/energy_backends.md): fused is fastest on every shape tried,
+// since it does the same symmetric GEMM work as loop without T_flat traffic or GEMM/reduction
+// serialisation.
+Backend resolve_automatic(std::size_t /*nocc*/, std::size_t /*nvir*/, std::size_t /*naux*/) {
+  return Backend::fused;
+}
+
+}  // namespace
+
+Backend parse_backend(const std::string& name) {
+  for (const auto& [value, n] : kBackendNames)
+    if (name == n) return value;
+  throw std::invalid_argument("unknown energy backend '" + name + "' (expected one of: " +
+                              list_names(kBackendNames) + ")");
+}
+
+std::string to_string(Backend backend) {
+  for (const auto& [value, n] : kBackendNames)
+    if (value == backend) return n;
+  throw std::invalid_argument("invalid Backend value " + std::to_string(int(backend)));
+}
+
+Precision parse_precision(const std::string& name) {
+  for (const auto& [value, n] : kPrecisionNames)
+    if (name == n) return value;
+  throw std::invalid_argument("unknown precision '" + name + "' (expected one of: " +
+                              list_names(kPrecisionNames) + ")");
+}
+
+std::string to_string(Precision precision) {
+  for (const auto& [value, n] : kPrecisionNames)
+    if (value == precision) return n;
+  throw std::invalid_argument("invalid Precision value " + std::to_string(int(precision)));
+}
+
+double needed_flops(std::size_t nocc, std::size_t nvir, std::size_t naux) {
+  return 2.0 * (double(nocc) * double(nocc + 1) / 2.0) * double(nvir) * double(nvir) * double(naux);
+}
+
+template <typename Real>
+EnergyResult mp2_energy(Backend backend, const DFTensorView<Real>& B, std::span<const double> eps_occ,
+                        std::span<const double> eps_vir, const EnergyOptions& options) {
+  if (eps_occ.size() != B.nocc)
+    throw std::invalid_argument("mp2_energy: eps_occ has " + std::to_string(eps_occ.size()) +
+                                " entries but B has nocc = " + std::to_string(B.nocc));
+  if (eps_vir.size() != B.nvir)
+    throw std::invalid_argument("mp2_energy: eps_vir has " + std::to_string(eps_vir.size()) +
+                                " entries but B has nvir = " + std::to_string(B.nvir));
+  if (B.data == nullptr && B.nocc * B.nvir * B.naux != 0)
+    throw std::invalid_argument("mp2_energy: B has no data");
+  if (options.threads < 0) throw std::invalid_argument("mp2_energy: threads must be >= 0");
+
+  if (backend == Backend::automatic) backend = resolve_automatic(B.nocc, B.nvir, B.naux);
+  const auto start = std::chrono::steady_clock::now();
+  EnergyResult r;
+  if (B.nocc == 0 || B.nvir == 0) {
+    r.backend = backend;  // nothing to correlate
+  } else {
+    switch (backend) {  // registry: one line per backend
+      case Backend::reference: r = detail::reference_energy(B, eps_occ, eps_vir, options); break;
+      case Backend::loop: r = detail::loop_energy(B, eps_occ, eps_vir, options); break;
+      case Backend::fused: r = detail::fused_energy(B, eps_occ, eps_vir, options); break;
+      case Backend::automatic: break;  // resolved above
+    }
+  }
+  r.total_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return r;
+}
+
+template EnergyResult mp2_energy<double>(Backend, const DFTensorView<double>&, std::span<const double>,
+                                         std::span<const double>, const EnergyOptions&);
+template EnergyResult mp2_energy<float>(Backend, const DFTensorView<float>&, std::span<const double>,
+                                        std::span<const double>, const EnergyOptions&);
+
+}  // namespace dfmp2::kernels

@@ -1,0 +1,57 @@
+// DF-MP2 energy from the three-index tensor B_ia^P: the kernels' public interface.
+//
+//   T_ij,ab = Σ_P B_ia^P B_jb^P              (T_ij = B_i B_jᵀ, B_i is nvir × naux)
+//   E_OS    = Σ_ij Σ_ab T_ij,ab² / Δ_ij,ab
+//   E_SS    = Σ_ij Σ_ab T_ij,ab (T_ij,ab − T_ij,ba) / Δ_ij,ab
+//   Δ_ij,ab = ε_i + ε_j − ε_a − ε_b,   E_corr = E_OS + E_SS
+//
+// No chemistry and no I/O here: the caller hands in B (row-major [nocc][nvir][naux],
+// active occupied orbitals only) and the orbital energies.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <span>
+#include <string>
+
+namespace dfmp2::kernels {
+
+enum class Backend { reference, loop, fused, automatic };
+enum class Precision { fp64, fp32 };
+
+Backend parse_backend(const std::string& name);      // throws std::invalid_argument
+std::string to_string(Backend backend);
+Precision parse_precision(const std::string& name);  // throws std::invalid_argument
+std::string to_string(Precision precision);
+
+// Row-major B_ia^P: element (i, a, P) at data[(i * nvir + a) * naux + P].
+template <typename Real>
+struct DFTensorView {
+  const Real* data = nullptr;
+  std::size_t nocc = 0, nvir = 0, naux = 0;
+};
+
+struct EnergyOptions {
+  std::size_t memory_bytes = std::size_t(1) << 30;  // budget for T_flat (loop backend)
+  int threads = 0;                                  // 0: OpenMP default
+  // Called from one thread with the share of pair blocks done, in [0, 1]; may be empty.
+  std::function<void(double fraction_done)> progress;
+};
+
+struct EnergyResult {
+  double e_os = 0.0, e_ss = 0.0;
+  Backend backend = Backend::reference;  // the backend that ran (resolved from automatic)
+  double gemm_seconds = 0.0;             // loop: time in T_flat GEMMs
+  double reduce_seconds = 0.0;           // loop: time in the strip-tiled reduction
+  double total_seconds = 0.0;
+  std::size_t workspace_bytes = 0;       // peak extra memory the backend allocated
+};
+
+// The work that is needed, counting the i ≥ j symmetry: 2 · nocc(nocc+1)/2 · nvir² · naux.
+double needed_flops(std::size_t nocc, std::size_t nvir, std::size_t naux);
+
+template <typename Real>
+EnergyResult mp2_energy(Backend backend, const DFTensorView<Real>& B, std::span<const double> eps_occ,
+                        std::span<const double> eps_vir, const EnergyOptions& options);
+
+}  // namespace dfmp2::kernels

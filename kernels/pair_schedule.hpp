@@ -1,0 +1,60 @@
+// Pair scheduling layer: which (i ≥ j) pairs go together, how many threads, progress.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <vector>
+
+namespace dfmp2::kernels::detail {
+
+// A rectangle of occupied pairs, rows I = [i0, i1) × columns J = [j0, j1); only pairs with j ≤ i
+// are needed (T_ji = T_ijᵀ), and pairs with i ≠ j count twice.
+struct PairBlock {
+  std::size_t i0 = 0, i1 = 0, j0 = 0, j1 = 0;
+  bool touches_diagonal() const { return j1 > i0; }  // holds pairs with j ≥ i
+};
+
+inline double pair_weight(std::size_t i, std::size_t j) { return i == j ? 1.0 : 2.0; }
+
+// Loop backend: occupied row chunks I and, against them, B_{0..i1} (the trapezoid j < i1), sized so
+// that T_flat = |I|·nvir × |J|·nvir elements of elem_bytes fit in memory_bytes. A chunk has at least
+// one row; if one row against all j ≤ i still does not fit, its j range is split.
+std::vector<PairBlock> plan_loop_chunks(std::size_t nocc, std::size_t nvir, std::size_t elem_bytes,
+                                        std::size_t memory_bytes);
+
+// Fused backend: square pair blocks of bs × bs occupied orbitals, bs chosen so that each GEMM has
+// an edge of a few hundred (near-peak single-threaded BLAS) while leaving enough blocks for
+// dynamic load balance over nthreads. Ordered most expensive first.
+std::vector<PairBlock> plan_pair_blocks(std::size_t nocc, std::size_t nvir, int nthreads);
+
+// options.threads (0: OpenMP default) made current for the lifetime of the scope; OpenBLAS's
+// OpenMP build follows omp_get_max_threads(), so this also sets the BLAS thread count.
+class ThreadScope {
+ public:
+  explicit ThreadScope(int threads);
+  ~ThreadScope();
+  ThreadScope(const ThreadScope&) = delete;
+  ThreadScope& operator=(const ThreadScope&) = delete;
+  int threads() const { return threads_; }
+
+ private:
+  int saved_, threads_;
+};
+
+// Rate-limited progress callback. Any thread may add finished work; only the thread that calls
+// report() (the backends use OpenMP thread 0 or the serial caller) invokes the callback.
+class Progress {
+ public:
+  Progress(const std::function<void(double)>& callback, std::size_t total);
+  void add(std::size_t done);  // thread-safe
+  void report();               // call from one thread only
+  void finish();               // serial: reports 1.0
+
+ private:
+  const std::function<void(double)>& callback_;
+  std::size_t total_, done_ = 0;
+  std::chrono::steady_clock::time_point last_;
+};
+
+}  // namespace dfmp2::kernels::detail
