@@ -10,16 +10,17 @@
 
 #include "src/input.hpp"
 #include "src/integrals.hpp"
+#include "src/parallel.hpp"
 
 namespace dfmp2 {
 
 // C_occ: active occupied orbitals (nbf × nocc), C_vir (nbf × nvir). Returns B in the layout
-// the energy kernels take, row-major [i][a][P], with the orbital energies.
-// progress(fraction) is called after each batch; may be empty.
+// the energy kernels take, row-major [i][a][P], with the orbital energies; over MPI, B for this
+// rank's block of i (collective). progress(fraction) is called after each batch; may be empty.
 DFTensor build_df_tensor(const libint2::BasisSet& obs, const libint2::BasisSet& aux,
                          const ShellPairs& pairs, const Eigen::MatrixXd& C_occ,
                          const Eigen::MatrixXd& C_vir, const Eigen::VectorXd& eps_occ,
                          const Eigen::VectorXd& eps_vir, std::size_t memory_bytes,
-                         const std::function<void(double)>& progress);
+                         const std::function<void(double)>& progress, Communicator& comm);
 
 }  // namespace dfmp2

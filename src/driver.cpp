@@ -6,9 +6,11 @@
 #include "src/basis.hpp"
 #include "src/df_jk.hpp"
 #include "src/df_transform.hpp"
+#include "src/distributed_energy.hpp"
 #include "src/errors.hpp"
 #include "src/integrals.hpp"
 #include "src/memory.hpp"
+#include "src/parallel.hpp"
 
 namespace dfmp2 {
 namespace {
@@ -76,6 +78,7 @@ PreparedRun prepare(const RunInput& input, const RunOptions& given_options, Prog
   PreparedRun prepared;
   RunResult& result = prepared.result;
   StageTimer timer(result);
+  Communicator& comm = Communicator::world();
   result.threads = omp_get_max_threads();
 
   if (input.df) {  // energy only, from a given DF tensor
@@ -85,7 +88,16 @@ PreparedRun prepare(const RunInput& input, const RunOptions& given_options, Prog
     result.nocc = static_cast<int>(df.nocc);
     result.nvir = static_cast<int>(df.nvir);
     result.naux = static_cast<int>(df.naux);
+    // Over MPI each rank keeps its block of occupied orbitals.
+    const Range mine = block_of(df.nocc, comm.rank(), comm.size());
+    const std::size_t row = df.nvir * df.naux;
     prepared.df = df;
+    prepared.df.nocc = mine.size();
+    prepared.df.occ_begin = mine.begin;
+    if (!df.B64.empty())
+      prepared.df.B64.assign(df.B64.begin() + mine.begin * row, df.B64.begin() + mine.end * row);
+    if (!df.B32.empty())
+      prepared.df.B32.assign(df.B32.begin() + mine.begin * row, df.B32.begin() + mine.end * row);
     return prepared;
   }
   if (!input.molecule) throw InputError("'" + input.path + "' holds neither a molecule nor /df");
@@ -128,12 +140,15 @@ PreparedRun prepare(const RunInput& input, const RunOptions& given_options, Prog
   TwoElectronFock fock;
   if (result.scf_type == "df") {
     auto df_fock = std::make_shared<DensityFittedFock>(timer("integrals", [&] {
-      return DensityFittedFock(obs, *jk_aux, pairs, options.memory_bytes);
+      return DensityFittedFock(obs, *jk_aux, pairs, options.memory_bytes, comm);
     }));
     fock = [df_fock](const Eigen::MatrixXd& C_occ) { return (*df_fock)(C_occ); };
   } else {
     fock = [&](const Eigen::MatrixXd& C_occ) {
-      return exact_two_electron_fock(obs, pairs, C_occ * C_occ.transpose());
+      Eigen::MatrixXd G =
+          exact_two_electron_fock(obs, pairs, C_occ * C_occ.transpose(), comm.rank(), comm.size());
+      comm.allreduce_sum(G.data(), static_cast<std::size_t>(G.size()));
+      return G;
     };
   }
 
@@ -165,7 +180,7 @@ PreparedRun prepare(const RunInput& input, const RunOptions& given_options, Prog
                            orbitals.C.rightCols(result.nvir),
                            orbitals.eps.segment(result.nfrozen, result.nocc),
                            orbitals.eps.tail(result.nvir), options.memory_bytes,
-                           [&progress](double done) { progress.fraction(done); });
+                           [&progress](double done) { progress.fraction(done); }, comm);
   });
   result.orbitals = std::move(orbitals);
   return prepared;
@@ -179,23 +194,23 @@ void add_mp2_energy(const DFTensor& df, const RunOptions& given_options, Progres
   energy_options.memory_bytes = options.memory_bytes;
   energy_options.progress = [&progress](double done) { progress.fraction(done); };
   progress.begin("MP2 energy (pair blocks)");
-  const auto compute = [&]() -> kernels::EnergyResult {
+  Communicator& comm = Communicator::world();
+  // B in the requested precision; a copy only when the stored one differs.
+  const auto compute = [&]() -> DistributedEnergy {
     if (options.precision == kernels::Precision::fp32) {
-      std::vector<float> B32 = df.B32;
-      if (B32.empty()) B32.assign(df.B64.begin(), df.B64.end());
-      return kernels::mp2_energy<float>(options.backend, {B32.data(), df.nocc, df.nvir, df.naux},
-                                        df.eps_occ, df.eps_vir, energy_options);
+      std::vector<float> narrowed;
+      if (df.B32.empty()) narrowed.assign(df.B64.begin(), df.B64.end());
+      const float* B = df.B32.empty() ? narrowed.data() : df.B32.data();
+      return distributed_mp2_energy<float>(options.backend, B, df, energy_options, comm);
     }
     std::vector<double> widened;
-    const double* B = df.B64.data();
-    if (df.B64.empty()) {
-      widened.assign(df.B32.begin(), df.B32.end());
-      B = widened.data();
-    }
-    return kernels::mp2_energy<double>(options.backend, {B, df.nocc, df.nvir, df.naux},
-                                       df.eps_occ, df.eps_vir, energy_options);
+    if (df.B64.empty()) widened.assign(df.B32.begin(), df.B32.end());
+    const double* B = df.B64.empty() ? widened.data() : df.B64.data();
+    return distributed_mp2_energy<double>(options.backend, B, df, energy_options, comm);
   };
-  const kernels::EnergyResult energy = timer("energy", compute);
+  const DistributedEnergy distributed = timer("energy", compute);
+  const kernels::EnergyResult& energy = distributed.energy;
+  result.peak_b_bytes = distributed.peak_b_bytes;
   if (energy.gemm_seconds > 0.0) timer.add("energy_gemm", energy.gemm_seconds);
   if (energy.reduce_seconds > 0.0) timer.add("energy_reduction", energy.reduce_seconds);
   result.backend = kernels::to_string(energy.backend);
@@ -207,13 +222,21 @@ void add_mp2_energy(const DFTensor& df, const RunOptions& given_options, Progres
   result.e_total = result.e_scf + result.e_corr;
 }
 
-
 RunResult run(const RunInput& input, const RunOptions& options, Progress& progress) {
   const auto start = Clock::now();
   PreparedRun prepared = prepare(input, options, progress);
   add_mp2_energy(prepared.df, options, progress, prepared.result);
-  prepared.result.timings.emplace_back("total", seconds_since(start));
-  return std::move(prepared.result);
+  RunResult& result = prepared.result;
+  result.timings.emplace_back("total", seconds_since(start));
+  // What each rank sent and held, for the report (collective).
+  Communicator& comm = Communicator::world();
+  result.ranks = comm.size();
+  const auto sent = comm.allgather(static_cast<double>(comm.bytes_sent()));
+  const auto rss = comm.allgather(static_cast<double>(peak_rss_bytes()));
+  const auto b_bytes = comm.allgather(static_cast<double>(result.peak_b_bytes));
+  for (int r = 0; r < comm.size(); ++r)
+    result.rank_stats.push_back({sent[r], rss[r], b_bytes[r]});
+  return std::move(result);
 }
 
 }  // namespace dfmp2

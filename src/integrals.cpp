@@ -127,9 +127,8 @@ void three_index_integrals(const libint2::BasisSet& aux, std::size_t first_shell
   const auto aux2bf = aux.shell2bf();
   const auto obs2bf = obs.shell2bf();
   const std::size_t nbf = obs.nbf();
-  const std::size_t p_first = aux2bf[first_shell];
-  const std::size_t p_count =
-      (last_shell < aux.size() ? aux2bf[last_shell] : aux.nbf()) - p_first;
+  const std::size_t p_first = first_function(aux, first_shell);
+  const std::size_t p_count = first_function(aux, last_shell) - p_first;
   std::fill(out, out + p_count * nbf * nbf, 0.0);
   Engine prototype(Operator::coulomb, max_nprim(aux, obs), max_l(aux, obs));
   prototype.set(BraKet::xs_xx);
@@ -160,24 +159,40 @@ void three_index_integrals(const libint2::BasisSet& aux, std::size_t first_shell
   }
 }
 
-std::vector<std::pair<std::size_t, std::size_t>> aux_shell_batches(const libint2::BasisSet& aux,
-                                                                    std::size_t max_functions) {
+std::vector<std::pair<std::size_t, std::size_t>> shell_batches(const libint2::BasisSet& basis,
+                                                                std::size_t begin, std::size_t end,
+                                                                std::size_t max_functions) {
   std::vector<std::pair<std::size_t, std::size_t>> batches;
-  std::size_t first = 0, functions = 0;
-  for (std::size_t s = 0; s < aux.size(); ++s) {
-    if (s > first && functions + aux[s].size() > max_functions) {
+  std::size_t first = begin, functions = 0;
+  for (std::size_t s = begin; s < end; ++s) {
+    if (s > first && functions + basis[s].size() > max_functions) {
       batches.emplace_back(first, s);
       first = s;
       functions = 0;
     }
-    functions += aux[s].size();
+    functions += basis[s].size();
   }
-  batches.emplace_back(first, aux.size());
+  if (end > first) batches.emplace_back(first, end);
   return batches;
 }
 
+std::size_t first_function(const libint2::BasisSet& basis, std::size_t shell) {
+  return shell < basis.size() ? basis.shell2bf()[shell] : basis.nbf();
+}
+
+std::pair<std::size_t, std::size_t> shell_block(const libint2::BasisSet& basis, int part, int parts) {
+  // Part k starts at the first shell whose first function reaches k/parts of all functions.
+  auto start = [&](int k) {
+    const std::size_t target = basis.nbf() * static_cast<std::size_t>(k) / static_cast<std::size_t>(parts);
+    std::size_t shell = 0;
+    while (shell < basis.size() && first_function(basis, shell) < target) ++shell;
+    return shell;
+  };
+  return {start(part), part + 1 == parts ? basis.size() : start(part + 1)};
+}
+
 Eigen::MatrixXd exact_two_electron_fock(const libint2::BasisSet& obs, const ShellPairs& pairs,
-                                        const Eigen::MatrixXd& D) {
+                                        const Eigen::MatrixXd& D, int part, int parts) {
   const auto shell2bf = obs.shell2bf();
   const std::size_t nshell = obs.size();
   const std::size_t nbf = obs.nbf();
@@ -194,7 +209,8 @@ Eigen::MatrixXd exact_two_electron_fock(const libint2::BasisSet& obs, const Shel
   auto engines = engines_per_thread(Engine(Operator::coulomb, obs.max_nprim(), obs.max_l()));
   const std::size_t npairs = pairs.pairs.size();
 #pragma omp parallel for schedule(dynamic)
-  for (std::size_t p12 = 0; p12 < npairs; ++p12) {
+  for (std::size_t p12 = static_cast<std::size_t>(part); p12 < npairs;
+       p12 += static_cast<std::size_t>(parts)) {
     const int thread = omp_get_thread_num();
     Engine& engine = engines[thread];
     Eigen::MatrixXd& G = g[thread];

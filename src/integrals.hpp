@@ -45,14 +45,21 @@ void three_index_integrals(const libint2::BasisSet& aux, std::size_t first_shell
                            std::size_t last_shell, const libint2::BasisSet& obs,
                            const ShellPairs& pairs, double* out);
 
-// Auxiliary shell batches [first, last) whose functions number at most max_functions each
-// (at least one shell per batch).
-std::vector<std::pair<std::size_t, std::size_t>> aux_shell_batches(const libint2::BasisSet& aux,
-                                                                    std::size_t max_functions);
+// Shell batches [first, last) within [begin, end) whose functions number at most
+// max_functions each (at least one shell per batch).
+std::vector<std::pair<std::size_t, std::size_t>> shell_batches(const libint2::BasisSet& basis,
+                                                                std::size_t begin, std::size_t end,
+                                                                std::size_t max_functions);
+
+// Part `part` of `parts` contiguous shell ranges [first, last) with about equal function counts.
+std::pair<std::size_t, std::size_t> shell_block(const libint2::BasisSet& basis, int part, int parts);
+// First function of shell `shell` (nbf for shell == size()).
+std::size_t first_function(const libint2::BasisSet& basis, std::size_t shell);
 
 // G = 2J − K for the closed-shell density D = C_occ C_occᵀ, from exact four-index integrals
-// with 8-fold symmetry and density-weighted Schwarz screening.
+// with 8-fold symmetry and density-weighted Schwarz screening. With parts > 1, only this
+// part's share of the quartets (bra pairs p with p % parts == part): the shares sum to G.
 Eigen::MatrixXd exact_two_electron_fock(const libint2::BasisSet& obs, const ShellPairs& pairs,
-                                        const Eigen::MatrixXd& D);
+                                        const Eigen::MatrixXd& D, int part = 0, int parts = 1);
 
 }  // namespace dfmp2

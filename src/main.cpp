@@ -10,6 +10,7 @@
 #include "src/errors.hpp"
 #include "src/hdf5_io.hpp"
 #include "src/memory.hpp"
+#include "src/parallel.hpp"
 #include "src/report.hpp"
 
 namespace {
@@ -47,6 +48,8 @@ void check_output_paths(const std::string& input, const std::string& json, const
 }  // namespace
 
 int main(int argc, char** argv) {
+  MpiSession mpi(argc, argv);
+  Communicator& comm = Communicator::world();
   CLI::App app{"dfmp2: density-fitted MP2 energies (RHF → DF-MP2)", "dfmp2"};
   app.set_version_flag("--version", "dfmp2 0.1.0");
 
@@ -99,12 +102,22 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "dfmp2: error: " << e.what() << " (see dfmp2 --help)\n";
+    if (comm.is_root()) std::cerr << "dfmp2: error: " << e.what() << " (see dfmp2 --help)\n";
     return 2;
   }
 
+  // Only rank 0 talks to the user and writes files; an error on any rank stops them all.
+  auto fail = [&](const std::string& message) {
+    if (comm.size() > 1)
+      std::cerr << "dfmp2: error (rank " << comm.rank() << "): " << message << std::endl;
+    else
+      std::cerr << "dfmp2: error: " << message << "\n";
+    if (comm.size() > 1) comm.abort(1);
+  };
+
   try {
     if (*convert) {
+      if (!comm.is_root()) return 0;
       Molecule mol = read_xyz(convert_xyz);
       mol.charge = convert_charge;
       validate(mol);
@@ -127,21 +140,23 @@ int main(int argc, char** argv) {
     RunInput input = read_input(input_path);
     if (is_xyz(input_path) && basis.empty())
       throw InputError("an XYZ input needs --basis NAME");
-    Progress progress(quiet);
+    Progress progress(quiet || !comm.is_root());
     const RunResult result = run(input, options, progress);
 
-    print_report(std::cout, result);
-    if (!json_path.empty()) write_json(json_path, result);
-    if (!output_path.empty()) write_hdf5_results(output_path, result);
+    if (comm.is_root()) {
+      print_report(std::cout, result);
+      if (!json_path.empty()) write_json(json_path, result);
+      if (!output_path.empty()) write_hdf5_results(output_path, result);
+    }
     return 0;
   } catch (const InputError& e) {
-    std::cerr << "dfmp2: error: " << e.what() << "\n";
+    fail(e.what());
   } catch (const std::invalid_argument& e) {
-    std::cerr << "dfmp2: error: " << e.what() << "\n";
+    fail(e.what());
   } catch (const std::bad_alloc&) {
-    std::cerr << "dfmp2: error: out of memory (lower the problem size or --memory)\n";
+    fail("out of memory (lower the problem size or --memory)");
   } catch (const std::exception& e) {
-    std::cerr << "dfmp2: error: internal: " << e.what() << "\n";
+    fail(std::string("internal: ") + e.what());
   }
   return 1;
 }

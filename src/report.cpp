@@ -64,7 +64,8 @@ void print_report(std::ostream& out, const RunResult& r) {
     row("SCS-MP2 total", r.e_scf + r.e_scs_corr);
   }
   out << "\nEnergy backend " << r.backend << " (" << r.precision << "), " << r.threads
-      << " threads\n\nWall time / s\n";
+      << " threads" << (r.ranks > 1 ? " × " + std::to_string(r.ranks) + " MPI ranks" : "")
+      << "\n\nWall time / s\n";
   for (const auto& [stage, seconds] : r.timings)
     out << "  " << std::setw(20) << std::left << stage << std::right << std::setw(12)
         << fixed(seconds, 3) << "\n";
@@ -96,6 +97,13 @@ nlohmann::json to_json(const RunResult& r) {
   j["backend"] = r.backend;
   j["precision"] = r.precision;
   j["threads"] = r.threads;
+  j["ranks"] = r.ranks;
+  nlohmann::json ranks = nlohmann::json::array();
+  for (const RankStats& stats : r.rank_stats)
+    ranks.push_back({{"bytes_sent", stats.bytes_sent},
+                     {"peak_rss_bytes", stats.peak_rss},
+                     {"peak_b_bytes", stats.peak_b}});
+  j["rank_stats"] = ranks;
   nlohmann::json timings = nlohmann::json::object();
   for (const auto& [stage, seconds] : r.timings) timings[stage] = seconds;
   for (const char* stage : {"integrals", "scf", "df_transform", "energy", "total"})

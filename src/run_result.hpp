@@ -15,6 +15,11 @@ struct ScfIteration {
   double energy = 0.0, delta_e = 0.0, gradient_rms = 0.0;
 };
 
+// What one MPI rank sent and held (bytes).
+struct RankStats {
+  double bytes_sent = 0.0, peak_rss = 0.0, peak_b = 0.0;
+};
+
 struct RunResult {
   std::string molecule;  // name, or formula when unnamed
   std::optional<Molecule> geometry;
@@ -26,6 +31,9 @@ struct RunResult {
   std::optional<Orbitals> orbitals;
   std::string backend, precision;
   int threads = 0;
+  int ranks = 1;
+  std::size_t peak_b_bytes = 0;  // B_ia^P held at once by this rank in the energy step
+  std::vector<RankStats> rank_stats;  // every rank's, in rank order
   // Stage name → wall seconds, in the order the stages ran ("total" last).
   std::vector<std::pair<std::string, double>> timings;
 };

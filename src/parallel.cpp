@@ -1,0 +1,108 @@
+#include "src/parallel.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#ifdef DFMP2_HAVE_MPI
+#include <mpi.h>
+#endif
+
+namespace dfmp2 {
+
+Communicator& Communicator::world() {
+  static Communicator world;
+  return world;
+}
+
+Range block_of(std::size_t count, int rank, int size) {
+  const std::size_t n = static_cast<std::size_t>(size), r = static_cast<std::size_t>(rank);
+  const std::size_t base = count / n, extra = count % n;
+  Range range;
+  range.begin = r * base + std::min(r, extra);
+  range.end = range.begin + base + (r < extra ? 1 : 0);
+  return range;
+}
+
+#ifdef DFMP2_HAVE_MPI
+
+namespace {
+// MPI counts are int: move large buffers in pieces.
+constexpr std::size_t kMaxPiece = std::size_t(1) << 27;
+}  // namespace
+
+MpiSession::MpiSession(int& argc, char**& argv) {
+  MPI_Init(&argc, &argv);
+  Communicator& world = Communicator::world();
+  MPI_Comm_rank(MPI_COMM_WORLD, &world.rank_);
+  MPI_Comm_size(MPI_COMM_WORLD, &world.size_);
+}
+
+MpiSession::~MpiSession() { MPI_Finalize(); }
+
+void Communicator::allreduce_sum(double* data, std::size_t count) {
+  if (size_ == 1) return;
+  for (std::size_t done = 0; done < count; done += kMaxPiece) {
+    const int piece = static_cast<int>(std::min(kMaxPiece, count - done));
+    MPI_Allreduce(MPI_IN_PLACE, data + done, piece, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    bytes_sent_ += sizeof(double) * static_cast<std::size_t>(piece);
+  }
+}
+
+void Communicator::reduce_sum(double* data, std::size_t count, int root) {
+  if (size_ == 1) return;
+  for (std::size_t done = 0; done < count; done += kMaxPiece) {
+    const int piece = static_cast<int>(std::min(kMaxPiece, count - done));
+    if (rank_ == root) {
+      MPI_Reduce(MPI_IN_PLACE, data + done, piece, MPI_DOUBLE, MPI_SUM, root, MPI_COMM_WORLD);
+    } else {
+      MPI_Reduce(data + done, nullptr, piece, MPI_DOUBLE, MPI_SUM, root, MPI_COMM_WORLD);
+      bytes_sent_ += sizeof(double) * static_cast<std::size_t>(piece);
+    }
+  }
+}
+
+std::vector<double> Communicator::allgather(double value) {
+  std::vector<double> values(static_cast<std::size_t>(size_), value);
+  if (size_ == 1) return values;
+  MPI_Allgather(&value, 1, MPI_DOUBLE, values.data(), 1, MPI_DOUBLE, MPI_COMM_WORLD);
+  bytes_sent_ += sizeof(double) * static_cast<std::size_t>(size_ - 1);
+  return values;
+}
+
+void Communicator::sendrecv(const void* send, std::size_t send_bytes, int destination,
+                            void* receive, std::size_t receive_bytes, int source) {
+  const char* out = static_cast<const char*>(send);
+  char* in = static_cast<char*>(receive);
+  for (std::size_t done = 0; done < std::max(send_bytes, receive_bytes); done += kMaxPiece) {
+    const int out_piece =
+        static_cast<int>(done < send_bytes ? std::min(kMaxPiece, send_bytes - done) : 0);
+    const int in_piece =
+        static_cast<int>(done < receive_bytes ? std::min(kMaxPiece, receive_bytes - done) : 0);
+    MPI_Sendrecv(out + done, out_piece, MPI_BYTE, destination, 0, in + done, in_piece, MPI_BYTE,
+                 source, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    bytes_sent_ += static_cast<std::size_t>(out_piece);
+  }
+}
+
+void Communicator::abort(int exit_code) {
+  if (size_ > 1) MPI_Abort(MPI_COMM_WORLD, exit_code);
+  std::exit(exit_code);
+}
+
+#else  // one process
+
+MpiSession::MpiSession(int&, char**&) {}
+MpiSession::~MpiSession() = default;
+void Communicator::allreduce_sum(double*, std::size_t) {}
+void Communicator::reduce_sum(double*, std::size_t, int) {}
+std::vector<double> Communicator::allgather(double value) { return {value}; }
+void Communicator::sendrecv(const void* send, std::size_t send_bytes, int, void* receive,
+                            std::size_t, int) {
+  std::memcpy(receive, send, send_bytes);
+}
+void Communicator::abort(int exit_code) { std::exit(exit_code); }
+
+#endif
+
+}  // namespace dfmp2

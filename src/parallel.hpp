@@ -1,0 +1,55 @@
+// The processes of one run: MPI ranks when built with MPI (OpenMPI), else one process.
+// Everything the chemistry needs from MPI goes through Communicator, which also counts the
+// bytes this rank sends.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+namespace dfmp2 {
+
+class Communicator {
+ public:
+  // The world of this process; one rank when MPI is absent or not started.
+  static Communicator& world();
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  bool is_root() const { return rank_ == 0; }
+  std::size_t bytes_sent() const { return bytes_sent_; }
+
+  void allreduce_sum(double* data, std::size_t count);
+  // Sum over ranks of `data`, left in `data` on `root` (other ranks' data is unchanged).
+  void reduce_sum(double* data, std::size_t count, int root);
+  // Every rank's value, in rank order.
+  std::vector<double> allgather(double value);
+  // Sends `send` to `destination` while receiving into `receive` from `source`.
+  void sendrecv(const void* send, std::size_t send_bytes, int destination, void* receive,
+                std::size_t receive_bytes, int source);
+  // Ends every rank at once; for errors that only some ranks may see.
+  [[noreturn]] void abort(int exit_code);
+
+ private:
+  friend class MpiSession;
+  int rank_ = 0, size_ = 1;
+  std::size_t bytes_sent_ = 0;
+};
+
+// Starts MPI for the process's lifetime when built with it (a plain run without mpirun is a
+// single rank).
+class MpiSession {
+ public:
+  MpiSession(int& argc, char**& argv);
+  ~MpiSession();
+  MpiSession(const MpiSession&) = delete;
+  MpiSession& operator=(const MpiSession&) = delete;
+};
+
+// [begin, end) of `count` items given to `rank` of `size`: contiguous, sizes differ by ≤ 1.
+struct Range {
+  std::size_t begin = 0, end = 0;
+  std::size_t size() const { return end - begin; }
+};
+Range block_of(std::size_t count, int rank, int size);
+
+}  // namespace dfmp2

@@ -1,0 +1,102 @@
+// dfmp2 under mpirun: the serial energies for every backend, a rank count above the number of
+// occupied orbitals, and per-rank B storage that falls with the ranks.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/src/run_command.hpp"
+
+namespace {
+
+const std::string kBenzene =
+    "12\nbenzene\n"
+    "C  0.000000  1.396792 0.0\nC  1.209657  0.698396 0.0\nC  1.209657 -0.698396 0.0\n"
+    "C  0.000000 -1.396792 0.0\nC -1.209657 -0.698396 0.0\nC -1.209657  0.698396 0.0\n"
+    "H  0.000000  2.484212 0.0\nH  2.151390  1.242106 0.0\nH  2.151390 -1.242106 0.0\n"
+    "H  0.000000 -2.484212 0.0\nH -2.151390 -1.242106 0.0\nH -2.151390  1.242106 0.0\n";
+
+nlohmann::json run_json(const TempDir& dir, const std::string& launcher, const std::string& args) {
+  static int counter = 0;
+  const std::string json = dir.path("run" + std::to_string(counter++) + ".json");
+  const CommandResult r = run_command(launcher + " " + std::string(DFMP2_EXE) + " " + args +
+                                      " --quiet --json " + json);
+  INFO(launcher << " dfmp2 " << args << "\n" << r.err);
+  REQUIRE(r.exit_code == 0);
+  return nlohmann::json::parse(read_text(json));
+}
+
+std::string mpirun(int ranks) {
+  return std::string(DFMP2_MPIEXEC) + " --oversubscribe --allow-run-as-root -np " +
+         std::to_string(ranks);
+}
+
+void check_same_energies(const nlohmann::json& serial, const nlohmann::json& parallel) {
+  for (const char* key : {"e_scf", "e_corr", "e_os", "e_ss"}) {
+    INFO(key);
+    const double s = serial[key].get<double>(), p = parallel[key].get<double>();
+    CHECK(std::abs(p - s) <= 1e-10 * std::abs(s));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("2 and 3 ranks give the serial energies for every backend") {
+  TempDir dir;
+  const std::string benzene = dir.write("benzene.xyz", kBenzene) + " --basis sto-3g";
+  for (const char* backend : {"reference", "loop", "fused"}) {
+    const std::string args = benzene + " --threads 1 --backend " + backend;
+    const auto serial = run_json(dir, "", args);
+    for (int ranks : {2, 3}) {
+      INFO(backend << " on " << ranks << " ranks");
+      const auto parallel = run_json(dir, mpirun(ranks), args);
+      CHECK(parallel["ranks"] == ranks);
+      check_same_energies(serial, parallel);
+    }
+  }
+}
+
+TEST_CASE("exact SCF and fp32 also run distributed") {
+  TempDir dir;
+  const std::string water =
+      dir.write("water.xyz", "3\nw\nO 0 0 0.1178\nH 0 0.7555 -0.4712\nH 0 -0.7555 -0.4712\n") +
+      " --basis cc-pvdz --threads 1";
+  check_same_energies(run_json(dir, "", water + " --scf exact"),
+                      run_json(dir, mpirun(2), water + " --scf exact"));
+  const auto serial = run_json(dir, "", water + " --precision fp32");
+  const auto parallel = run_json(dir, mpirun(3), water + " --precision fp32");
+  CHECK(std::abs(parallel["e_corr"].get<double>() - serial["e_corr"].get<double>()) < 1e-8);
+}
+
+TEST_CASE("more ranks than active occupied orbitals still give the serial energy") {
+  TempDir dir;
+  // Frozen-core water has 4 active occupied orbitals; rank 4 holds none.
+  const std::string water =
+      dir.write("water.xyz", "3\nw\nO 0 0 0.1178\nH 0 0.7555 -0.4712\nH 0 -0.7555 -0.4712\n") +
+      " --basis cc-pvdz --frozen-core --threads 1";
+  check_same_energies(run_json(dir, "", water), run_json(dir, mpirun(5), water));
+}
+
+TEST_CASE("with 2 ranks each holds at most ~60% of the serial run's B") {
+  TempDir dir;
+  const std::string benzene = dir.write("benzene.xyz", kBenzene) + " --basis sto-3g --threads 1";
+  const auto serial = run_json(dir, "", benzene);
+  const auto parallel = run_json(dir, mpirun(2), benzene);
+  const double serial_b = serial["rank_stats"][0]["peak_b_bytes"].get<double>();
+  REQUIRE(parallel["rank_stats"].size() == 2);
+  for (const auto& rank : parallel["rank_stats"]) {
+    CHECK(rank["peak_b_bytes"].get<double>() <= 0.6 * serial_b);
+    CHECK(rank["bytes_sent"].get<double>() > 0.0);
+  }
+}
+
+TEST_CASE("an error on the ranks stops them all with the message, no hang") {
+  TempDir dir;
+  const CommandResult r = run_command(
+      "timeout 60 " + mpirun(2) + " " + std::string(DFMP2_EXE) + " " +
+      dir.write("bad.xyz", "1\nx\nXx 0 0 0\n") + " --basis cc-pvdz --quiet");
+  CHECK(r.exit_code != 0);
+  CHECK(r.exit_code != 124);  // timeout's code: a hang
+  CHECK_THAT(r.err, Catch::Contains("unknown element symbol 'Xx'"));
+}
