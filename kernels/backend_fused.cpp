@@ -15,12 +15,15 @@
 namespace dfmp2::kernels::detail {
 
 template <typename Real>
-EnergyResult fused_energy(const DFTensorView<Real>& B, std::span<const double> eps_occ,
-                          std::span<const double> eps_vir, const EnergyOptions& options) {
-  const std::size_t nocc = B.nocc, nvir = B.nvir, naux = B.naux;
+EnergyResult fused_energy(const PairSpace<Real>& pairs, std::span<const double> eps_vir,
+                          const EnergyOptions& options) {
+  const std::size_t nvir = pairs.rows.nvir, naux = pairs.rows.naux;
   const std::size_t ldb = nvir * naux;
+  const Real* B_rows = pairs.rows.data;
+  const Real* B_cols = pairs.cols.data;
   ThreadScope scope(options.threads);
-  const auto blocks = plan_pair_blocks(nocc, nvir, scope.threads());
+  const auto blocks =
+      plan_pair_blocks({pairs.rows.nocc, pairs.cols.nocc, pairs.triangular}, nvir, scope.threads());
   std::size_t tile_elems = 0;
   for (const auto& p : blocks) tile_elems = std::max(tile_elems, (p.i1 - p.i0) * (p.j1 - p.j0) * nvir * nvir);
   Progress progress(options.progress, blocks.size());
@@ -38,20 +41,20 @@ EnergyResult fused_energy(const DFTensorView<Real>& B, std::span<const double> e
     for (std::size_t n = 0; n < blocks.size(); ++n) {
       const PairBlock& p = blocks[n];
       const std::size_t ldt = (p.j1 - p.j0) * nvir;  // tile[(i - i0)·nvir + a][(j - j0)·nvir + b] = T_ij,ab
-      if (!p.touches_diagonal()) {  // all j < i: one GEMM for the whole block
-        gemm_abt<Real>((p.i1 - p.i0) * nvir, ldt, naux, B.data + p.i0 * ldb, naux, B.data + p.j0 * ldb, naux,
+      if (!(pairs.triangular && p.touches_diagonal())) {  // every pair needed: one GEMM for the block
+        gemm_abt<Real>((p.i1 - p.i0) * nvir, ldt, naux, B_rows + p.i0 * ldb, naux, B_cols + p.j0 * ldb, naux,
                        tile.get(), ldt);
       } else {  // diagonal block: row i against j0..i only (the trapezoid), skipping j > i
         for (std::size_t i = p.i0; i < p.i1; ++i)
-          gemm_abt<Real>(nvir, (std::min(p.j1, i + 1) - p.j0) * nvir, naux, B.data + i * ldb, naux,
-                         B.data + p.j0 * ldb, naux, tile.get() + (i - p.i0) * nvir * ldt, ldt);
+          gemm_abt<Real>(nvir, (std::min(p.j1, i + 1) - p.j0) * nvir, naux, B_rows + i * ldb, naux,
+                         B_cols + p.j0 * ldb, naux, tile.get() + (i - p.i0) * nvir * ldt, ldt);
       }
       for (std::size_t i = p.i0; i < p.i1; ++i)
-        for (std::size_t j = p.j0; j < std::min(p.j1, i + 1); ++j) {
+        for (std::size_t j = p.j0; j < std::min(p.j1, pairs.cols_needed(i)); ++j) {
           const PairEnergy e = reduce_pair(tile.get() + (i - p.i0) * nvir * ldt + (j - p.j0) * nvir, ldt, nvir,
-                                           eps_occ[i] + eps_occ[j], eps_vir.data());
-          e_os += pair_weight(i, j) * e.os;
-          e_ss += pair_weight(i, j) * e.ss;
+                                           pairs.eps_rows[i] + pairs.eps_cols[j], eps_vir.data());
+          e_os += pairs.weight(i, j) * e.os;
+          e_ss += pairs.weight(i, j) * e.ss;
         }
       progress.add(1);
       if (omp_get_thread_num() == 0) progress.report();

@@ -16,13 +16,14 @@
 namespace dfmp2::kernels::detail {
 
 template <typename Real>
-EnergyResult loop_energy(const DFTensorView<Real>& B, std::span<const double> eps_occ,
-                         std::span<const double> eps_vir, const EnergyOptions& options) {
+EnergyResult loop_energy(const PairSpace<Real>& pairs, std::span<const double> eps_vir,
+                         const EnergyOptions& options) {
   using clock = std::chrono::steady_clock;
-  const std::size_t nocc = B.nocc, nvir = B.nvir, naux = B.naux;
+  const std::size_t nvir = pairs.rows.nvir, naux = pairs.rows.naux;
   const std::size_t ldb = nvir * naux;
   ThreadScope scope(options.threads);
-  const auto chunks = plan_loop_chunks(nocc, nvir, sizeof(Real), options.memory_bytes);
+  const auto chunks = plan_loop_chunks({pairs.rows.nocc, pairs.cols.nocc, pairs.triangular}, nvir,
+                                       sizeof(Real), options.memory_bytes);
   Progress progress(options.progress, chunks.size());
 
   std::size_t t_flat_elems = 0;
@@ -35,18 +36,18 @@ EnergyResult loop_energy(const DFTensorView<Real>& B, std::span<const double> ep
     const std::size_t rows = c.i1 - c.i0, cols = c.j1 - c.j0;
     const std::size_t ldt = cols * nvir;  // T_flat[(i - i0)·nvir + a][(j - j0)·nvir + b] = T_ij,ab
     const auto t0 = clock::now();
-    gemm_abt<Real>(rows * nvir, cols * nvir, naux, B.data + c.i0 * ldb, naux, B.data + c.j0 * ldb, naux,
-                   T_flat.get(), ldt);
+    gemm_abt<Real>(rows * nvir, cols * nvir, naux, pairs.rows.data + c.i0 * ldb, naux,
+                   pairs.cols.data + c.j0 * ldb, naux, T_flat.get(), ldt);
     const auto t1 = clock::now();
     const Real* T = T_flat.get();
 #pragma omp parallel for collapse(2) schedule(dynamic, 1) reduction(+ : e_os, e_ss)
     for (std::size_t i = c.i0; i < c.i1; ++i)
       for (std::size_t j = c.j0; j < c.j1; ++j) {
-        if (j > i) continue;  // the part of the trapezoid above the diagonal: T_ji = T_ijᵀ
+        if (!pairs.needed(i, j)) continue;  // above the diagonal: T_ji = T_ijᵀ
         const PairEnergy e = reduce_pair(T + (i - c.i0) * nvir * ldt + (j - c.j0) * nvir, ldt, nvir,
-                                         eps_occ[i] + eps_occ[j], eps_vir.data());
-        e_os += pair_weight(i, j) * e.os;
-        e_ss += pair_weight(i, j) * e.ss;
+                                         pairs.eps_rows[i] + pairs.eps_cols[j], eps_vir.data());
+        e_os += pairs.weight(i, j) * e.os;
+        e_ss += pairs.weight(i, j) * e.ss;
       }
     const auto t2 = clock::now();
     r.gemm_seconds += std::chrono::duration<double>(t1 - t0).count();

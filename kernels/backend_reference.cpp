@@ -11,33 +11,36 @@
 namespace dfmp2::kernels::detail {
 
 template <typename Real>
-EnergyResult reference_energy(const DFTensorView<Real>& B, std::span<const double> eps_occ,
-                              std::span<const double> eps_vir, const EnergyOptions& options) {
-  const std::size_t nocc = B.nocc, nvir = B.nvir, naux = B.naux;
+EnergyResult reference_energy(const PairSpace<Real>& pairs, std::span<const double> eps_vir,
+                              const EnergyOptions& options) {
+  const std::size_t nrows = pairs.rows.nocc, nvir = pairs.rows.nvir, naux = pairs.rows.naux;
   const std::size_t ldb = nvir * naux;  // B_i starts at data + i * ldb
   ThreadScope scope(options.threads);
-  Progress progress(options.progress, nocc * (nocc + 1) / 2);
+  std::size_t npairs = 0;
+  for (std::size_t i = 0; i < nrows; ++i) npairs += pairs.cols_needed(i);
+  Progress progress(options.progress, npairs);
   double e_os = 0.0, e_ss = 0.0;
 
 #pragma omp parallel reduction(+ : e_os, e_ss)
   {
     std::vector<Real> T(nvir * nvir);  // T_ij, a × b
 #pragma omp for schedule(dynamic, 1)
-    for (std::size_t i = 0; i < nocc; ++i) {
-      for (std::size_t j = 0; j <= i; ++j) {
-        gemm_abt<Real>(nvir, nvir, naux, B.data + i * ldb, naux, B.data + j * ldb, naux, T.data(), nvir);
+    for (std::size_t i = 0; i < nrows; ++i) {
+      for (std::size_t j = 0; j < pairs.cols_needed(i); ++j) {
+        gemm_abt<Real>(nvir, nvir, naux, pairs.rows.data + i * ldb, naux, pairs.cols.data + j * ldb, naux,
+                       T.data(), nvir);
         double os = 0.0, ss = 0.0;
         for (std::size_t a = 0; a < nvir; ++a)
           for (std::size_t b = 0; b < nvir; ++b) {
             const double t_ab = T[a * nvir + b], t_ba = T[b * nvir + a];
-            const double delta = eps_occ[i] + eps_occ[j] - eps_vir[a] - eps_vir[b];
+            const double delta = pairs.eps_rows[i] + pairs.eps_cols[j] - eps_vir[a] - eps_vir[b];
             os += t_ab * t_ab / delta;
             ss += t_ab * (t_ab - t_ba) / delta;
           }
-        e_os += pair_weight(i, j) * os;
-        e_ss += pair_weight(i, j) * ss;
+        e_os += pairs.weight(i, j) * os;
+        e_ss += pairs.weight(i, j) * ss;
       }
-      progress.add(i + 1);
+      progress.add(pairs.cols_needed(i));
       if (omp_get_thread_num() == 0) progress.report();
     }
   }

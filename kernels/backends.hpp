@@ -6,23 +6,37 @@
 
 namespace dfmp2::kernels::detail {
 
-// Arguments are validated by mp2_energy(); backends fill e_os, e_ss, backend, the timings they
-// measure and workspace_bytes (total_seconds is set by the dispatcher).
+// The occupied pairs (i, j) a backend sums: i over the rows' orbitals, j over the columns'.
+// Triangular: columns are the rows and only j ≤ i is formed (T_ji = T_ijᵀ), i ≠ j counting
+// twice. Otherwise two disjoint blocks, every (i, j) counting twice (for (j, i) as well).
 template <typename Real>
-EnergyResult reference_energy(const DFTensorView<Real>& B, std::span<const double> eps_occ,
-                              std::span<const double> eps_vir, const EnergyOptions& options);
+struct PairSpace {
+  DFTensorView<Real> rows, cols;
+  std::span<const double> eps_rows, eps_cols;
+  bool triangular = true;
+
+  bool needed(std::size_t i, std::size_t j) const { return !triangular || j <= i; }
+  std::size_t cols_needed(std::size_t i) const { return triangular ? i + 1 : cols.nocc; }
+  double weight(std::size_t i, std::size_t j) const { return triangular && i == j ? 1.0 : 2.0; }
+};
+
+// Arguments are validated by the dispatcher (mp2_energy.cpp); backends fill e_os, e_ss,
+// backend, the timings they measure and workspace_bytes (total_seconds is set by the dispatcher).
 template <typename Real>
-EnergyResult loop_energy(const DFTensorView<Real>& B, std::span<const double> eps_occ,
-                         std::span<const double> eps_vir, const EnergyOptions& options);
+EnergyResult reference_energy(const PairSpace<Real>& pairs, std::span<const double> eps_vir,
+                              const EnergyOptions& options);
 template <typename Real>
-EnergyResult fused_energy(const DFTensorView<Real>& B, std::span<const double> eps_occ,
-                          std::span<const double> eps_vir, const EnergyOptions& options);
+EnergyResult loop_energy(const PairSpace<Real>& pairs, std::span<const double> eps_vir,
+                         const EnergyOptions& options);
+template <typename Real>
+EnergyResult fused_energy(const PairSpace<Real>& pairs, std::span<const double> eps_vir,
+                          const EnergyOptions& options);
 
 // Instantiates a backend template for both precisions (used once at the end of each backend file).
-#define DFMP2_INSTANTIATE_BACKEND(fn)                                                                  \
-  template EnergyResult fn<double>(const DFTensorView<double>&, std::span<const double>,              \
-                                   std::span<const double>, const EnergyOptions&);                    \
-  template EnergyResult fn<float>(const DFTensorView<float>&, std::span<const double>,                \
-                                  std::span<const double>, const EnergyOptions&);
+#define DFMP2_INSTANTIATE_BACKEND(fn)                                                              \
+  template EnergyResult fn<double>(const PairSpace<double>&, std::span<const double>,             \
+                                   const EnergyOptions&);                                          \
+  template EnergyResult fn<float>(const PairSpace<float>&, std::span<const double>,               \
+                                  const EnergyOptions&);
 
 }  // namespace dfmp2::kernels::detail

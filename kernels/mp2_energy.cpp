@@ -69,29 +69,37 @@ double needed_flops(std::size_t nocc, std::size_t nvir, std::size_t naux) {
   return 2.0 * (double(nocc) * double(nocc + 1) / 2.0) * double(nvir) * double(nvir) * double(naux);
 }
 
+namespace {
+
 template <typename Real>
-EnergyResult mp2_energy(Backend backend, const DFTensorView<Real>& B, std::span<const double> eps_occ,
-                        std::span<const double> eps_vir, const EnergyOptions& options) {
+void check_block(const char* what, const DFTensorView<Real>& B, std::span<const double> eps_occ,
+                 std::span<const double> eps_vir) {
+  const std::string name = what;
   if (eps_occ.size() != B.nocc)
-    throw std::invalid_argument("mp2_energy: eps_occ has " + std::to_string(eps_occ.size()) +
+    throw std::invalid_argument(name + ": eps_occ has " + std::to_string(eps_occ.size()) +
                                 " entries but B has nocc = " + std::to_string(B.nocc));
   if (eps_vir.size() != B.nvir)
-    throw std::invalid_argument("mp2_energy: eps_vir has " + std::to_string(eps_vir.size()) +
+    throw std::invalid_argument(name + ": eps_vir has " + std::to_string(eps_vir.size()) +
                                 " entries but B has nvir = " + std::to_string(B.nvir));
   if (B.data == nullptr && B.nocc * B.nvir * B.naux != 0)
-    throw std::invalid_argument("mp2_energy: B has no data");
-  if (options.threads < 0) throw std::invalid_argument("mp2_energy: threads must be >= 0");
+    throw std::invalid_argument(name + ": B has no data");
+}
 
-  if (backend == Backend::automatic) backend = resolve_automatic(B.nocc, B.nvir, B.naux);
+// The registry: one line per backend.
+template <typename Real>
+EnergyResult dispatch(Backend backend, const detail::PairSpace<Real>& pairs, std::span<const double> eps_vir,
+                      const EnergyOptions& options) {
+  if (options.threads < 0) throw std::invalid_argument("mp2_energy: threads must be >= 0");
+  if (backend == Backend::automatic) backend = resolve_automatic(pairs.rows.nocc, pairs.rows.nvir, pairs.rows.naux);
   const auto start = std::chrono::steady_clock::now();
   EnergyResult r;
-  if (B.nocc == 0 || B.nvir == 0) {
+  if (pairs.rows.nocc == 0 || pairs.cols.nocc == 0 || pairs.rows.nvir == 0) {
     r.backend = backend;  // nothing to correlate
   } else {
-    switch (backend) {  // registry: one line per backend
-      case Backend::reference: r = detail::reference_energy(B, eps_occ, eps_vir, options); break;
-      case Backend::loop: r = detail::loop_energy(B, eps_occ, eps_vir, options); break;
-      case Backend::fused: r = detail::fused_energy(B, eps_occ, eps_vir, options); break;
+    switch (backend) {
+      case Backend::reference: r = detail::reference_energy(pairs, eps_vir, options); break;
+      case Backend::loop: r = detail::loop_energy(pairs, eps_vir, options); break;
+      case Backend::fused: r = detail::fused_energy(pairs, eps_vir, options); break;
       case Backend::automatic: break;  // resolved above
     }
   }
@@ -99,9 +107,36 @@ EnergyResult mp2_energy(Backend backend, const DFTensorView<Real>& B, std::span<
   return r;
 }
 
-template EnergyResult mp2_energy<double>(Backend, const DFTensorView<double>&, std::span<const double>,
-                                         std::span<const double>, const EnergyOptions&);
-template EnergyResult mp2_energy<float>(Backend, const DFTensorView<float>&, std::span<const double>,
-                                        std::span<const double>, const EnergyOptions&);
+}  // namespace
+
+template <typename Real>
+EnergyResult mp2_energy(Backend backend, const DFTensorView<Real>& B, std::span<const double> eps_occ,
+                        std::span<const double> eps_vir, const EnergyOptions& options) {
+  check_block("mp2_energy", B, eps_occ, eps_vir);
+  return dispatch<Real>(backend, {B, B, eps_occ, eps_occ, true}, eps_vir, options);
+}
+
+template <typename Real>
+EnergyResult mp2_energy_cross(Backend backend, const DFTensorView<Real>& B_I,
+                              std::span<const double> eps_I, const DFTensorView<Real>& B_J,
+                              std::span<const double> eps_J, std::span<const double> eps_vir,
+                              const EnergyOptions& options) {
+  check_block("mp2_energy_cross (I)", B_I, eps_I, eps_vir);
+  check_block("mp2_energy_cross (J)", B_J, eps_J, eps_vir);
+  if (B_I.naux != B_J.naux)
+    throw std::invalid_argument("mp2_energy_cross: blocks have naux " + std::to_string(B_I.naux) + " and " +
+                                std::to_string(B_J.naux));
+  return dispatch<Real>(backend, {B_I, B_J, eps_I, eps_J, false}, eps_vir, options);
+}
+
+#define DFMP2_INSTANTIATE_ENTRY_POINTS(Real)                                                             \
+  template EnergyResult mp2_energy<Real>(Backend, const DFTensorView<Real>&, std::span<const double>,   \
+                                         std::span<const double>, const EnergyOptions&);                \
+  template EnergyResult mp2_energy_cross<Real>(Backend, const DFTensorView<Real>&,                      \
+                                               std::span<const double>, const DFTensorView<Real>&,      \
+                                               std::span<const double>, std::span<const double>,        \
+                                               const EnergyOptions&);
+DFMP2_INSTANTIATE_ENTRY_POINTS(double)
+DFMP2_INSTANTIATE_ENTRY_POINTS(float)
 
 }  // namespace dfmp2::kernels

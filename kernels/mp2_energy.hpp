@@ -54,4 +54,13 @@ template <typename Real>
 EnergyResult mp2_energy(Backend backend, const DFTensorView<Real>& B, std::span<const double> eps_occ,
                         std::span<const double> eps_vir, const EnergyOptions& options);
 
+// The pairs between two disjoint blocks of occupied orbitals, I and J (i ∈ I, j ∈ J, each pair
+// counted for (i, j) and (j, i)): with mp2_energy on each block, this splits the pair space
+// across processes, E(I ∪ J) = E(I) + E(J) + mp2_energy_cross(I, J).
+template <typename Real>
+EnergyResult mp2_energy_cross(Backend backend, const DFTensorView<Real>& B_I,
+                              std::span<const double> eps_I, const DFTensorView<Real>& B_J,
+                              std::span<const double> eps_J, std::span<const double> eps_vir,
+                              const EnergyOptions& options);
+
 }  // namespace dfmp2::kernels

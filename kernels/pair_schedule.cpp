@@ -6,44 +6,45 @@
 
 namespace dfmp2::kernels::detail {
 
-std::vector<PairBlock> plan_loop_chunks(std::size_t nocc, std::size_t nvir, std::size_t elem_bytes,
+std::vector<PairBlock> plan_loop_chunks(const PairShape& shape, std::size_t nvir, std::size_t elem_bytes,
                                         std::size_t memory_bytes) {
   std::vector<PairBlock> chunks;
   const std::size_t pair_bytes = std::max<std::size_t>(1, nvir * nvir * elem_bytes);  // one T_ij
   const std::size_t budget_pairs = std::max<std::size_t>(1, memory_bytes / pair_bytes);
-  for (std::size_t i0 = 0; i0 < nocc;) {
-    std::size_t rows = 1;  // largest row count with rows · i1 pair blocks in budget
-    while (i0 + rows < nocc && (rows + 1) * (i0 + rows + 1) <= budget_pairs) ++rows;
-    const std::size_t i1 = i0 + rows;
-    if (rows * i1 <= budget_pairs) {
-      chunks.push_back({i0, i1, 0, i1});
-    } else {  // a single row i0 against j = 0..i0 is over budget: split j
-      for (std::size_t j0 = 0; j0 < i1; j0 += budget_pairs)
-        chunks.push_back({i0, i1, j0, std::min(i1, j0 + budget_pairs)});
+  for (std::size_t i0 = 0; i0 < shape.nrows;) {
+    std::size_t rows = 1;  // largest row count whose pair blocks fit the budget
+    while (i0 + rows < shape.nrows && (rows + 1) * shape.cols_below(i0 + rows + 1) <= budget_pairs) ++rows;
+    const std::size_t i1 = i0 + rows, j1 = shape.cols_below(i1);
+    if (rows * j1 <= budget_pairs) {
+      chunks.push_back({i0, i1, 0, j1});
+    } else {  // a single row i0 against all its columns is over budget: split j
+      for (std::size_t j0 = 0; j0 < j1; j0 += budget_pairs)
+        chunks.push_back({i0, i1, j0, std::min(j1, j0 + budget_pairs)});
     }
     i0 = i1;
   }
   return chunks;
 }
 
-std::vector<PairBlock> plan_pair_blocks(std::size_t nocc, std::size_t nvir, int nthreads) {
+std::vector<PairBlock> plan_pair_blocks(const PairShape& shape, std::size_t nvir, int nthreads) {
   // OpenBLAS single-threaded DGEMM/SGEMM is near peak once M = N ≳ 384 with K = naux in the
   // hundreds or more; T for such a block is ~1–4 MiB (fp64), in this thread's L2/L3 share.
   constexpr std::size_t kTargetEdge = 384;
-  std::size_t bs = std::clamp<std::size_t>((kTargetEdge + nvir - 1) / std::max<std::size_t>(1, nvir), 1,
-                                           std::max<std::size_t>(1, nocc));
+  const std::size_t longest = std::max<std::size_t>(1, std::max(shape.nrows, shape.ncols));
+  std::size_t bs = std::clamp<std::size_t>((kTargetEdge + nvir - 1) / std::max<std::size_t>(1, nvir), 1, longest);
   const auto nblocks = [&](std::size_t b) {
-    const std::size_t n = (nocc + b - 1) / b;
-    return n * (n + 1) / 2;
+    const std::size_t r = (shape.nrows + b - 1) / b, c = (shape.ncols + b - 1) / b;
+    return shape.triangular ? r * (r + 1) / 2 : r * c;
   };
   while (bs > 1 && nblocks(bs) < 4 * std::size_t(std::max(1, nthreads))) --bs;
 
   std::vector<PairBlock> blocks;
-  for (std::size_t i0 = 0; i0 < nocc; i0 += bs)
-    for (std::size_t j0 = 0; j0 <= i0; j0 += bs)
-      blocks.push_back({i0, std::min(nocc, i0 + bs), j0, std::min(nocc, j0 + bs)});
+  for (std::size_t i0 = 0; i0 < shape.nrows; i0 += bs)
+    for (std::size_t j0 = 0; j0 < (shape.triangular ? i0 + 1 : shape.ncols); j0 += bs)
+      blocks.push_back({i0, std::min(shape.nrows, i0 + bs), j0, std::min(shape.ncols, j0 + bs)});
   // Diagonal blocks hold about half the work of the others: schedule them last.
-  std::stable_partition(blocks.begin(), blocks.end(), [](const PairBlock& b) { return !b.touches_diagonal(); });
+  if (shape.triangular)
+    std::stable_partition(blocks.begin(), blocks.end(), [](const PairBlock& b) { return !b.touches_diagonal(); });
   return blocks;
 }
 

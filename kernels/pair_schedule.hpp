@@ -8,25 +8,33 @@
 
 namespace dfmp2::kernels::detail {
 
-// A rectangle of occupied pairs, rows I = [i0, i1) × columns J = [j0, j1); only pairs with j ≤ i
-// are needed (T_ji = T_ijᵀ), and pairs with i ≠ j count twice.
+// A rectangle of occupied pairs, rows I = [i0, i1) × columns J = [j0, j1); in a triangular pair
+// space only pairs with j ≤ i are needed (T_ji = T_ijᵀ).
 struct PairBlock {
   std::size_t i0 = 0, i1 = 0, j0 = 0, j1 = 0;
   bool touches_diagonal() const { return j1 > i0; }  // holds pairs with j ≥ i
 };
 
-inline double pair_weight(std::size_t i, std::size_t j) { return i == j ? 1.0 : 2.0; }
 
-// Loop backend: occupied row chunks I and, against them, B_{0..i1} (the trapezoid j < i1), sized so
-// that T_flat = |I|·nvir × |J|·nvir elements of elem_bytes fit in memory_bytes. A chunk has at least
-// one row; if one row against all j ≤ i still does not fit, its j range is split.
-std::vector<PairBlock> plan_loop_chunks(std::size_t nocc, std::size_t nvir, std::size_t elem_bytes,
+// The pair space's shape: nrows × ncols occupied orbitals; triangular (ncols == nrows, j ≤ i only)
+// or a full rectangle of two disjoint blocks.
+struct PairShape {
+  std::size_t nrows = 0, ncols = 0;
+  bool triangular = true;
+  std::size_t cols_below(std::size_t i1) const { return triangular ? i1 : ncols; }  // j < this
+};
+
+// Loop backend: occupied row chunks I and, against them, columns 0..j1 (triangular: the trapezoid
+// j < i1), sized so that T_flat = |I|·nvir × |J|·nvir elements of elem_bytes fit in memory_bytes.
+// A chunk has at least one row; if one row against all its columns still does not fit, its j range
+// is split.
+std::vector<PairBlock> plan_loop_chunks(const PairShape& shape, std::size_t nvir, std::size_t elem_bytes,
                                         std::size_t memory_bytes);
 
 // Fused backend: square pair blocks of bs × bs occupied orbitals, bs chosen so that each GEMM has
 // an edge of a few hundred (near-peak single-threaded BLAS) while leaving enough blocks for
 // dynamic load balance over nthreads. Ordered most expensive first.
-std::vector<PairBlock> plan_pair_blocks(std::size_t nocc, std::size_t nvir, int nthreads);
+std::vector<PairBlock> plan_pair_blocks(const PairShape& shape, std::size_t nvir, int nthreads);
 
 // options.threads (0: OpenMP default) made current for the lifetime of the scope; OpenBLAS's
 // OpenMP build follows omp_get_max_threads(), so this also sets the BLAS thread count.
