@@ -12,29 +12,30 @@ DensityFittedFock::DensityFittedFock(const libint2::BasisSet& obs, const libint2
                                      const ShellPairs& pairs, std::size_t memory_bytes,
                                      Communicator& comm)
     : comm_(comm), nbf_(obs.nbf()) {
-  const std::size_t nbf2 = static_cast<std::size_t>(nbf_ * nbf_);
-  // Rank r computes (P|μν) for its auxiliary shells and receives B^Q for the same block of Q.
-  auto functions_of = [&](int rank) {
-    const auto [first, last] = shell_block(aux, rank, comm.size());
-    return Range{first_function(aux, first), first_function(aux, last)};
+  const std::size_t nbf = obs.nbf(), nbf2 = nbf * nbf, naux = aux.nbf();
+  // Each rank computes (P|μν) for every P and its rows μ and fits them (the metric mixes only
+  // P); then the ranks trade columns so that each holds every μν of its block of Q.
+  auto columns_of = [&](int rank) {
+    const auto [first, last] = shell_block(obs, rank, comm.size());
+    return Range{first_function(obs, first) * nbf, first_function(obs, last) * nbf};
   };
-  const Range mine = functions_of(comm.rank());
-  naux_ = static_cast<Eigen::Index>(mine.size());
-  const std::size_t bytes = sizeof(double) * mine.size() * nbf2 * (comm.size() > 1 ? 2 : 1);
+  auto q_of = [&](int rank) { return block_of(naux, rank, comm.size()); };
+  const Range my_columns = columns_of(comm.rank()), my_q = q_of(comm.rank());
+  naux_ = static_cast<Eigen::Index>(my_q.size());
+  const std::size_t bytes =
+      sizeof(double) * (naux * my_columns.size() + (comm.size() > 1 ? my_q.size() * nbf2 : 0));
   if (bytes > memory_bytes)
     throw InputError("DF-SCF needs " + format_bytes(bytes) +
                      " for its three-index tensor, more than --memory " +
                      format_bytes(memory_bytes) + "; raise --memory");
-  const auto [first, last] = shell_block(aux, comm.rank(), comm.size());
-  B_.resize(mine.size() * nbf2);
-  three_index_integrals(aux, first, last, obs, pairs, B_.data());
-  const CoulombFitting fitting(coulomb_metric(aux));
-  if (comm.size() == 1) {
-    fitting.apply(B_.data(), nbf2);
-  } else {
-    B_ = fitting.apply_distributed(comm, B_.data(), mine, nbf2, functions_of,
-                                   [&](int) { return Range{0, nbf2}; });
-  }
+  B_.resize(naux * my_columns.size());
+  three_index_integrals(aux, 0, aux.size(), obs, pairs, B_.data(),
+                        shell_block(obs, comm.rank(), comm.size()));
+  CoulombFitting(coulomb_metric(aux)).apply(B_.data(), my_columns.size());
+  if (comm.size() > 1)
+    B_ = redistribute(
+        comm, B_, [&](int rank) { return Block{{0, naux}, columns_of(rank)}; },
+        [&](int rank) { return Block{q_of(rank), {0, nbf2}}; });
 }
 
 Eigen::MatrixXd DensityFittedFock::operator()(const Eigen::MatrixXd& C_occ) const {

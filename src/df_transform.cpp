@@ -22,7 +22,7 @@ DFTensor build_df_tensor(const libint2::BasisSet& obs, const libint2::BasisSet& 
   auto occ_block = [&](int rank) { return block_of(nocc, rank, comm.size()); };
   const Range my_occ = occ_block(comm.rank());
 
-  // (Q|ia) for my Q, and B for my i, are held whole: the energy step needs all of its B.
+  // (Q|ia) for my Q, then for my i, and B for my i, are held whole.
   const std::size_t held = sizeof(double) * (my_q.size() * nov + 2 * naux * my_occ.size() * nvir);
   const std::size_t slab = sizeof(double) * nbf * nbf;
   std::size_t largest_shell = 0;
@@ -52,18 +52,22 @@ DFTensor build_df_tensor(const libint2::BasisSet& obs, const libint2::BasisSet& 
   }
   ao = {};
 
-  // Fit: B^P_ia for this rank's i, row-major [P][i a].
-  const CoulombFitting fitting(coulomb_metric(aux));
-  if (comm.size() == 1) {
-    fitting.apply(Qia.data(), nov);
-  } else {
-    Qia = fitting.apply_distributed(
-        comm, Qia.data(), my_q, nov, [&](int) { return Range{0, naux}; },
-        [&](int rank) {
-          const Range occ = occ_block(rank);
-          return Range{occ.begin * nvir, occ.end * nvir};
-        });
+  // Fit: B^P_ia for this rank's i, row-major [P][i a]. Over MPI the ranks first trade blocks so
+  // that each holds every P for its i (the metric mixes P).
+  if (comm.size() > 1) {
+    auto q_of = [&](int rank) {
+      const auto [first, last] = shell_block(aux, rank, comm.size());
+      return Range{first_function(aux, first), first_function(aux, last)};
+    };
+    auto ia_of = [&](int rank) {
+      const Range occ = occ_block(rank);
+      return Range{occ.begin * nvir, occ.end * nvir};
+    };
+    Qia = redistribute(
+        comm, Qia, [&](int rank) { return Block{q_of(rank), {0, nov}}; },
+        [&](int rank) { return Block{{0, naux}, ia_of(rank)}; });
   }
+  CoulombFitting(coulomb_metric(aux)).apply(Qia.data(), my_occ.size() * nvir);
 
   DFTensor df;
   df.nocc = my_occ.size();

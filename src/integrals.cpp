@@ -123,37 +123,47 @@ Eigen::MatrixXd coulomb_metric(const libint2::BasisSet& aux) {
 
 void three_index_integrals(const libint2::BasisSet& aux, std::size_t first_shell,
                            std::size_t last_shell, const libint2::BasisSet& obs,
-                           const ShellPairs& pairs, double* out) {
+                           const ShellPairs& pairs, double* out,
+                           std::pair<std::size_t, std::size_t> rows) {
   const auto aux2bf = aux.shell2bf();
   const auto obs2bf = obs.shell2bf();
   const std::size_t nbf = obs.nbf();
+  const std::size_t row_first = rows.first, row_last = std::min(rows.second, obs.size());
+  const std::size_t m_first = first_function(obs, row_first);
+  const std::size_t nrows = first_function(obs, row_last) - m_first;
   const std::size_t p_first = first_function(aux, first_shell);
   const std::size_t p_count = first_function(aux, last_shell) - p_first;
-  std::fill(out, out + p_count * nbf * nbf, 0.0);
+  std::fill(out, out + p_count * nrows * nbf, 0.0);
+  auto in_rows = [&](std::size_t shell) { return shell >= row_first && shell < row_last; };
+  std::vector<std::pair<std::size_t, std::size_t>> row_pairs;
+  for (const auto& pair : pairs.pairs)
+    if (in_rows(pair.first) || in_rows(pair.second)) row_pairs.push_back(pair);
+
   Engine prototype(Operator::coulomb, max_nprim(aux, obs), max_l(aux, obs));
   prototype.set(BraKet::xs_xx);
   auto engines = engines_per_thread(prototype);
   const Shell& unit = Shell::unit();
-  const std::size_t npairs = pairs.pairs.size();
+  const std::size_t npairs = row_pairs.size();
   const std::size_t nwork = (last_shell - first_shell) * npairs;
   // Each (P shell, μν pair) writes its own block and its mirror: no two tasks share an element.
 #pragma omp parallel for schedule(dynamic, 16)
   for (std::size_t task = 0; task < nwork; ++task) {
     const std::size_t sP = first_shell + task / npairs;
-    const auto [s1, s2] = pairs.pairs[task % npairs];
+    const auto [s1, s2] = row_pairs[task % npairs];
     Engine& engine = engines[omp_get_thread_num()];
     const auto& buf = engine.results();
     engine.compute2<Operator::coulomb, BraKet::xs_xx, 0>(aux[sP], unit, obs[s1], obs[s2]);
     if (buf[0] == nullptr) continue;
     const std::size_t nP = aux[sP].size(), n1 = obs[s1].size(), n2 = obs[s2].size();
+    const bool row1 = in_rows(s1), row2 = in_rows(s2);
     for (std::size_t fP = 0; fP < nP; ++fP) {
-      double* slab = out + (aux2bf[sP] + fP - p_first) * nbf * nbf;
+      double* slab = out + (aux2bf[sP] + fP - p_first) * nrows * nbf;
       for (std::size_t f1 = 0; f1 < n1; ++f1)
         for (std::size_t f2 = 0; f2 < n2; ++f2) {
           const double v = buf[0][(fP * n1 + f1) * n2 + f2];
           const std::size_t m = obs2bf[s1] + f1, n = obs2bf[s2] + f2;
-          slab[m * nbf + n] = v;
-          slab[n * nbf + m] = v;
+          if (row1) slab[(m - m_first) * nbf + n] = v;
+          if (row2) slab[(n - m_first) * nbf + m] = v;
         }
     }
   }

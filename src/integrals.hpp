@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <utility>
 #include <vector>
 
@@ -39,11 +40,13 @@ ShellPairs significant_shell_pairs(const libint2::BasisSet& obs, double threshol
 // (P|Q) over auxiliary functions.
 Eigen::MatrixXd coulomb_metric(const libint2::BasisSet& aux);
 
-// (P|μν) for auxiliary shells [first_shell, last_shell): written to out as row-major
-// [P - P_first][μ][ν] (both triangles). Pairs outside `pairs` are zero.
+// (P|μν) for auxiliary shells [first_shell, last_shell) and μ in the orbital shells
+// rows = [first, last) (default: all), every ν: written to out as row-major
+// [P − P_first][μ − μ_first][ν]. Pairs outside `pairs` are zero.
 void three_index_integrals(const libint2::BasisSet& aux, std::size_t first_shell,
                            std::size_t last_shell, const libint2::BasisSet& obs,
-                           const ShellPairs& pairs, double* out);
+                           const ShellPairs& pairs, double* out,
+                           std::pair<std::size_t, std::size_t> rows = {0, SIZE_MAX});
 
 // Shell batches [first, last) within [begin, end) whose functions number at most
 // max_functions each (at least one shell per batch).

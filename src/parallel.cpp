@@ -24,6 +24,49 @@ Range block_of(std::size_t count, int rank, int size) {
   return range;
 }
 
+namespace {
+
+Range intersect(Range a, Range b) {
+  const std::size_t begin = std::max(a.begin, b.begin);
+  return {begin, std::max(begin, std::min(a.end, b.end))};
+}
+
+}  // namespace
+
+std::vector<double> redistribute(Communicator& comm, const std::vector<double>& mine,
+                                 const std::function<Block(int)>& from,
+                                 const std::function<Block(int)>& to) {
+  const int N = comm.size(), r = comm.rank();
+  const Block have = from(r), want = to(r);
+  std::vector<double> result(want.rows.size() * want.cols.size());
+  std::vector<double> outgoing, incoming;
+  for (int k = 0; k < N; ++k) {
+    const int destination = (r + k) % N, source = (r - k + N) % N;
+    const Block to_destination = to(destination), from_source = from(source);
+    const Block out{intersect(have.rows, to_destination.rows), intersect(have.cols, to_destination.cols)};
+    const Block in{intersect(from_source.rows, want.rows), intersect(from_source.cols, want.cols)};
+    outgoing.resize(out.rows.size() * out.cols.size());
+    for (std::size_t i = out.rows.begin; i < out.rows.end; ++i) {
+      const double* row = mine.data() + (i - have.rows.begin) * have.cols.size();
+      std::copy(row + (out.cols.begin - have.cols.begin), row + (out.cols.end - have.cols.begin),
+                outgoing.data() + (i - out.rows.begin) * out.cols.size());
+    }
+    incoming.resize(in.rows.size() * in.cols.size());
+    if (k == 0) {
+      incoming = outgoing;
+    } else {
+      comm.sendrecv(outgoing.data(), sizeof(double) * outgoing.size(), destination, incoming.data(),
+                    sizeof(double) * incoming.size(), source);
+    }
+    for (std::size_t i = in.rows.begin; i < in.rows.end; ++i) {
+      const double* row = incoming.data() + (i - in.rows.begin) * in.cols.size();
+      std::copy(row, row + in.cols.size(),
+                result.data() + (i - want.rows.begin) * want.cols.size() + (in.cols.begin - want.cols.begin));
+    }
+  }
+  return result;
+}
+
 #ifdef DFMP2_HAVE_MPI
 
 namespace {

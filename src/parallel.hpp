@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <vector>
 
 namespace dfmp2 {
@@ -51,5 +52,17 @@ struct Range {
   std::size_t size() const { return end - begin; }
 };
 Range block_of(std::size_t count, int rank, int size);
+
+// The rows × columns of a row-major matrix that one rank holds.
+struct Block {
+  Range rows, cols;
+};
+
+// Moves a matrix spread over the ranks in blocks from one layout to another: rank r holds
+// `mine` = from(r) (row-major) and gets to(r) back. Each element is held by one rank in each
+// layout. Pairwise exchanges; each rank sends only what leaves it. Collective.
+std::vector<double> redistribute(Communicator& comm, const std::vector<double>& mine,
+                                 const std::function<Block(int)>& from,
+                                 const std::function<Block(int)>& to);
 
 }  // namespace dfmp2
