@@ -6,6 +6,7 @@ dfmp2_amdahl (one SCF and DF transform, then every energy backend x precision on
 optionally Psi4's DF-MP2 with the same settings, and writes to --out (default results/):
 
   amdahl.json, amdahl.csv     raw timings, energies and the Amdahl analysis per backend
+  amdahl.md                   the same as Markdown tables (for docs/benchmarks.md)
   amdahl_speedup.png          measured vs predicted speedups (and dfmp2 over Psi4) vs nbf
   amdahl_stages.png           wall time per stage per molecule
   amdahl_gflops.png           energy-step GFLOP/s beside the machine's DGEMM/SGEMM rate
@@ -32,6 +33,7 @@ SERIES = ["water", "benzene", "naphthalene", "anthracene", "tetracene", "pentace
           "tetracene-dimer"]
 QUICK_SERIES = SERIES[:3]
 BACKENDS = ["reference", "loop", "fused"]
+PRECISIONS = ["fp64", "fp32"]
 STAGES = ["integrals", "scf", "df_transform"]
 TOLERANCE = 0.10      # predicted vs measured speedup: flagged beyond this relative difference
 PSI4_ENERGY_TOL = 1e-6  # Eh
@@ -172,7 +174,11 @@ def analyse(mol, psi4):
             if ref["gemm_seconds"] is not None and ref["reduction_seconds"] is not None:
                 ref_gemm, ref_red = ref["gemm_seconds"], ref["reduction_seconds"]
                 split = "reference split as reported"
-            else:  # the reference kernel does not time its parts: its GEMMs at the machine's rate
+            elif ref.get("gemm_probe_seconds") is not None:  # the kernel does not time its parts
+                ref_gemm = min(ref["gemm_probe_seconds"], t_ref)
+                ref_red = t_ref - ref_gemm
+                split = "reference GEMM timed by a GEMM-only replica of its loop"
+            else:
                 ref_gemm = min(mol["needed_flops"] / (gemm_rate[precision] * 1e9), t_ref)
                 ref_red = t_ref - ref_gemm
                 split = f"reference GEMM estimated as needed flops / measured {'D' if precision == 'fp64' else 'S'}GEMM rate"
@@ -180,7 +186,7 @@ def analyse(mol, psi4):
                 f = ref_red / t_ref
                 s = ref_red / run["reduction_seconds"] if ref_red > 0 else None
                 if s is None:
-                    notes.append("reference GEMM estimate >= reference energy step: no reduction left to speed up")
+                    notes.append("reference GEMM time >= its energy step: no reduction left to speed up")
                 row["gemm_ratio"] = ref_gemm / run["gemm_seconds"]
                 row["accelerated"] = "reduction"
                 row["ref_gemm_s"], row["ref_reduction_s"] = ref_gemm, ref_red
@@ -221,7 +227,7 @@ def energy_spread(mol):
 
 CSV_COLUMNS = ["molecule", "natom", "nbf", "naux", "nocc", "nvir", "backend", "precision",
                "integrals_s", "scf_s", "df_transform_s", "energy_s", "gemm_s", "reduction_s", "whole_s",
-               "gflops", "machine_gemm_gflops", "accelerated", "f", "s", "gemm_ratio", "predicted_energy",
+               "gflops", "machine_gemm_gflops", "ref_gemm_s", "ref_reduction_s", "accelerated", "f", "s", "gemm_ratio", "predicted_energy",
                "measured_energy", "f_whole", "predicted_whole", "measured_whole", "psi4_s",
                "speedup_vs_psi4", "e_scf", "e_corr", "e_ss", "e_os", "e_total", "de_scf", "de_corr", "note"]
 
@@ -347,12 +353,64 @@ def fmt(value, spec):
 def print_table(rows):
     print(f"{'molecule':<18}{'nbf':>5} {'backend':<10}{'prec':<5}{'E step s':>9}{'whole s':>9}"
           f"{'f':>6}{'s':>7}{'pred E':>7}{'meas E':>7}{'pred W':>7}{'meas W':>7}{'vsPsi4':>7}  note")
-    for r in sorted(rows, key=lambda r: (r["nbf"], r["precision"], BACKENDS.index(r["backend"]))):
+    for r in sorted(rows, key=lambda r: (r["nbf"], PRECISIONS.index(r["precision"]), BACKENDS.index(r["backend"]))):
         print(f"{r['molecule']:<18}{r['nbf']:>5} {r['backend']:<10}{r['precision']:<5}{r['energy_s']:>9.3f}"
               f"{r['whole_s']:>9.3f}{fmt(r.get('f'), '6.3f'):>6}{fmt(r.get('s'), '7.2f'):>7}"
               f"{fmt(r.get('predicted_energy'), '7.2f'):>7}{fmt(r.get('measured_energy'), '7.2f'):>7}"
               f"{fmt(r.get('predicted_whole'), '7.2f'):>7}{fmt(r.get('measured_whole'), '7.2f'):>7}"
               f"{fmt(r.get('speedup_vs_psi4'), '7.2f'):>7}  {r['note']}")
+
+
+def write_markdown(path, molecules, rows, machine, settings):
+    """The tables of docs/benchmarks.md, from this run's numbers."""
+    def cell(value, spec):
+        return "–" if value is None else format(value, spec)
+
+    by_key = {(r["molecule"], r["backend"], r["precision"]): r for r in rows}
+    lines = [f"Machine: {machine['cpu']}, {machine['cores']} cores, {machine['blas']}; "
+             f"{settings['threads']} threads; basis {settings['basis']} / {settings['df_basis']} / "
+             f"{settings['jk_basis']}.", "",
+             "### Sizes, stage times (s) and Psi4", "",
+             "| molecule | natom | nbf | naux | nocc | nvir | integrals | SCF | DF transform | energy reference | "
+             "energy fused | whole fused | Psi4 | dfmp2 / Psi4 speedup | ΔE_SCF (Eh) | ΔE_corr (Eh) | load |",
+             "|---" * 17 + "|"]
+    for m in molecules:
+        ref, fused = by_key.get((m["name"], "reference", "fp64")), by_key.get((m["name"], "fused", "fp64"))
+        if ref is None or fused is None:
+            continue
+        lines.append(
+            f"| {m['name']} | {m['natom']} | {m['nbf']} | {m['naux']} | {m['nocc']} | {m['nvir']} | "
+            f"{m['stages']['integrals']:.3f} | {m['stages']['scf']:.3f} | {m['stages']['df_transform']:.3f} | "
+            f"{ref['energy_s']:.3f} | {fused['energy_s']:.3f} | {fused['whole_s']:.3f} | "
+            f"{cell(fused.get('psi4_s'), '.2f')} | {cell(fused.get('speedup_vs_psi4'), '.2f')} | "
+            f"{cell(fused.get('de_scf'), '.1e')} | {cell(fused.get('de_corr'), '.1e')} | "
+            f"{max(m['loadavg_1min']):.1f} |")
+    lines += ["", "### Amdahl: each backend against reference (same precision)", "",
+              "| molecule | nbf | backend | precision | energy step (s) | GEMM (s) | reduction (s) | "
+              "ref GEMM (s) | ref reduction (s) | accelerated part | f | s | GEMM ratio ref/backend | "
+              "predicted | measured | f whole | predicted whole | measured whole | note |",
+              "|---" * 19 + "|"]
+    for r in rows:
+        if r["backend"] == "reference":
+            continue
+        lines.append(
+            f"| {r['molecule']} | {r['nbf']} | {r['backend']} | {r['precision']} | {r['energy_s']:.3g} | "
+            f"{cell(r['gemm_s'], '.3g')} | {cell(r['reduction_s'], '.3g')} | {cell(r.get('ref_gemm_s'), '.3g')} | "
+            f"{cell(r.get('ref_reduction_s'), '.3g')} | {r.get('accelerated', '–')} | {cell(r.get('f'), '.3f')} | "
+            f"{cell(r.get('s'), '.2f')} | {cell(r.get('gemm_ratio'), '.2f')} | {cell(r.get('predicted_energy'), '.2f')}× | "
+            f"{cell(r.get('measured_energy'), '.2f')}× | {cell(r.get('f_whole'), '.3f')} | "
+            f"{cell(r.get('predicted_whole'), '.3f')}× | {cell(r.get('measured_whole'), '.3f')}× | {r['note']} |")
+    precisions = [p for p in PRECISIONS if any(r["precision"] == p for r in rows)]
+    combos = [(b, p) for p in precisions for b in BACKENDS]
+    lines += ["", "### Energy-step rate (GFLOP/s of needed work) beside the machine's GEMM rate", "",
+              "| molecule | nbf | " + " | ".join(f"{b} {p}" for b, p in combos) + " | DGEMM | SGEMM |",
+              "|---" * (len(combos) + 4) + "|"]
+    for m in molecules:
+        cells = [cell(by_key[(m['name'], b, p)]["gflops"], ".1f") if (m["name"], b, p) in by_key else "–"
+                 for b, p in combos]
+        lines.append(f"| {m['name']} | {m['nbf']} | " + " | ".join(cells) +
+                     f" | {m['machine_gemm']['dgemm_gflops']:.1f} | {m['machine_gemm']['sgemm_gflops']:.1f} |")
+    Path(path).write_text("\n".join(lines) + "\n")
 
 
 def main():
@@ -394,8 +452,11 @@ def main():
             # Small molecules are quick and noisy: more repetitions (the best is kept).
             repeat = args.repeat or (3 if nelec <= 100 else 2 if nelec <= 200 else 1)
             print(f"amdahl.py: {name} ({xyz.relative_to(REPO)}), repeat {repeat}", file=sys.stderr, flush=True)
+            load_before = os.getloadavg()[0]
             mol = run_dfmp2(binary, xyz, args, precisions, repeat, work)
             mol["name"] = name
+            # Other jobs on the machine skew timings: keep the load seen around the run.
+            mol["loadavg_1min"] = [load_before, os.getloadavg()[0]]
             mol["energy_spread"] = energy_spread(mol)
             psi4 = None
             if use_psi4:
@@ -410,20 +471,21 @@ def main():
             rows += analyse(mol, psi4)
 
     molecules.sort(key=lambda m: m["nbf"])
-    rows.sort(key=lambda r: (r["nbf"], r["precision"], BACKENDS.index(r["backend"])))
+    rows.sort(key=lambda r: (r["nbf"], PRECISIONS.index(r["precision"]), BACKENDS.index(r["backend"])))
     settings = {"basis": args.basis, "df_basis": args.df_basis, "jk_basis": args.jk_basis,
                 "threads": args.threads, "memory": args.memory, "precisions": precisions,
                 "psi4": use_psi4, "tolerance": TOLERANCE, "psi4_energy_tolerance": PSI4_ENERGY_TOL}
     (out / "amdahl.json").write_text(json.dumps(
         {"machine": machine, "settings": settings, "molecules": molecules, "rows": rows}, indent=2) + "\n")
     write_csv(out / "amdahl.csv", rows)
+    write_markdown(out / "amdahl.md", molecules, rows, machine, settings)
     plot(out, molecules, rows, machine, args.basis)
     print_table(rows)
     for mol in molecules:
         for precision, spread in mol["energy_spread"].items():
             if precision == "fp64" and spread > 1e-8:
                 print(f"amdahl.py: warning: {mol['name']} fp64 backends disagree: {spread:.1e} relative")
-    print(f"amdahl.py: wrote {out}/amdahl.csv, amdahl.json, amdahl_speedup.png, amdahl_stages.png, "
+    print(f"amdahl.py: wrote {out}/amdahl.csv, amdahl.json, amdahl.md, amdahl_speedup.png, amdahl_stages.png, "
           f"amdahl_gflops.png", file=sys.stderr)
 
 
