@@ -94,7 +94,10 @@ def run_dfmp2(binary, xyz, args, precisions, repeat, workdir):
            "--jk-basis", args.jk_basis, "--backends", ",".join(BACKENDS),
            "--precisions", ",".join(precisions), "--repeat", str(repeat),
            "--threads", str(args.threads), "--memory", args.memory, "--json", str(out), "--quiet"]
-    subprocess.run(cmd, check=True, env=basis_environment(args.basis))
+    done = subprocess.run(cmd, env=basis_environment(args.basis), stderr=subprocess.PIPE, text=True)
+    if done.returncode != 0:
+        sys.stderr.write(done.stderr)
+        return None
     return json.loads(out.read_text())
 
 
@@ -425,13 +428,19 @@ def main():
     p.add_argument("--precisions", default="fp64,fp32")
     p.add_argument("--repeat", type=int, help="energy-step repetitions, best kept (default 3/2/1 by size)")
     p.add_argument("--threads", type=int, default=os.cpu_count(), help="threads for dfmp2 and Psi4")
-    p.add_argument("--memory", default="6GB", help="memory for dfmp2 and Psi4 (default 6GB)")
+    # 12GB: the DF-SCF of a 624-function molecule holds a 9 GiB three-index tensor.
+    p.add_argument("--memory", default="12GB", help="memory for dfmp2 and Psi4 (default 12GB)")
     p.add_argument("--quick", action="store_true", help="smallest three molecules, fp64 only")
     p.add_argument("--no-psi4", action="store_true", help="do not run Psi4 (nor use its cache)")
     p.add_argument("--rerun-psi4", action="store_true", help="ignore cached Psi4 results")
+    p.add_argument("--replot", action="store_true",
+                   help="run nothing: redo the analysis, tables and plots from <out>/amdahl.json")
     args = p.parse_args()
     args.df_basis = args.df_basis or f"{args.basis}-ri"
     args.jk_basis = args.jk_basis or f"{args.basis}-jkfit"
+    if args.replot:
+        replot(Path(args.out))
+        return
     binary = Path(args.binary or Path(args.build_dir) / "bench" / "amdahl" / "dfmp2_amdahl")
     if not binary.exists():
         sys.exit(f"amdahl.py: {binary} not found: build the dfmp2_amdahl target first")
@@ -444,16 +453,21 @@ def main():
     cache = json.loads(cache_path.read_text()) if use_psi4 and cache_path.exists() else {}
     machine = machine_info()
 
-    molecules, rows = [], []
+    settings = {"basis": args.basis, "df_basis": args.df_basis, "jk_basis": args.jk_basis,
+                "threads": args.threads, "memory": args.memory, "precisions": precisions,
+                "psi4": use_psi4, "tolerance": TOLERANCE, "psi4_energy_tolerance": PSI4_ENERGY_TOL}
+    molecules, rows, failed = [], [], []
     with tempfile.TemporaryDirectory(prefix="amdahl_") as work:
-        for name in names:
-            xyz = find_xyz(name)
+        for name, xyz in [(name, find_xyz(name)) for name in names]:  # every geometry found first
             nelec = electrons(read_xyz(xyz))
             # Small molecules are quick and noisy: more repetitions (the best is kept).
             repeat = args.repeat or (3 if nelec <= 100 else 2 if nelec <= 200 else 1)
             print(f"amdahl.py: {name} ({xyz.relative_to(REPO)}), repeat {repeat}", file=sys.stderr, flush=True)
             load_before = os.getloadavg()[0]
             mol = run_dfmp2(binary, xyz, args, precisions, repeat, work)
+            if mol is None:  # reported on stderr; the other molecules still run
+                failed.append(name)
+                continue
             mol["name"] = name
             # Other jobs on the machine skew timings: keep the load seen around the run.
             mol["loadavg_1min"] = [load_before, os.getloadavg()[0]]
@@ -469,17 +483,31 @@ def main():
             mol["psi4"] = psi4
             molecules.append(mol)
             rows += analyse(mol, psi4)
+            # After every molecule, so a long run that stops part-way still leaves its results.
+            write_outputs(out, machine, settings, molecules, rows, failed, final=False)
+    write_outputs(out, machine, settings, molecules, rows, failed)
+    if failed:
+        sys.exit(f"amdahl.py: failed: {', '.join(failed)}")
 
+
+def replot(out):
+    """Analysis, tables and plots again from the raw measurements of an earlier amdahl.json."""
+    data = json.loads((out / "amdahl.json").read_text())
+    rows = [row for mol in data["molecules"] for row in analyse(mol, mol.get("psi4"))]
+    write_outputs(out, data["machine"], data["settings"], data["molecules"], rows, data.get("failed", []))
+
+
+def write_outputs(out, machine, settings, molecules, rows, failed, final=True):
     molecules.sort(key=lambda m: m["nbf"])
     rows.sort(key=lambda r: (r["nbf"], PRECISIONS.index(r["precision"]), BACKENDS.index(r["backend"])))
-    settings = {"basis": args.basis, "df_basis": args.df_basis, "jk_basis": args.jk_basis,
-                "threads": args.threads, "memory": args.memory, "precisions": precisions,
-                "psi4": use_psi4, "tolerance": TOLERANCE, "psi4_energy_tolerance": PSI4_ENERGY_TOL}
     (out / "amdahl.json").write_text(json.dumps(
-        {"machine": machine, "settings": settings, "molecules": molecules, "rows": rows}, indent=2) + "\n")
+        {"machine": machine, "settings": settings, "molecules": molecules, "rows": rows, "failed": failed},
+        indent=2) + "\n")
     write_csv(out / "amdahl.csv", rows)
     write_markdown(out / "amdahl.md", molecules, rows, machine, settings)
-    plot(out, molecules, rows, machine, args.basis)
+    plot(out, molecules, rows, machine, settings["basis"])
+    if not final:
+        return
     print_table(rows)
     for mol in molecules:
         for precision, spread in mol["energy_spread"].items():
