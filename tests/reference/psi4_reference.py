@@ -1,0 +1,114 @@
+#!/usr/bin/python3
+"""Reference energies from Psi4 1.3 (Debian package `psi4`) for dfmp2's tests.
+
+    /usr/bin/python3 tests/reference/psi4_reference.py [--only NAME ...] [--threads 2]
+
+Writes tests/reference/psi4_energies.json: one record per case with the settings, Psi4's sizes
+(nbf, naux of the RI set, frozen orbitals) and energies (full precision). dfmp2 never runs Psi4:
+this script is how the numbers in the tests were made. Psi4 settings: symmetry c1, no_reorient,
+no_com (dfmp2 keeps the input frame), scf_type df (DF-JK with the jkfit set) or pk (exact),
+mp2_type df, e_convergence 1e-10, d_convergence 1e-10.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, "/usr/lib/x86_64-linux-gnu")  # where Debian's psi4 package puts the module
+import psi4  # noqa: E402
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+OUT = os.path.join(REPO, "tests", "reference", "psi4_energies.json")
+
+
+def case(name, xyz, basis, scf_type="df", freeze_core=False, charge=0, df_basis=None, jk_basis=None):
+    return {"name": name, "xyz": f"inputs/{xyz}.xyz", "charge": charge, "basis": basis,
+            "df_basis": df_basis or f"{basis}-ri", "jk_basis": jk_basis or f"{basis}-jkfit",
+            "scf_type": scf_type, "freeze_core": freeze_core}
+
+
+def cases():
+    out = []
+    for mol in ("water", "ammonia", "methane"):  # the test suite's core set
+        for scf in ("df", "pk"):
+            for fc in (False, True):
+                out.append(case(f"{mol}-cc-pvdz-{scf}-{'fc' if fc else 'ae'}", mol, "cc-pvdz", scf, fc))
+    out += [
+        case("water-aug-cc-pvdz-df-ae", "water", "aug-cc-pvdz"),
+        case("ammonia-def2-svp-df-ae", "ammonia", "def2-svp"),
+        case("water-6-31gs-df-ae", "water", "6-31g*", df_basis="cc-pvdz-ri", jk_basis="cc-pvdz-jkfit"),
+        case("water-sto-3g-df-ae", "water", "sto-3g", df_basis="def2-svp-ri", jk_basis="def2-svp-jkfit"),
+        # Beyond the tests' set: other elements, ions, def2 and augmented sets, frozen core.
+        case("hydrogen-fluoride-aug-cc-pvdz-df-fc", "hydrogen-fluoride", "aug-cc-pvdz", freeze_core=True),
+        case("hydrogen-sulfide-cc-pvdz-df-fc", "hydrogen-sulfide", "cc-pvdz", freeze_core=True),
+        case("hydroxide-aug-cc-pvdz-df-ae", "hydroxide", "aug-cc-pvdz", charge=-1),
+        case("ammonium-cc-pvdz-df-ae", "ammonium", "cc-pvdz", charge=1),
+        case("silane-def2-tzvp-df-fc", "silane", "def2-tzvp", freeze_core=True),
+        case("formaldehyde-def2-svp-df-ae", "formaldehyde", "def2-svp"),
+        case("ethylene-cc-pvtz-df-fc", "ethylene", "cc-pvtz", freeze_core=True),
+        case("benzene-cc-pvdz-df-ae", "benzene", "cc-pvdz"),
+        case("naphthalene-dimer-cc-pvdz-df-ae", "naphthalene-dimer", "cc-pvdz"),
+    ]
+    return out
+
+
+def read_xyz(path):
+    with open(os.path.join(REPO, path)) as f:
+        lines = f.read().splitlines()
+    return "\n".join(lines[2:2 + int(lines[0])])
+
+
+def variable(name):
+    return psi4.core.variable(name) if hasattr(psi4.core, "variable") else psi4.core.get_variable(name)
+
+
+def run(c, threads):
+    psi4.core.clean()
+    psi4.core.clean_options()
+    psi4.set_num_threads(threads)
+    psi4.set_memory("4 GB")
+    mol = psi4.geometry(f"{c['charge']} 1\n{read_xyz(c['xyz'])}\nunits angstrom\n"
+                        "symmetry c1\nno_reorient\nno_com\n")
+    psi4.set_options({"basis": c["basis"], "df_basis_scf": c["jk_basis"], "df_basis_mp2": c["df_basis"],
+                      "scf_type": c["scf_type"], "mp2_type": "df", "freeze_core": c["freeze_core"],
+                      "e_convergence": 1e-10, "d_convergence": 1e-10})
+    start = time.time()
+    _, wfn = psi4.energy("mp2", molecule=mol, return_wfn=True)
+    wall = time.time() - start
+    aux = psi4.core.BasisSet.build(mol, "DF_BASIS_MP2", c["df_basis"], "RIFIT", c["basis"])
+    e_os = variable("MP2 OPPOSITE-SPIN CORRELATION ENERGY")
+    e_ss = variable("MP2 SAME-SPIN CORRELATION ENERGY")
+    return dict(c, nbf=wfn.basisset().nbf(), naux=aux.nbf(), nfrozen=int(sum(wfn.frzcpi().to_tuple())),
+                puream=bool(wfn.basisset().has_puream()), e_nuc=mol.nuclear_repulsion_energy(),
+                e_scf=variable("SCF TOTAL ENERGY"), e_ss=e_ss, e_os=e_os,
+                e_corr=variable("MP2 CORRELATION ENERGY"), e_scs_corr=1.2 * e_os + e_ss / 3.0,
+                e_total=variable("MP2 TOTAL ENERGY"), psi4_version=psi4.__version__,
+                psi4_threads=threads, psi4_wall_seconds=wall)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", nargs="*", help="case names to (re)run; others are kept from the file")
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args()
+    previous = {}
+    if args.only and os.path.exists(OUT):
+        with open(OUT) as f:
+            previous = {r["name"]: r for r in json.load(f)}
+    psi4.core.set_output_file(os.path.join("/tmp", "psi4_reference.out"), False)
+    records = []
+    for c in cases():
+        if args.only and c["name"] not in args.only:
+            if c["name"] in previous:
+                records.append(previous[c["name"]])
+            continue
+        print(f"{c['name']} …", file=sys.stderr, flush=True)
+        records.append(run(c, args.threads))
+    with open(OUT, "w") as f:
+        json.dump(records, f, indent=1)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    main()
