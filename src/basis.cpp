@@ -180,7 +180,8 @@ std::string default_jk_basis(const std::string& orbital_basis) {
   return stem + "-jkfit";
 }
 
-libint2::BasisSet place_on(const BasisSetData& basis, const Molecule& mol) {
+libint2::BasisSet place_on(const BasisSetData& basis, const Molecule& mol, std::optional<bool> pure) {
+  const bool spherical = pure.value_or(basis.pure);
   std::vector<libint2::Shell> shells;
   for (const Atom& atom : mol.atoms) {
     if (basis.ecp_elements.count(atom.Z))
@@ -194,9 +195,8 @@ libint2::BasisSet place_on(const BasisSetData& basis, const Molecule& mol) {
       libint2::svector<double> alpha(cs.exponents.begin(), cs.exponents.end());
       libint2::svector<double> coeff(cs.coefficients.begin(), cs.coefficients.end());
       // s and p functions are the same in both conventions; libint2 wants them flagged Cartesian.
-      const bool pure = basis.pure && cs.l >= 2;
       shells.emplace_back(std::move(alpha),
-                          libint2::svector<libint2::Shell::Contraction>{{cs.l, pure, coeff}},
+                          libint2::svector<libint2::Shell::Contraction>{{cs.l, spherical && cs.l >= 2, coeff}},
                           atom.r);
     }
   }

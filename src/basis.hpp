@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -37,7 +38,9 @@ BasisSetData parse_gbs(const std::string& text, const std::string& name, const s
 std::string default_df_basis(const std::string& orbital_basis);
 std::string default_jk_basis(const std::string& orbital_basis);
 
-// Shells on every atom, in atom order. Throws InputError naming the element the set lacks.
-libint2::BasisSet place_on(const BasisSetData& basis, const Molecule& mol);
+// Shells on every atom, in atom order, spherical or Cartesian as the set says unless `pure`
+// overrides it. Throws InputError naming the element the set lacks.
+libint2::BasisSet place_on(const BasisSetData& basis, const Molecule& mol,
+                           std::optional<bool> pure = std::nullopt);
 
 }  // namespace dfmp2

@@ -1,29 +1,29 @@
 #include "src/density_fitting.hpp"
 
+#include <cmath>
+
 #include <Eigen/Cholesky>
-#include <Eigen/Eigenvalues>
+
+#include "src/eigen_solver.hpp"
 
 namespace dfmp2 {
 
 CoulombFitting::CoulombFitting(const Eigen::MatrixXd& metric, double condition) {
-  Eigen::LLT<Eigen::MatrixXd> llt(metric);
-  if (llt.info() == Eigen::Success) {
-    const Eigen::VectorXd diagonal = llt.matrixL().toDenseMatrix().diagonal();
-    // Pivots squared are the metric's conditioning along the factorisation.
-    const double ratio = diagonal.minCoeff() / diagonal.maxCoeff();
-    if (ratio * ratio > condition) {
+  const SymmetricEigen eig = symmetric_eigen(metric);
+  const double cutoff = condition * eig.values.maxCoeff();
+  if (eig.values.minCoeff() > cutoff) {
+    // Nothing to drop: L⁻¹ spans the same fit as J^-1/2, and applying it is a triangular solve.
+    Eigen::LLT<Eigen::MatrixXd> llt(metric);
+    if (llt.info() == Eigen::Success) {
       factor_ = llt.matrixL();
       return;
     }
   }
   cholesky_ = false;
-  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig(metric);
-  const Eigen::VectorXd& lambda = eig.eigenvalues();
-  const double cutoff = condition * lambda.maxCoeff();
-  Eigen::VectorXd inv_sqrt(lambda.size());
-  for (Eigen::Index k = 0; k < lambda.size(); ++k)
-    inv_sqrt(k) = lambda(k) > cutoff ? 1.0 / std::sqrt(lambda(k)) : 0.0;
-  factor_ = eig.eigenvectors() * inv_sqrt.asDiagonal() * eig.eigenvectors().transpose();
+  Eigen::VectorXd inv_sqrt(eig.values.size());
+  for (Eigen::Index k = 0; k < eig.values.size(); ++k)
+    inv_sqrt(k) = eig.values(k) > cutoff ? 1.0 / std::sqrt(eig.values(k)) : 0.0;
+  factor_ = eig.vectors * inv_sqrt.asDiagonal() * eig.vectors.transpose();
 }
 
 void CoulombFitting::apply(double* data, std::size_t ncols) const {

@@ -119,10 +119,13 @@ PreparedRun prepare(const RunInput& input, const RunOptions& given_options, Prog
   if (result.scf_type == "df")
     result.jk_basis = choose(options.jk_basis, input.jk_basis, default_jk_basis(result.basis));
 
-  const libint2::BasisSet obs = place_on(load_basis(result.basis), mol);
+  const BasisSetData orbital_basis = load_basis(result.basis);
+  const libint2::BasisSet obs = place_on(orbital_basis, mol);
   const libint2::BasisSet aux = place_on(load_basis(result.df_basis), mol);
+  // As Psi4 1.3 does, the SCF fitting set takes the orbital set's spherical/Cartesian choice.
   std::optional<libint2::BasisSet> jk_aux;
-  if (!result.jk_basis.empty()) jk_aux = place_on(load_basis(result.jk_basis), mol);
+  if (!result.jk_basis.empty())
+    jk_aux = place_on(load_basis(result.jk_basis), mol, orbital_basis.pure);
   result.nbf = static_cast<int>(obs.nbf());
   result.naux = static_cast<int>(aux.nbf());
   result.naux_jk = jk_aux ? static_cast<int>(jk_aux->nbf()) : 0;
@@ -170,6 +173,9 @@ PreparedRun prepare(const RunInput& input, const RunOptions& given_options, Prog
     result.scf_iterations = std::move(scf.iterations);
     orbitals = std::move(scf.orbitals);
   }
+  // Every rank must transform with the very same orbitals (eigenvector signs included).
+  comm.broadcast(orbitals.C.data(), static_cast<std::size_t>(orbitals.C.size()), 0);
+  comm.broadcast(orbitals.eps.data(), static_cast<std::size_t>(orbitals.eps.size()), 0);
   result.nmo = static_cast<int>(orbitals.C.cols());
   result.nocc = nocc - result.nfrozen;
   result.nvir = result.nmo - nocc;

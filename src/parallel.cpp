@@ -92,16 +92,12 @@ void Communicator::allreduce_sum(double* data, std::size_t count) {
   }
 }
 
-void Communicator::reduce_sum(double* data, std::size_t count, int root) {
+void Communicator::broadcast(double* data, std::size_t count, int root) {
   if (size_ == 1) return;
   for (std::size_t done = 0; done < count; done += kMaxPiece) {
     const int piece = static_cast<int>(std::min(kMaxPiece, count - done));
-    if (rank_ == root) {
-      MPI_Reduce(MPI_IN_PLACE, data + done, piece, MPI_DOUBLE, MPI_SUM, root, MPI_COMM_WORLD);
-    } else {
-      MPI_Reduce(data + done, nullptr, piece, MPI_DOUBLE, MPI_SUM, root, MPI_COMM_WORLD);
-      bytes_sent_ += sizeof(double) * static_cast<std::size_t>(piece);
-    }
+    MPI_Bcast(data + done, piece, MPI_DOUBLE, root, MPI_COMM_WORLD);
+    if (rank_ == root) bytes_sent_ += sizeof(double) * static_cast<std::size_t>(piece);
   }
 }
 
@@ -138,7 +134,7 @@ void Communicator::abort(int exit_code) {
 MpiSession::MpiSession(int&, char**&) {}
 MpiSession::~MpiSession() = default;
 void Communicator::allreduce_sum(double*, std::size_t) {}
-void Communicator::reduce_sum(double*, std::size_t, int) {}
+void Communicator::broadcast(double*, std::size_t, int) {}
 std::vector<double> Communicator::allgather(double value) { return {value}; }
 void Communicator::sendrecv(const void* send, std::size_t send_bytes, int, void* receive,
                             std::size_t, int) {

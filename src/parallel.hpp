@@ -20,8 +20,8 @@ class Communicator {
   std::size_t bytes_sent() const { return bytes_sent_; }
 
   void allreduce_sum(double* data, std::size_t count);
-  // Sum over ranks of `data`, left in `data` on `root` (other ranks' data is unchanged).
-  void reduce_sum(double* data, std::size_t count, int root);
+  // Root's data to every rank.
+  void broadcast(double* data, std::size_t count, int root);
   // Every rank's value, in rank order.
   std::vector<double> allgather(double value);
   // Sends `send` to `destination` while receiving into `receive` from `source`.

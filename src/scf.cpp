@@ -4,9 +4,9 @@
 #include <deque>
 #include <sstream>
 
-#include <Eigen/Eigenvalues>
 #include <Eigen/LU>
 
+#include "src/eigen_solver.hpp"
 #include "src/errors.hpp"
 
 namespace dfmp2 {
@@ -47,22 +47,22 @@ class Diis {
 ScfResult run_rhf(const Eigen::MatrixXd& S, const Eigen::MatrixXd& H, double e_nuc, int nocc,
                   const TwoElectronFock& two_electron_fock, const ScfOptions& options) {
   // Canonical orthogonalisation X = U s^-1/2 over the overlap eigenvalues kept.
-  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> s_eig(S);
-  const Eigen::VectorXd& s = s_eig.eigenvalues();
+  const SymmetricEigen s_eig = symmetric_eigen(S);
+  const Eigen::VectorXd& s = s_eig.values;
   Eigen::Index first_kept = 0;
   while (first_kept < s.size() && s(first_kept) < options.s_tolerance) ++first_kept;
   const Eigen::Index nmo = s.size() - first_kept;
   if (nmo < nocc)
     throw InputError("only " + std::to_string(nmo) + " linearly independent orbitals for " +
                      std::to_string(nocc) + " occupied ones");
-  const Eigen::MatrixXd X = s_eig.eigenvectors().rightCols(nmo) *
+  const Eigen::MatrixXd X = s_eig.vectors.rightCols(nmo) *
                             s.tail(nmo).cwiseSqrt().cwiseInverse().asDiagonal();
 
   ScfResult result;
   auto diagonalise = [&](const Eigen::MatrixXd& F) {
-    Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig(X.transpose() * F * X);
-    result.orbitals.C = X * eig.eigenvectors();
-    result.orbitals.eps = eig.eigenvalues();
+    const SymmetricEigen eig = symmetric_eigen(X.transpose() * F * X);
+    result.orbitals.C = X * eig.vectors;
+    result.orbitals.eps = eig.values;
     result.orbitals.nocc = nocc;
   };
   diagonalise(H);  // core-Hamiltonian guess
