@@ -5,7 +5,8 @@
 
 Writes tests/reference/psi4_energies.json: one record per case with the settings, Psi4's sizes
 (nbf, naux of the RI set, frozen orbitals) and energies (full precision). dfmp2 never runs Psi4:
-this script is how the numbers in the tests were made. Psi4 settings: symmetry c1, no_reorient,
+this script is how the numbers in the tests were made. Each case's Psi4 output goes to
+tests/reference/outputs/<name>.out (kept only when < 200 kB). Psi4 settings: symmetry c1, no_reorient,
 no_com (dfmp2 keeps the input frame), scf_type df (DF-JK with the jkfit set) or pk (exact),
 mp2_type df, e_convergence 1e-10, d_convergence 1e-10.
 """
@@ -63,9 +64,11 @@ def variable(name):
     return psi4.core.variable(name) if hasattr(psi4.core, "variable") else psi4.core.get_variable(name)
 
 
-def run(c, threads):
+def run(c, threads, outdir):
     psi4.core.clean()
     psi4.core.clean_options()
+    out = os.path.join(outdir, c["name"] + ".out")
+    psi4.core.set_output_file(out, False)
     psi4.set_num_threads(threads)
     psi4.set_memory("4 GB")
     mol = psi4.geometry(f"{c['charge']} 1\n{read_xyz(c['xyz'])}\nunits angstrom\n"
@@ -76,13 +79,22 @@ def run(c, threads):
     start = time.time()
     _, wfn = psi4.energy("mp2", molecule=mol, return_wfn=True)
     wall = time.time() - start
-    aux = psi4.core.BasisSet.build(mol, "DF_BASIS_MP2", c["df_basis"], "RIFIT", c["basis"])
+    # The sets exactly as Psi4 used them: DF-SCF builds the JK set with the orbital basis' puream,
+    # DF-MP2 builds the RI set with the puream of the RI file's own header.
+    ri = wfn.get_basisset("DF_BASIS_MP2")
+    jk = wfn.get_basisset("DF_BASIS_SCF") if c["scf_type"] == "df" else None
     e_os = variable("MP2 OPPOSITE-SPIN CORRELATION ENERGY")
     e_ss = variable("MP2 SAME-SPIN CORRELATION ENERGY")
-    return dict(c, nbf=wfn.basisset().nbf(), naux=aux.nbf(), nfrozen=int(sum(wfn.frzcpi().to_tuple())),
-                puream=bool(wfn.basisset().has_puream()), e_nuc=mol.nuclear_repulsion_energy(),
+    psi4.core.close_outfile()
+    if os.path.getsize(out) > 200_000:  # keep only small outputs in the repository
+        os.remove(out)
+    return dict(c, nbf=wfn.basisset().nbf(), naux=ri.nbf(), njk=jk.nbf() if jk else None,
+                nfrozen=int(sum(wfn.frzcpi().to_tuple())),
+                puream=bool(wfn.basisset().has_puream()), puream_ri=bool(ri.has_puream()),
+                puream_jk=bool(jk.has_puream()) if jk else None, e_nuc=mol.nuclear_repulsion_energy(),
                 e_scf=variable("SCF TOTAL ENERGY"), e_ss=e_ss, e_os=e_os,
-                e_corr=variable("MP2 CORRELATION ENERGY"), e_scs_corr=1.2 * e_os + e_ss / 3.0,
+                e_corr=variable("MP2 CORRELATION ENERGY"),
+                e_scs_corr=variable("SCS-MP2 CORRELATION ENERGY"),  # = 6/5 e_os + 1/3 e_ss
                 e_total=variable("MP2 TOTAL ENERGY"), psi4_version=psi4.__version__,
                 psi4_threads=threads, psi4_wall_seconds=wall)
 
@@ -96,7 +108,8 @@ def main():
     if args.only and os.path.exists(OUT):
         with open(OUT) as f:
             previous = {r["name"]: r for r in json.load(f)}
-    psi4.core.set_output_file(os.path.join("/tmp", "psi4_reference.out"), False)
+    outdir = os.path.join(REPO, "tests", "reference", "outputs")
+    os.makedirs(outdir, exist_ok=True)
     records = []
     for c in cases():
         if args.only and c["name"] not in args.only:
@@ -104,7 +117,7 @@ def main():
                 records.append(previous[c["name"]])
             continue
         print(f"{c['name']} …", file=sys.stderr, flush=True)
-        records.append(run(c, args.threads))
+        records.append(run(c, args.threads, outdir))
     with open(OUT, "w") as f:
         json.dump(records, f, indent=1)
         f.write("\n")
