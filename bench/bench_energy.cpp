@@ -230,6 +230,21 @@ int main(int argc, char** argv) try {
 
   std::vector<Row> rows;
   std::vector<std::string> rates;
+  // Rewritten after every shape, so a long run that is cut short still leaves its results.
+  const auto write_results = [&] {
+    const std::string table = markdown(rows);
+    if (!out.empty()) {
+      std::ofstream(out) << json(rows, rates, threads);
+      std::string md = out.size() > 5 && out.ends_with(".json") ? out.substr(0, out.size() - 5) + ".md" : out + ".md";
+      std::ofstream(md) << "# Energy backends benchmark\n\nProduced by `bench_energy` (" << threads
+                        << " threads, SIMD reduction " << k::detail::reduction_simd_target()
+                        << "). GFLOP/s count needed work only, 2·nocc(nocc+1)/2·nvir²·naux; % of GEMM is "
+                           "against a multithreaded DGEMM/SGEMM (M = N ≈ 1500, K = naux) measured in the same run. "
+                           "Max RSS is the process peak so far (B in fp64 and fp32 stays resident). CPU share = CPU time / "
+                           "(wall × threads) of the best repetition: below ~0.9 another tenant had the cores.\n\n"
+                        << table;
+    }
+  };
   for (const auto& name : shapes) {
     const auto& shape = b::find_shape(name);
     const b::SyntheticSystem sys = b::make_synthetic(shape);
@@ -273,20 +288,9 @@ int main(int argc, char** argv) try {
         rows.push_back(row);
       }
     }
+    write_results();
   }
-  const std::string table = markdown(rows);
-  std::cout << table;
-  if (!out.empty()) {
-    std::ofstream(out) << json(rows, rates, threads);
-    std::string md = out.size() > 5 && out.ends_with(".json") ? out.substr(0, out.size() - 5) + ".md" : out + ".md";
-    std::ofstream(md) << "# Energy backends benchmark\n\nProduced by `bench_energy` (" << threads
-                      << " threads, SIMD reduction " << k::detail::reduction_simd_target()
-                      << "). GFLOP/s count needed work only, 2·nocc(nocc+1)/2·nvir²·naux; % of GEMM is "
-                         "against a multithreaded DGEMM/SGEMM (M = N ≈ 1500, K = naux) measured in the same run. "
-                         "Max RSS is the process peak so far (B in fp64 and fp32 stays resident). CPU share = CPU time / "
-                         "(wall × threads) of the best repetition: below ~0.9 another tenant had the cores.\n\n"
-                      << table;
-  }
+  std::cout << markdown(rows);
   return 0;
 } catch (const std::exception& e) {
   std::cerr << "bench_energy: " << e.what() << "\n";
