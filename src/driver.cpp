@@ -11,6 +11,7 @@
 #include "src/integrals.hpp"
 #include "src/memory.hpp"
 #include "src/parallel.hpp"
+#include "src/scf_guess.hpp"
 
 namespace dfmp2 {
 namespace {
@@ -167,8 +168,12 @@ PreparedRun prepare(const RunInput& input, const RunOptions& given_options, Prog
     const Eigen::MatrixXd S = timer("integrals", [&] { return overlap_matrix(obs); });
     ScfOptions scf_options = options.scf;
     scf_options.on_iteration = [&progress](const ScfIteration& it) { progress.scf_iteration(it); };
-    ScfResult scf =
-        timer("scf", [&] { return run_rhf(S, H, result.e_nuc, nocc, fock, scf_options); });
+    ScfResult scf = timer("scf", [&] {
+      const Eigen::MatrixXd guess = options.scf_guess == "sad"
+                                        ? atomic_density_guess(orbital_basis, mol)
+                                        : Eigen::MatrixXd();
+      return run_rhf(S, H, result.e_nuc, nocc, fock, scf_options, guess);
+    });
     result.e_scf = scf.energy;
     result.scf_iterations = std::move(scf.iterations);
     orbitals = std::move(scf.orbitals);

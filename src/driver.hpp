@@ -18,6 +18,7 @@ struct RunOptions {
   std::optional<std::string> basis, df_basis, jk_basis;
   std::optional<int> charge;
   std::string scf_type = "df";  // "df" or "exact"
+  std::string scf_guess = "sad";  // "sad" (superposition of atomic densities) or "core"
   bool frozen_core = false;
   kernels::Backend backend = kernels::Backend::automatic;
   kernels::Precision precision = kernels::Precision::fp64;

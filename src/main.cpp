@@ -54,7 +54,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "dfmp2 0.1.0");
 
   std::string input_path, json_path, output_path, backend = "auto", precision = "fp64";
-  std::string memory, scf_type = "df";
+  std::string memory, scf_type = "df", scf_guess = "sad";
   std::string basis, df_basis, jk_basis;
   int charge = 0, threads = 0;
   bool quiet = false;
@@ -67,6 +67,9 @@ int main(int argc, char** argv) {
   auto* charge_option = app.add_option("--charge", charge, "molecular charge (overrides the file)");
   app.add_option("--scf", scf_type, "SCF two-electron integrals: df or exact")
       ->check(CLI::IsMember({"df", "exact"}));
+  app.add_option("--guess", scf_guess,
+                 "SCF start: sad (superposition of atomic densities) or core (core Hamiltonian)")
+      ->check(CLI::IsMember({"sad", "core"}));
   app.add_flag("--frozen-core", options.frozen_core, "freeze core orbitals as Psi4's freeze_core");
   app.add_option("--backend", backend, "MP2 energy backend: reference, loop, fused, auto")
       ->check(CLI::IsMember({"reference", "loop", "fused", "auto"}));
@@ -132,6 +135,7 @@ int main(int argc, char** argv) {
     options.backend = kernels::parse_backend(backend);
     options.precision = kernels::parse_precision(precision);
     options.scf_type = scf_type;
+    options.scf_guess = scf_guess;
     if (!basis.empty()) options.basis = basis;
     if (!df_basis.empty()) options.df_basis = df_basis;
     if (!jk_basis.empty()) options.jk_basis = jk_basis;

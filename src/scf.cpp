@@ -1,7 +1,9 @@
 #include "src/scf.hpp"
 
 #include <cmath>
+#include <algorithm>
 #include <deque>
+#include <functional>
 #include <sstream>
 
 #include <Eigen/LU>
@@ -42,10 +44,25 @@ class Diis {
   std::deque<Eigen::MatrixXd> focks_, errors_;
 };
 
-}  // namespace
+// Occupation of each orbital, 0 … 1 of its electron pair, for ascending orbital energies.
+using OccupationRule = std::function<Eigen::VectorXd(const Eigen::VectorXd& eps)>;
 
-ScfResult run_rhf(const Eigen::MatrixXd& S, const Eigen::MatrixXd& H, double e_nuc, int nocc,
-                  const TwoElectronFock& two_electron_fock, const ScfOptions& options) {
+// D = F Fᵀ with F = C diag(√occupation) over the occupied columns.
+Eigen::MatrixXd density_factor(const Eigen::MatrixXd& C, const Eigen::VectorXd& occupation) {
+  Eigen::Index occupied = 0;
+  while (occupied < occupation.size() && occupation(occupied) > 0.0) ++occupied;
+  return C.leftCols(occupied) * occupation.head(occupied).cwiseSqrt().asDiagonal();
+}
+
+struct ScfRun {
+  ScfResult result;
+  Eigen::MatrixXd density_factor;  // of the last density the Fock matrix was built from
+  bool converged = false;
+};
+
+ScfRun iterate(const Eigen::MatrixXd& S, const Eigen::MatrixXd& H, double e_nuc, int nocc,
+               const OccupationRule& occupy, const TwoElectronFock& two_electron_fock,
+               const ScfOptions& options, const Eigen::MatrixXd& guess_density_factor) {
   // Canonical orthogonalisation X = U s^-1/2 over the overlap eigenvalues kept.
   const SymmetricEigen s_eig = symmetric_eigen(S);
   const Eigen::VectorXd& s = s_eig.values;
@@ -58,21 +75,26 @@ ScfResult run_rhf(const Eigen::MatrixXd& S, const Eigen::MatrixXd& H, double e_n
   const Eigen::MatrixXd X = s_eig.vectors.rightCols(nmo) *
                             s.tail(nmo).cwiseSqrt().cwiseInverse().asDiagonal();
 
-  ScfResult result;
+  ScfRun run;
+  Orbitals& orbitals = run.result.orbitals;
   auto diagonalise = [&](const Eigen::MatrixXd& F) {
     const SymmetricEigen eig = symmetric_eigen(X.transpose() * F * X);
-    result.orbitals.C = X * eig.vectors;
-    result.orbitals.eps = eig.values;
-    result.orbitals.nocc = nocc;
+    orbitals.C = X * eig.vectors;
+    orbitals.eps = eig.values;
+    orbitals.nocc = nocc;
+    run.density_factor = density_factor(orbitals.C, occupy(orbitals.eps));
   };
-  diagonalise(H);  // core-Hamiltonian guess
+  if (guess_density_factor.size() > 0)
+    run.density_factor = guess_density_factor;
+  else
+    diagonalise(H);
 
   Diis diis(options.diis_vectors);
   double previous_energy = 0.0;
   for (int iteration = 1; iteration <= options.max_iterations; ++iteration) {
-    const Eigen::MatrixXd C_occ = result.orbitals.C.leftCols(nocc);
-    const Eigen::MatrixXd D = C_occ * C_occ.transpose();
-    const Eigen::MatrixXd F = H + two_electron_fock(C_occ);
+    const Eigen::MatrixXd& factor = run.density_factor;
+    const Eigen::MatrixXd D = factor * factor.transpose();
+    const Eigen::MatrixXd F = H + two_electron_fock(factor);
     const double energy = D.cwiseProduct(H + F).sum() + e_nuc;
     const Eigen::MatrixXd FDS = F * D * S;
     const Eigen::MatrixXd error = X.transpose() * (FDS - FDS.transpose()) * X;
@@ -80,22 +102,66 @@ ScfResult run_rhf(const Eigen::MatrixXd& S, const Eigen::MatrixXd& H, double e_n
 
     ScfIteration record{iteration, energy, iteration == 1 ? energy : energy - previous_energy,
                         gradient_rms};
-    result.iterations.push_back(record);
+    run.result.iterations.push_back(record);
     if (options.on_iteration) options.on_iteration(record);
     previous_energy = energy;
-    result.energy = energy;
+    run.result.energy = energy;
     if (iteration > 1 && std::abs(record.delta_e) < options.e_convergence &&
         gradient_rms < options.d_convergence) {
       diagonalise(F);  // canonical orbitals of the converged Fock matrix
-      return result;
+      run.converged = true;
+      return run;
     }
-    diagonalise(diis.extrapolate(F, error));
+    // A guess density is not idempotent: its Fock matrix starts the SCF but stays out of DIIS.
+    const bool from_guess = iteration == 1 && guess_density_factor.size() > 0;
+    diagonalise(from_guess ? F : diis.extrapolate(F, error));
   }
+  return run;
+}
+
+}  // namespace
+
+ScfResult run_rhf(const Eigen::MatrixXd& S, const Eigen::MatrixXd& H, double e_nuc, int nocc,
+                  const TwoElectronFock& two_electron_fock, const ScfOptions& options,
+                  const Eigen::MatrixXd& guess_density_factor) {
+  const OccupationRule aufbau = [nocc](const Eigen::VectorXd& eps) {
+    Eigen::VectorXd occupation = Eigen::VectorXd::Zero(eps.size());
+    occupation.head(nocc).setOnes();
+    return occupation;
+  };
+  ScfRun run =
+      iterate(S, H, e_nuc, nocc, aufbau, two_electron_fock, options, guess_density_factor);
+  if (run.converged) return std::move(run.result);
+  const ScfIteration& last = run.result.iterations.back();
   std::ostringstream message;
-  message << "SCF did not converge in " << options.max_iterations
-          << " iterations (last ΔE " << result.iterations.back().delta_e << " Eh, gradient RMS "
-          << result.iterations.back().gradient_rms << ")";
+  message << "SCF did not converge in " << options.max_iterations << " iterations (last ΔE "
+          << last.delta_e << " Eh, gradient RMS " << last.gradient_rms << ")";
   throw InputError(message.str());
+}
+
+Eigen::MatrixXd spherical_atom_density_factor(const Eigen::MatrixXd& S, const Eigen::MatrixXd& H,
+                                              int electrons,
+                                              const TwoElectronFock& two_electron_fock,
+                                              const ScfOptions& options) {
+  // Orbital energies this close count as one level (a spherical atom's p, d shells).
+  constexpr double kDegenerate = 1e-4;
+  const OccupationRule spread = [electrons](const Eigen::VectorXd& eps) {
+    Eigen::VectorXd occupation = Eigen::VectorXd::Zero(eps.size());
+    double pairs_left = 0.5 * electrons;
+    for (Eigen::Index first = 0; first < eps.size() && pairs_left > 0.0;) {
+      Eigen::Index end = first + 1;
+      while (end < eps.size() && eps(end) - eps(first) < kDegenerate) ++end;
+      const double level = static_cast<double>(end - first);
+      const double share = std::min(1.0, pairs_left / level);
+      occupation.segment(first, end - first).setConstant(share);
+      pairs_left -= share * level;
+      first = end;
+    }
+    return occupation;
+  };
+  const int orbitals_needed = (electrons + 1) / 2;
+  return iterate(S, H, 0.0, orbitals_needed, spread, two_electron_fock, options, {})
+      .density_factor;
 }
 
 }  // namespace dfmp2

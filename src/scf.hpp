@@ -1,5 +1,5 @@
-// Closed-shell RHF with DIIS. Knows nothing of integrals: it is handed S, H and a function
-// that builds the two-electron Fock term G = 2J − K from the occupied orbitals.
+// Spin-restricted SCF with DIIS. Knows nothing of integrals: it is handed S, H and a function
+// that builds the two-electron Fock term G = 2J − K from a density factor.
 #pragma once
 
 #include <functional>
@@ -27,11 +27,24 @@ struct ScfResult {
   std::vector<ScfIteration> iterations;
 };
 
-using TwoElectronFock = std::function<Eigen::MatrixXd(const Eigen::MatrixXd& C_occ)>;
+// G = 2J − K for the closed-shell density D = F Fᵀ; F is C_occ for RHF orbitals, or any
+// factor of a guess or fractionally occupied density.
+using TwoElectronFock = std::function<Eigen::MatrixXd(const Eigen::MatrixXd& density_factor)>;
 
-// Throws InputError when not converged within max_iterations, or when fewer orbitals than
-// occupied remain after removing linear dependencies.
+// Closed-shell RHF. The first Fock matrix comes from guess_density_factor (D = F Fᵀ) or, when
+// that is empty, from the core Hamiltonian. Throws InputError when not converged within
+// max_iterations, or when fewer orbitals than occupied remain after removing linear dependencies.
 ScfResult run_rhf(const Eigen::MatrixXd& S, const Eigen::MatrixXd& H, double e_nuc, int nocc,
-                  const TwoElectronFock& two_electron_fock, const ScfOptions& options);
+                  const TwoElectronFock& two_electron_fock, const ScfOptions& options,
+                  const Eigen::MatrixXd& guess_density_factor = {});
+
+// Spherically averaged atom: spin-restricted SCF with `electrons` spread by aufbau, the last
+// partly filled level's share divided evenly over its degenerate orbitals. Returns the factor
+// F of its density D = F Fᵀ (closed-shell convention), converged or, for a guess, as close as
+// max_iterations got.
+Eigen::MatrixXd spherical_atom_density_factor(const Eigen::MatrixXd& S, const Eigen::MatrixXd& H,
+                                              int electrons,
+                                              const TwoElectronFock& two_electron_fock,
+                                              const ScfOptions& options);
 
 }  // namespace dfmp2

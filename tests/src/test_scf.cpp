@@ -1,0 +1,78 @@
+// The SCF's starting point: the SAD guess and the spherically averaged atoms it is made of.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "src/basis.hpp"
+#include "src/driver.hpp"
+#include "src/integrals.hpp"
+#include "src/scf_guess.hpp"
+
+using namespace dfmp2;
+
+namespace {
+
+Molecule source_molecule(const std::string& name) {
+  return read_xyz(std::string(DFMP2_SOURCE_DIR) + "/inputs/" + name + ".xyz");
+}
+
+}  // namespace
+
+TEST_CASE("SAD guess: each atom's block holds that neutral atom's electrons") {
+  const Molecule mol = source_molecule("formaldehyde");
+  const BasisSetData basis = load_basis("cc-pvdz");
+  Libint2Session session;
+  const libint2::BasisSet obs = place_on(basis, mol);
+  const Eigen::MatrixXd F = atomic_density_guess(basis, mol);
+  REQUIRE(F.rows() == static_cast<Eigen::Index>(obs.nbf()));
+  const Eigen::MatrixXd DS = F * F.transpose() * overlap_matrix(obs);
+  // Atoms' functions are contiguous, in atom order; D = F Fᵀ counts electron pairs.
+  Eigen::Index first = 0;
+  for (const Atom& atom : mol.atoms) {
+    Molecule lone;
+    lone.atoms = {atom};
+    const Eigen::Index n = static_cast<Eigen::Index>(place_on(basis, lone).nbf());
+    CHECK(DS.block(first, first, n, n).trace() == Approx(0.5 * atom.Z).epsilon(1e-8));
+    first += n;
+  }
+  CHECK(first == DS.rows());
+}
+
+TEST_CASE("SAD guess: an open-shell atom is spherical (carbon's 2p pair spread over px, py, pz)") {
+  Molecule carbon;
+  carbon.atoms = {{6, {0.0, 0.0, 0.0}}};
+  const BasisSetData basis = load_basis("cc-pvdz");
+  Libint2Session session;
+  const libint2::BasisSet obs = place_on(basis, carbon);
+  const Eigen::MatrixXd F = atomic_density_guess(basis, carbon);
+  const Eigen::MatrixXd D = F * F.transpose();
+  int p_shells = 0;
+  for (std::size_t s = 0; s < obs.size(); ++s) {
+    if (obs[s].contr[0].l != 1) continue;
+    ++p_shells;
+    const std::size_t p = first_function(obs, s);
+    CHECK(D(p, p) > 0.0);
+    CHECK(D(p + 1, p + 1) == Approx(D(p, p)).epsilon(1e-6));
+    CHECK(D(p + 2, p + 2) == Approx(D(p, p)).epsilon(1e-6));
+    CHECK(std::abs(D(p, p + 1)) < 1e-8);
+  }
+  CHECK(p_shells == 2);
+}
+
+TEST_CASE("SAD and core-Hamiltonian guesses converge to the same RHF energy") {
+  RunInput input;
+  input.path = std::string(DFMP2_SOURCE_DIR) + "/inputs/water.xyz";
+  input.molecule = read_xyz(input.path);
+  RunOptions options;
+  options.basis = "cc-pvdz";
+  Progress quiet(true);
+  options.scf_guess = "core";
+  const RunResult core = run(input, options, quiet);
+  options.scf_guess = "sad";
+  const RunResult sad = run(input, options, quiet);
+  CHECK(sad.e_scf == Approx(core.e_scf).margin(1e-9));
+  CHECK(sad.e_corr == Approx(core.e_corr).margin(1e-9));
+  // The guess is the closer start: its first energy is nearer the converged one.
+  CHECK(std::abs(sad.scf_iterations.front().energy - sad.e_scf) <
+        std::abs(core.scf_iterations.front().energy - core.e_scf));
+}
