@@ -174,17 +174,7 @@ def analyse(mol, psi4):
         if ref is not None and backend != "reference":
             t_ref, t = ref["energy_seconds"], run["energy_seconds"]
             whole_ref = stages + t_ref
-            if ref["gemm_seconds"] is not None and ref["reduction_seconds"] is not None:
-                ref_gemm, ref_red = ref["gemm_seconds"], ref["reduction_seconds"]
-                split = "reference split as reported"
-            elif ref.get("gemm_probe_seconds") is not None:  # the kernel does not time its parts
-                ref_gemm = min(ref["gemm_probe_seconds"], t_ref)
-                ref_red = t_ref - ref_gemm
-                split = "reference GEMM timed by a GEMM-only replica of its loop"
-            else:
-                ref_gemm = min(mol["needed_flops"] / (gemm_rate[precision] * 1e9), t_ref)
-                ref_red = t_ref - ref_gemm
-                split = f"reference GEMM estimated as needed flops / measured {'D' if precision == 'fp64' else 'S'}GEMM rate"
+            ref_gemm, ref_red = ref["gemm_seconds"], ref["reduction_seconds"]
             if run["reduction_seconds"] and run["gemm_seconds"] is not None:
                 f = ref_red / t_ref
                 s = ref_red / run["reduction_seconds"] if ref_red > 0 else None
@@ -193,7 +183,6 @@ def analyse(mol, psi4):
                 row["gemm_ratio"] = ref_gemm / run["gemm_seconds"]
                 row["accelerated"] = "reduction"
                 row["ref_gemm_s"], row["ref_reduction_s"] = ref_gemm, ref_red
-                notes.append(split)
             else:  # no split reported (fused): the whole energy step is the accelerated part
                 f, s = 1.0, t_ref / t
                 row["accelerated"] = "energy step"

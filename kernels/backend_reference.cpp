@@ -2,6 +2,7 @@
 // The correctness reference and the Amdahl baseline; deliberately simple.
 #include <omp.h>
 
+#include <chrono>
 #include <vector>
 
 #include "kernels/backends.hpp"
@@ -20,15 +21,21 @@ EnergyResult reference_energy(const PairSpace<Real>& pairs, std::span<const doub
   for (std::size_t i = 0; i < nrows; ++i) npairs += pairs.cols_needed(i);
   Progress progress(options.progress, npairs);
   double e_os = 0.0, e_ss = 0.0;
+  // Thread-seconds in GEMMs and in the loop, to split the wall time between them (Amdahl).
+  double gemm_thread_seconds = 0.0, reduce_thread_seconds = 0.0;
+  using clock = std::chrono::steady_clock;
+  const auto start = clock::now();
 
-#pragma omp parallel reduction(+ : e_os, e_ss)
+#pragma omp parallel reduction(+ : e_os, e_ss, gemm_thread_seconds, reduce_thread_seconds)
   {
     std::vector<Real> T(nvir * nvir);  // T_ij, a × b
 #pragma omp for schedule(dynamic, 1)
     for (std::size_t i = 0; i < nrows; ++i) {
       for (std::size_t j = 0; j < pairs.cols_needed(i); ++j) {
+        const auto t0 = clock::now();
         gemm_abt<Real>(nvir, nvir, naux, pairs.rows.data + i * ldb, naux, pairs.cols.data + j * ldb, naux,
                        T.data(), nvir);
+        const auto t1 = clock::now();
         double os = 0.0, ss = 0.0;
         for (std::size_t a = 0; a < nvir; ++a)
           for (std::size_t b = 0; b < nvir; ++b) {
@@ -39,14 +46,22 @@ EnergyResult reference_energy(const PairSpace<Real>& pairs, std::span<const doub
           }
         e_os += pairs.weight(i, j) * os;
         e_ss += pairs.weight(i, j) * ss;
+        gemm_thread_seconds += std::chrono::duration<double>(t1 - t0).count();
+        reduce_thread_seconds += std::chrono::duration<double>(clock::now() - t1).count();
       }
       progress.add(pairs.cols_needed(i));
       if (omp_get_thread_num() == 0) progress.report();
     }
   }
   progress.finish();
+  const double wall = std::chrono::duration<double>(clock::now() - start).count();
+  const double busy = gemm_thread_seconds + reduce_thread_seconds;
 
   EnergyResult r;
+  if (busy > 0.0) {
+    r.gemm_seconds = wall * gemm_thread_seconds / busy;
+    r.reduce_seconds = wall * reduce_thread_seconds / busy;
+  }
   r.e_os = e_os;
   r.e_ss = e_ss;
   r.backend = Backend::reference;

@@ -41,8 +41,10 @@ struct EnergyOptions {
 struct EnergyResult {
   double e_os = 0.0, e_ss = 0.0;
   Backend backend = Backend::reference;  // the backend that ran (resolved from automatic)
-  double gemm_seconds = 0.0;             // loop: time in T_flat GEMMs
-  double reduce_seconds = 0.0;           // loop: time in the strip-tiled reduction
+  // Wall time in GEMMs and in the reduction: loop times its phases; reference splits its wall
+  // time by its threads' shares; fused interleaves them and leaves both 0.
+  double gemm_seconds = 0.0;
+  double reduce_seconds = 0.0;
   double total_seconds = 0.0;
   std::size_t workspace_bytes = 0;       // peak extra memory the backend allocated
 };

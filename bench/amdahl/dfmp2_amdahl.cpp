@@ -76,38 +76,6 @@ double gemm_rate(std::size_t m, std::size_t n, std::size_t k, int tries) {
   return 2.0 * double(m) * double(n) * double(k) / best / 1e9;
 }
 
-// The reference backend's GEMMs alone (one T_ij = B_i B_jᵀ per pair j ≤ i, single-threaded GEMMs
-// inside a dynamic OpenMP loop, as backend_reference.cpp does) without its reduction: when the
-// kernel does not time its parts, this splits its energy step for the Amdahl analysis.
-template <typename Real>
-double reference_gemm_seconds(const dfmp2::DFTensor& df) {
-  const std::size_t nocc = df.nocc, nvir = df.nvir, naux = df.naux, ldb = nvir * naux;
-  std::vector<Real> narrowed;
-  const Real* B = nullptr;
-  if constexpr (std::is_same_v<Real, double>) {
-    B = df.B64.data();
-  } else {
-    narrowed.assign(df.B64.begin(), df.B64.end());
-    B = narrowed.data();
-  }
-  const auto start = Clock::now();
-#pragma omp parallel
-  {
-    std::vector<Real> T(nvir * nvir);
-#pragma omp for schedule(dynamic, 1)
-    for (std::size_t i = 0; i < nocc; ++i)
-      for (std::size_t j = 0; j <= i; ++j) {
-        if constexpr (std::is_same_v<Real, double>)
-          cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(nvir), int(nvir), int(naux), 1.0,
-                      B + i * ldb, int(naux), B + j * ldb, int(naux), 0.0, T.data(), int(nvir));
-        else
-          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(nvir), int(nvir), int(naux), 1.0f,
-                      B + i * ldb, int(naux), B + j * ldb, int(naux), 0.0f, T.data(), int(nvir));
-      }
-  }
-  return seconds_since(start);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -195,12 +163,6 @@ int main(int argc, char** argv) {
       run["gemm_seconds"] = optional_seconds(timing(*best, "energy_gemm"));
       run["reduction_seconds"] = optional_seconds(timing(*best, "energy_reduction"));
       run["gflops"] = flops / seconds / 1e9;
-      const bool split = timing(*best, "energy_gemm") && timing(*best, "energy_reduction");
-      run["gemm_probe_seconds"] = nullptr;
-      if (backend == dfmp2::kernels::Backend::reference && !split && !prepared.df.B64.empty())
-        run["gemm_probe_seconds"] = precision == dfmp2::kernels::Precision::fp64
-                                        ? reference_gemm_seconds<double>(prepared.df)
-                                        : reference_gemm_seconds<float>(prepared.df);
       for (const auto& [key, value] : {std::pair{"e_scf", best->e_scf}, {"e_corr", best->e_corr},
                                        {"e_ss", best->e_ss}, {"e_os", best->e_os}, {"e_total", best->e_total}})
         run[key] = value;
