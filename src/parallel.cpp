@@ -51,15 +51,15 @@ std::vector<double> redistribute(Communicator& comm, const std::vector<double>& 
       std::copy(row + (out.cols.begin - have.cols.begin), row + (out.cols.end - have.cols.begin),
                 outgoing.data() + (i - out.rows.begin) * out.cols.size());
     }
-    incoming.resize(in.rows.size() * in.cols.size());
-    if (k == 0) {
-      incoming = outgoing;
-    } else {
+    const std::vector<double>* received = &outgoing;  // k = 0: this rank's own share
+    if (k > 0) {
+      incoming.resize(in.rows.size() * in.cols.size());
       comm.sendrecv(outgoing.data(), sizeof(double) * outgoing.size(), destination, incoming.data(),
                     sizeof(double) * incoming.size(), source);
+      received = &incoming;
     }
     for (std::size_t i = in.rows.begin; i < in.rows.end; ++i) {
-      const double* row = incoming.data() + (i - in.rows.begin) * in.cols.size();
+      const double* row = received->data() + (i - in.rows.begin) * in.cols.size();
       std::copy(row, row + in.cols.size(),
                 result.data() + (i - want.rows.begin) * want.cols.size() + (in.cols.begin - want.cols.begin));
     }
