@@ -11,9 +11,16 @@ std::vector<PairBlock> plan_loop_chunks(const PairShape& shape, std::size_t nvir
   std::vector<PairBlock> chunks;
   const std::size_t pair_bytes = std::max<std::size_t>(1, nvir * nvir * elem_bytes);  // one T_ij
   const std::size_t budget_pairs = std::max<std::size_t>(1, memory_bytes / pair_bytes);
+  // A triangular chunk's GEMM also forms the pairs j > i of its diagonal square, rows²/2 of
+  // them: at most 1/kMinChunks of the needed nrows²/2 pairs when chunks have ≤ nrows/kMinChunks rows.
+  constexpr std::size_t kMinChunks = 16;
+  const std::size_t max_rows =
+      shape.triangular ? std::max<std::size_t>(1, shape.nrows / kMinChunks) : shape.nrows;
   for (std::size_t i0 = 0; i0 < shape.nrows;) {
     std::size_t rows = 1;  // largest row count whose pair blocks fit the budget
-    while (i0 + rows < shape.nrows && (rows + 1) * shape.cols_below(i0 + rows + 1) <= budget_pairs) ++rows;
+    while (i0 + rows < shape.nrows && rows < max_rows &&
+           (rows + 1) * shape.cols_below(i0 + rows + 1) <= budget_pairs)
+      ++rows;
     const std::size_t i1 = i0 + rows, j1 = shape.cols_below(i1);
     if (rows * j1 <= budget_pairs) {
       chunks.push_back({i0, i1, 0, j1});
