@@ -1,6 +1,7 @@
 #include "src/parallel.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 
@@ -72,6 +73,21 @@ std::vector<double> redistribute(Communicator& comm, const std::vector<double>& 
 namespace {
 // MPI counts are int: move large buffers in pieces.
 constexpr std::size_t kMaxPiece = std::size_t(1) << 27;
+
+// Adds the wall time of its scope to `seconds`.
+class ScopeClock {
+ public:
+  explicit ScopeClock(double& seconds) : seconds_(seconds), begin_(std::chrono::steady_clock::now()) {}
+  ~ScopeClock() {
+    seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - begin_).count();
+  }
+  ScopeClock(const ScopeClock&) = delete;
+  ScopeClock& operator=(const ScopeClock&) = delete;
+
+ private:
+  double& seconds_;
+  std::chrono::steady_clock::time_point begin_;
+};
 }  // namespace
 
 MpiSession::MpiSession(int& argc, char**& argv) {
@@ -85,6 +101,7 @@ MpiSession::~MpiSession() { MPI_Finalize(); }
 
 void Communicator::allreduce_sum(double* data, std::size_t count) {
   if (size_ == 1) return;
+  const ScopeClock clock(mpi_seconds_);
   for (std::size_t done = 0; done < count; done += kMaxPiece) {
     const int piece = static_cast<int>(std::min(kMaxPiece, count - done));
     MPI_Allreduce(MPI_IN_PLACE, data + done, piece, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
@@ -94,6 +111,7 @@ void Communicator::allreduce_sum(double* data, std::size_t count) {
 
 void Communicator::broadcast(double* data, std::size_t count, int root) {
   if (size_ == 1) return;
+  const ScopeClock clock(mpi_seconds_);
   for (std::size_t done = 0; done < count; done += kMaxPiece) {
     const int piece = static_cast<int>(std::min(kMaxPiece, count - done));
     MPI_Bcast(data + done, piece, MPI_DOUBLE, root, MPI_COMM_WORLD);
@@ -104,6 +122,7 @@ void Communicator::broadcast(double* data, std::size_t count, int root) {
 std::vector<double> Communicator::allgather(double value) {
   std::vector<double> values(static_cast<std::size_t>(size_), value);
   if (size_ == 1) return values;
+  const ScopeClock clock(mpi_seconds_);
   MPI_Allgather(&value, 1, MPI_DOUBLE, values.data(), 1, MPI_DOUBLE, MPI_COMM_WORLD);
   bytes_sent_ += sizeof(double) * static_cast<std::size_t>(size_ - 1);
   return values;
@@ -111,17 +130,25 @@ std::vector<double> Communicator::allgather(double value) {
 
 void Communicator::sendrecv(const void* send, std::size_t send_bytes, int destination,
                             void* receive, std::size_t receive_bytes, int source) {
-  const char* out = static_cast<const char*>(send);
+  const ScopeClock clock(mpi_seconds_);
+  // Receives and sends are posted separately, so an empty side posts nothing and the two
+  // partners of a message agree on its pieces whatever else each of them moves.
+  std::vector<MPI_Request> requests;
   char* in = static_cast<char*>(receive);
-  for (std::size_t done = 0; done < std::max(send_bytes, receive_bytes); done += kMaxPiece) {
-    const int out_piece =
-        static_cast<int>(done < send_bytes ? std::min(kMaxPiece, send_bytes - done) : 0);
-    const int in_piece =
-        static_cast<int>(done < receive_bytes ? std::min(kMaxPiece, receive_bytes - done) : 0);
-    MPI_Sendrecv(out + done, out_piece, MPI_BYTE, destination, 0, in + done, in_piece, MPI_BYTE,
-                 source, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-    bytes_sent_ += static_cast<std::size_t>(out_piece);
+  for (std::size_t done = 0; done < receive_bytes; done += kMaxPiece) {
+    requests.emplace_back();
+    MPI_Irecv(in + done, static_cast<int>(std::min(kMaxPiece, receive_bytes - done)), MPI_BYTE,
+              source, 0, MPI_COMM_WORLD, &requests.back());
   }
+  const char* out = static_cast<const char*>(send);
+  for (std::size_t done = 0; done < send_bytes; done += kMaxPiece) {
+    const std::size_t piece = std::min(kMaxPiece, send_bytes - done);
+    requests.emplace_back();
+    MPI_Isend(out + done, static_cast<int>(piece), MPI_BYTE, destination, 0, MPI_COMM_WORLD,
+              &requests.back());
+    bytes_sent_ += piece;
+  }
+  MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
 }
 
 void Communicator::abort(int exit_code) {
