@@ -41,24 +41,33 @@ DistributedEnergy distributed_mp2_energy(kernels::Backend backend, const Real* B
   result.peak_b_bytes += sizeof(Real) * visiting.size();
   const int steps = N / 2;
   for (int k = 1; k <= steps; ++k) {
-    // With N even, ranks r and r + N/2 meet at k = N/2 from both sides: the lower one sums.
-    const bool both_sides = N % 2 == 0 && k == N / 2;
-    const bool sums = !both_sides || r < N / 2;
-    const bool sends = !both_sides || r >= N / 2;
     const int source = (r + k) % N, destination = (r - k + N) % N;
     const Range visitor = block_of(nocc_total, source, N);
+    // Rows of my block I send, rows of the visitor's block I sum against, and my rows in them.
+    Range sent{0, df.nocc}, summed{0, visitor.size()}, own{0, df.nocc};
+    // With N even, ranks r and r + N/2 meet at k = N/2 from both sides and share the block
+    // pair: the lower sums I_lo × (first half of I_hi), the higher (second half of I_hi) × I_lo.
+    if (N % 2 == 0 && k == N / 2) {
+      if (r < N / 2) {
+        summed.end = visitor.size() / 2;
+      } else {
+        sent.end = df.nocc / 2;
+        own.begin = df.nocc / 2;
+      }
+    }
+    const kernels::DFTensorView<Real> own_rows{B + own.begin * row, own.size(), df.nvir, df.naux};
     for (std::size_t t = 0; t < chunks; ++t) {
-      auto rows_from = [&](std::size_t count) {
-        const std::size_t begin = std::min(count, t * chunk);
-        return Range{begin, std::min(count, begin + chunk)};
+      auto chunk_of = [&](Range rows) {
+        const std::size_t begin = std::min(rows.end, rows.begin + t * chunk);
+        return Range{begin, std::min(rows.end, begin + chunk)};
       };
-      const Range out = sends ? rows_from(df.nocc) : Range{};
-      const Range in = sums ? rows_from(visitor.size()) : Range{};
+      const Range out = chunk_of(sent), in = chunk_of(summed);
       comm.sendrecv(B + out.begin * row, sizeof(Real) * out.size() * row, destination,
                     visiting.data(), sizeof(Real) * in.size() * row, source);
-      if (in.size() > 0 && df.nocc > 0)
+      if (in.size() > 0 && own.size() > 0)
         add(kernels::mp2_energy_cross<Real>(
-            backend, mine, my_eps, {visiting.data(), in.size(), df.nvir, df.naux},
+            backend, own_rows, my_eps.subspan(own.begin, own.size()),
+            {visiting.data(), in.size(), df.nvir, df.naux},
             eps_occ.subspan(visitor.begin + in.begin, in.size()), df.eps_vir, kernel_options));
       if (options.progress && comm.is_root())
         options.progress(static_cast<double>((k - 1) * chunks + t + 1) /

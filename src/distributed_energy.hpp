@@ -1,8 +1,9 @@
 // The MP2 energy step over MPI ranks. Rank r holds B for its block I_r of occupied orbitals.
 // It sums its diagonal pairs (i ≥ j in I_r), then for k = 1 … ⌊N/2⌋ receives the block of rank
 // r + k from that rank, a few orbitals at a time (≤ 1/8 of a block), and sums the cross pairs (I_r, I_{r+k});
-// every block pair is summed by exactly one rank and no rank holds more than its own block and
-// one visiting chunk. With one rank this is just the kernel.
+// every block pair is summed by exactly one rank (for N even, the two ranks that meet at
+// k = N/2 sum half of their pair each) and no rank holds more than its own block and one
+// visiting chunk. With one rank this is just the kernel.
 #pragma once
 
 #include <cstddef>
