@@ -21,20 +21,25 @@ double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-// Times named stages into RunResult::timings, in the order they ran.
+// Times named stages into RunResult::timings, in the order they ran; over MPI also the part of
+// each spent in MPI calls ("<stage>_mpi").
 class StageTimer {
  public:
   explicit StageTimer(RunResult& result) : result_(result) {}
 
   template <typename Work>
   decltype(auto) operator()(const std::string& stage, Work&& work) {
-    const auto begin = Clock::now();
     struct Record {
       StageTimer& timer;
       const std::string& stage;
-      Clock::time_point begin;
-      ~Record() { timer.add(stage, seconds_since(begin)); }
-    } record{*this, stage, begin};
+      Clock::time_point begin = Clock::now();
+      double mpi_begin = Communicator::world().mpi_seconds();
+      ~Record() {
+        timer.add(stage, seconds_since(begin));
+        const Communicator& comm = Communicator::world();
+        if (comm.size() > 1) timer.add(stage + "_mpi", comm.mpi_seconds() - mpi_begin);
+      }
+    } record{*this, stage};
     return work();
   }
 
@@ -178,6 +183,7 @@ PreparedRun prepare(const RunInput& input, const RunOptions& given_options, Prog
     result.scf_iterations = std::move(scf.iterations);
     orbitals = std::move(scf.orbitals);
   }
+  fock = nullptr;  // frees the DF-SCF tensor before the MP2 transform allocates its own
   // Every rank must transform with the very same orbitals (eigenvector signs included).
   comm.broadcast(orbitals.C.data(), static_cast<std::size_t>(orbitals.C.size()), 0);
   comm.broadcast(orbitals.eps.data(), static_cast<std::size_t>(orbitals.eps.size()), 0);

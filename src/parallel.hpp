@@ -1,6 +1,6 @@
 // The processes of one run: MPI ranks when built with MPI (OpenMPI), else one process.
 // Everything the chemistry needs from MPI goes through Communicator, which also counts the
-// bytes this rank sends.
+// bytes this rank sends and the time it spends in MPI calls.
 #pragma once
 
 #include <cstddef>
@@ -18,6 +18,8 @@ class Communicator {
   int size() const { return size_; }
   bool is_root() const { return rank_ == 0; }
   std::size_t bytes_sent() const { return bytes_sent_; }
+  // Wall time inside MPI calls: transfers plus waiting for slower ranks.
+  double mpi_seconds() const { return mpi_seconds_; }
 
   void allreduce_sum(double* data, std::size_t count);
   // Root's data to every rank.
@@ -34,6 +36,7 @@ class Communicator {
   friend class MpiSession;
   int rank_ = 0, size_ = 1;
   std::size_t bytes_sent_ = 0;
+  double mpi_seconds_ = 0.0;
 };
 
 // Starts MPI for the process's lifetime when built with it (a plain run without mpirun is a
