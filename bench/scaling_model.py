@@ -1,21 +1,27 @@
 #!/usr/bin/python3
-"""Model of dfmp2's time and memory per MPI rank, calibrated on results/scaling.json.
+"""Model of dfmp2's time and memory per MPI rank, fitted to and checked on results/scaling.json.
 
     bench/scaling_model.py [--scaling results/scaling.json] [--nbf 3000] [--bandwidth 12.5]
 
-Each stage's time is split into work that the ranks share (divided by N) and work every rank
-repeats (the metric factorisations, the SCF's diagonalisations), plus communication at the
-volumes of docs/scaling.md over a link of --bandwidth GB/s per rank. The per-rank rates come
-from the 1-rank run; the model is then checked against the measured 2..N-rank runs on this
-machine (where ranks beyond the cores share them) and used for 8–512 ranks on a molecule with
---nbf functions of the same make-up as the measured one (naux/nbf, nocc/nbf kept).
-Writes results/scaling_model.md and prints it.
+Time: each stage's compute time per rank (its wall time minus the time in MPI calls) is
+t(N) = a·g(N) + b: a is work the ranks share, g(N) how one rank's share falls — 1/N, except for
+the integrals, whose (P|μν) of shell pairs straddling two row blocks are evaluated by both
+ranks, g = (2N − 1)/N² — and b is what every rank repeats. a and b come from the runs with a
+core per rank (1 and 2 ranks here); the time in MPI is modelled as the bytes a rank sends at the
+bandwidth those runs showed. The model is checked on the oversubscribed runs, where N ranks
+share the cores: compute time × N/cores. For a larger molecule of the same make-up (naux/nbf,
+nocc/nbf kept) a scales with the stage's shared flops and b with what each rank repeats; one
+core per rank at this machine's per-core rate, and docs/scaling.md's volumes at --bandwidth.
+Memory: each stage's large arrays (docs/scaling.md) plus a baseline fitted on 1 rank, checked
+against the measured peak RSS. Writes results/scaling_model.md and prints it.
 """
 import argparse
 import json
 import os
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+STAGES = ["integrals", "scf", "df_transform", "energy"]
+DIIS_VECTORS = 8
 
 
 def sizes(result):
@@ -23,17 +29,27 @@ def sizes(result):
                 v=result["nvir"], iters=result["scf_iterations"])
 
 
-def work(s):
-    """Flop-like counts of each stage: shared across ranks, and repeated on every rank."""
+def shared_work(s):
+    """Flops the ranks divide among themselves, per stage."""
     n, X, Q, o, v, it = s["n"], s["X"], s["Q"], s["o"], s["v"], s["iters"]
-    return {
-        # Fitting the SCF tensor (a triangular solve, X² n²) outgrows evaluating it (X n²).
-        "integrals": dict(shared=X * X * n * n, repeated=9.0 * X ** 3),
-        "scf": dict(shared=it * 4.0 * X * n * n * o, repeated=it * 10.0 * n ** 3),
-        "df_transform": dict(shared=2 * Q * n * n * o + 2 * Q * n * o * v + Q * Q * o * v,
-                             repeated=9.0 * Q ** 3),
-        "energy": dict(shared=2.0 * o * (o + 1) / 2 * v * v * Q, repeated=0.0),
-    }
+    return {"integrals": X * X * n * n,                       # fitting the SCF tensor
+            "scf": it * 4.0 * X * n * n * o,                  # J and K from it
+            "df_transform": 2 * Q * n * n * o + 2 * Q * n * o * v + Q * Q * o * v,
+            "energy": 2.0 * o * (o + 1) / 2 * v * v * Q}
+
+
+def share(stage, N):
+    """One rank's share of a stage's shared work on N ranks."""
+    return (2.0 * N - 1) / N ** 2 if stage == "integrals" else 1.0 / N
+
+
+def repeated_size(s):
+    """What each rank repeats whatever N is, per stage: b scales with this."""
+    n, X, Q, o, v, it = s["n"], s["X"], s["Q"], s["o"], s["v"], s["iters"]
+    return {"integrals": X ** 3,           # metric factorisation, one-electron and Schwarz
+            "scf": it * n ** 3,            # diagonalisation, DIIS
+            "df_transform": Q ** 3,        # metric factorisation
+            "energy": Q * o * v}           # packing the visiting chunks of B
 
 
 def comm_bytes(s, N, elem=8):
@@ -41,44 +57,44 @@ def comm_bytes(s, N, elem=8):
     if N == 1:
         return 0.0
     return (8.0 * X * n * n * (N - 1) / N ** 2 + it * 8.0 * n * n + 8.0 * Q * o * v * (N - 1) / N ** 2
-            + elem * Q * o * v * (N - 1) / (2.0 * N))
-
-
-DIIS_VECTORS = 8
+            + elem * Q * o * v * (N // 2) / N)
 
 
 def memory_bytes(s, N):
-    """Peak bytes per rank: the largest stage's distributed arrays plus what every rank repeats
-    (metric and its factor; S, H, F, D, C, X and the DIIS Fock and error vectors)."""
+    """Large arrays per rank in each stage; the peak is the largest. An all-to-all holds the old
+    and the new layout plus one outgoing and one incoming piece of 1/N² each."""
     n, X, Q, o, v = s["n"], s["X"], s["Q"], s["o"], s["v"]
-    scf_matrices = (2 * DIIS_VECTORS + 8) * n * n
-    stages = {"scf": 2.0 * X * n * n / N + 2 * X * X + scf_matrices,
-              "df_transform": 3.0 * Q * o * v / N + 2 * Q * Q + n * n,
-              "energy": Q * o * v * (1 / N + 1 / (8 * N)) + n * n}
+    exchange = 1.0 if N == 1 else 2.0 + 2.0 / N
+    stages = {"scf": exchange * X * n * n / N + 2 * X * X + (2 * DIIS_VECTORS + 8) * n * n,
+              "df_transform": Q * n * n / N + exchange * Q * o * v / N + 2 * Q * Q,
+              "energy": Q * o * v * (1 / N + 1 / (8 * N))}
     return {stage: 8.0 * d for stage, d in stages.items()}
 
 
-def replicated_bytes(s):
-    n, X, Q = s["n"], s["X"], s["Q"]
-    return 8.0 * max(2 * X * X + (2 * DIIS_VECTORS + 8) * n * n, 2 * Q * Q + n * n)
+def compute_seconds(result, stage):
+    t = result["timings"]
+    return t[stage] - t.get(stage + "_mpi", 0.0)
 
 
-def calibrate(run1):
-    """Seconds per unit of work, one rate per stage, from the 1-rank run."""
-    s = sizes(run1)
-    w = work(s)
-    return {stage: run1["timings"][stage] / (w[stage]["shared"] + w[stage]["repeated"]) for stage in w}
+def fit(runs, cores):
+    """a, b per stage by least squares over the runs with a core per rank; b ≥ 0."""
+    own = sorted(N for N in runs if N <= cores)
+    coefficients = {}
+    for stage in STAGES:
+        points = [(share(stage, N), compute_seconds(runs[N], stage)) for N in own]
+        mx = sum(x for x, _ in points) / len(points)
+        my = sum(y for _, y in points) / len(points)
+        a = sum((x - mx) * (y - my) for x, y in points) / sum((x - mx) ** 2 for x, _ in points)
+        b = my - a * mx
+        if b < 0:  # no repeated part: a alone through the points
+            a, b = sum(x * y for x, y in points) / sum(x * x for x, _ in points), 0.0
+        coefficients[stage] = (a, b)
+    return coefficients
 
 
-def predict(rates, s, N, cores, bandwidth_bytes):
-    w = work(s)
-    share = min(N, cores) if cores else N  # ranks beyond the cores share them
-    t = {}
-    for stage, parts in w.items():
-        t[stage] = rates[stage] * (parts["shared"] / share + parts["repeated"] * (N / share if cores else 1))
-    t["communication"] = comm_bytes(s, N) / bandwidth_bytes
-    t["total"] = sum(t.values())
-    return t
+def on_this_machine(coefficients, N, cores):
+    slowdown = max(1.0, N / cores)  # oversubscribed ranks share the cores
+    return {stage: (a * share(stage, N) + b) * slowdown for stage, (a, b) in coefficients.items()}
 
 
 def main():
@@ -86,40 +102,74 @@ def main():
     parser.add_argument("--scaling", default=os.path.join(ROOT, "results", "scaling.json"))
     parser.add_argument("--nbf", type=int, default=3000)
     parser.add_argument("--bandwidth", type=float, default=12.5, help="GB/s per rank (100 Gb/s link)")
-    parser.add_argument("--shm-bandwidth", type=float, default=5.0, help="GB/s between ranks on this machine")
     parser.add_argument("--out", default=os.path.join(ROOT, "results", "scaling_model.md"))
     args = parser.parse_args()
     with open(args.scaling) as f:
         data = json.load(f)
+    cores = data["cores"]
     runs = {r["ranks"]: r["result"] for r in data["runs"]}
-    base = runs[min(runs)]
-    rates = calibrate(base)
+    coefficients = fit(runs, cores)
+    base = runs[1]
     s = sizes(base)
-    lines = ["## Model checked against the measured runs (this machine, "
-             f"{data['cores']} cores, {args.shm_bandwidth} GB/s between ranks assumed)", "",
-             "| ranks | measured total / s | model total / s | model − measured |", "|---|---|---|---|"]
-    for N, r in sorted(runs.items()):
-        model = predict(rates, s, N, data["cores"], args.shm_bandwidth * 1e9)["total"]
+    mib = 2.0 ** 20
+    mpi = lambda r: sum(r["timings"].get(stage + "_mpi", 0.0) for stage in STAGES)
+    # Bytes per second through MPI on this machine, waiting included, from the runs with a core
+    # per rank; what the stages leave of the total (set-up, output) is taken as fixed.
+    own = [N for N in runs if 1 < N <= cores]
+    rate = sum(runs[N]["rank_stats"][0]["bytes_sent"] for N in own) / sum(mpi(runs[N]) for N in own)
+    other = base["timings"]["total"] - sum(base["timings"][stage] for stage in STAGES)
+
+    lines = [f"## Model fitted on 1–{min(cores, max(runs))} ranks, checked on all measured runs "
+             f"({cores} cores)", "",
+             "Per-rank compute seconds t(N) = a·g(N) + b (g = (2N − 1)/N² for the integrals, 1/N "
+             "otherwise): " +
+             ", ".join(f"{p} a = {a:.2f}, b = {b:.2f}" for p, (a, b) in coefficients.items()) +
+             f"; MPI at {rate / 1e9:.2f} GB/s sent per rank (waiting included).", "",
+             "| ranks | " + " | ".join(f"{p} compute, measured / model (s)" for p in STAGES) +
+             " | in MPI, measured / model (s) | total, measured / model (s) | model − measured | "
+             "peak RSS, measured / model (MiB) |",
+             "|---|" + "---|" * (len(STAGES) + 4)]
+    baseline = max(r["peak_rss_bytes"] for r in base["rank_stats"]) - max(memory_bytes(s, 1).values())
+    for N in sorted(runs):
+        r = runs[N]
+        model = on_this_machine(coefficients, N, cores)
+        model_mpi = comm_bytes(s, N) / rate * max(1.0, N / cores)
+        total = sum(model.values()) + model_mpi + other
         measured = r["timings"]["total"]
-        lines.append(f"| {N} | {measured:.1f} | {model:.1f} | {100 * (model - measured) / measured:+.0f}% |")
+        measured_rss = max(x["peak_rss_bytes"] for x in r["rank_stats"])
+        model_rss = baseline + max(memory_bytes(s, N).values())
+        lines.append(
+            f"| {N}{' (oversubscribed)' if N > cores else ''} | " +
+            " | ".join(f"{compute_seconds(r, p):.1f} / {model[p]:.1f}" for p in STAGES) +
+            f" | {mpi(r):.1f} / {model_mpi:.1f} | {measured:.1f} / {total:.1f} | "
+            f"{100 * (total - measured) / measured:+.0f}% | {measured_rss / mib:.0f} / {model_rss / mib:.0f} |")
 
     scale = args.nbf / s["n"]
     big = {k: (round(v * scale) if k != "iters" else v) for k, v in s.items()}
+    shared_ratio = {p: shared_work(big)[p] / shared_work(s)[p] for p in STAGES}
+    repeated_ratio = {p: repeated_size(big)[p] / repeated_size(s)[p] for p in STAGES}
+    big_coefficients = {p: (a * shared_ratio[p], b * repeated_ratio[p])
+                        for p, (a, b) in coefficients.items()}
     lines += ["", f"## Model for nbf = {big['n']} (naux_jk {big['X']}, naux {big['Q']}, nocc {big['o']}, "
               f"nvir {big['v']}, {big['iters']} SCF iterations), one core per rank at this machine's "
-              f"per-core rates, {args.bandwidth} GB/s per rank", "",
-              "| ranks | integrals / s | SCF / s | DF transform / s | energy / s | communication / s | "
+              f"per-core rate, {args.bandwidth} GB/s network per rank", "",
+              "| ranks | integrals / s | SCF / s | DF transform / s | energy / s | network / s | "
               "total / h | parallel efficiency | peak memory per rank / GiB (stage) | "
               "of which every rank repeats / GiB | sent per rank / GiB |",
               "|---|---|---|---|---|---|---|---|---|---|---|"]
-    t1 = predict(rates, big, 1, 0, args.bandwidth * 1e9)["total"]
+    n, X, Q = big["n"], big["X"], big["Q"]
+    repeated_memory = 8.0 * max(2 * X * X + (2 * DIIS_VECTORS + 8) * n * n, 2 * Q * Q)
+    t1 = None
     for N in (1, 8, 16, 32, 64, 128, 256, 512):
-        t = predict(rates, big, N, 0, args.bandwidth * 1e9)
+        t = {p: a * share(p, N) + b for p, (a, b) in big_coefficients.items()}
+        t["network"] = comm_bytes(big, N) / (args.bandwidth * 1e9)
+        total = sum(t.values())
+        t1 = t1 or total
         stage, peak = max(memory_bytes(big, N).items(), key=lambda item: item[1])
         lines.append(
             f"| {N} | {t['integrals']:.0f} | {t['scf']:.0f} | {t['df_transform']:.0f} | {t['energy']:.0f} | "
-            f"{t['communication']:.0f} | {t['total'] / 3600:.2f} | {t1 / (N * t['total']):.2f} | "
-            f"{peak / 2 ** 30:.1f} ({stage}) | {replicated_bytes(big) / 2 ** 30:.1f} | "
+            f"{t['network']:.0f} | {total / 3600:.2f} | {t1 / (N * total):.2f} | "
+            f"{peak / 2 ** 30:.1f} ({stage}) | {repeated_memory / 2 ** 30:.1f} | "
             f"{comm_bytes(big, N) / 2 ** 30:.1f} |")
     text = "\n".join(lines) + "\n"
     with open(args.out, "w") as f:
