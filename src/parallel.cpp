@@ -36,33 +36,50 @@ Range intersect(Range a, Range b) {
 
 std::vector<double> redistribute(Communicator& comm, const std::vector<double>& mine,
                                  const std::function<Block(int)>& from,
-                                 const std::function<Block(int)>& to) {
+                                 const std::function<Block(int)>& to, std::size_t slab_bytes) {
+  // Slabs keep the buffers in flight small beside the two layouts, so the per-rank peak is
+  // about 2/N of the whole matrix.
   const int N = comm.size(), r = comm.rank();
   const Block have = from(r), want = to(r);
   std::vector<double> result(want.rows.size() * want.cols.size());
+  // Rows of `region` per slab; sender and receiver compute the same region, so they agree.
+  const auto slab_rows = [slab_bytes](const Block& region) {
+    return std::max<std::size_t>(1, slab_bytes / (sizeof(double) * std::max<std::size_t>(1, region.cols.size())));
+  };
+  // The rows [first, last) of `region`: packed from `mine` (out) or unpacked into `result` (in).
+  const auto pack = [&](const Block& region, std::size_t first, std::size_t last, double* slab) {
+    for (std::size_t i = first; i < last; ++i) {
+      const double* row = mine.data() + (i - have.rows.begin) * have.cols.size() + (region.cols.begin - have.cols.begin);
+      std::copy(row, row + region.cols.size(), slab + (i - first) * region.cols.size());
+    }
+  };
+  const auto unpack = [&](const Block& region, std::size_t first, std::size_t last, const double* slab) {
+    for (std::size_t i = first; i < last; ++i)
+      std::copy(slab + (i - first) * region.cols.size(), slab + (i - first + 1) * region.cols.size(),
+                result.data() + (i - want.rows.begin) * want.cols.size() + (region.cols.begin - want.cols.begin));
+  };
   std::vector<double> outgoing, incoming;
   for (int k = 0; k < N; ++k) {
     const int destination = (r + k) % N, source = (r - k + N) % N;
     const Block to_destination = to(destination), from_source = from(source);
     const Block out{intersect(have.rows, to_destination.rows), intersect(have.cols, to_destination.cols)};
     const Block in{intersect(from_source.rows, want.rows), intersect(from_source.cols, want.cols)};
-    outgoing.resize(out.rows.size() * out.cols.size());
-    for (std::size_t i = out.rows.begin; i < out.rows.end; ++i) {
-      const double* row = mine.data() + (i - have.rows.begin) * have.cols.size();
-      std::copy(row + (out.cols.begin - have.cols.begin), row + (out.cols.end - have.cols.begin),
-                outgoing.data() + (i - out.rows.begin) * out.cols.size());
-    }
-    const std::vector<double>* received = &outgoing;  // k = 0: this rank's own share
-    if (k > 0) {
-      incoming.resize(in.rows.size() * in.cols.size());
+    const std::size_t out_step = slab_rows(out), in_step = slab_rows(in);
+    for (std::size_t s = 0; s * out_step < out.rows.size() || s * in_step < in.rows.size(); ++s) {
+      const std::size_t out_first = std::min(out.rows.end, out.rows.begin + s * out_step);
+      const std::size_t out_last = std::min(out.rows.end, out_first + out_step);
+      const std::size_t in_first = std::min(in.rows.end, in.rows.begin + s * in_step);
+      const std::size_t in_last = std::min(in.rows.end, in_first + in_step);
+      outgoing.resize((out_last - out_first) * out.cols.size());
+      pack(out, out_first, out_last, outgoing.data());
+      if (k == 0) {  // this rank's own share: out and in are the same region
+        unpack(in, in_first, in_last, outgoing.data());
+        continue;
+      }
+      incoming.resize((in_last - in_first) * in.cols.size());
       comm.sendrecv(outgoing.data(), sizeof(double) * outgoing.size(), destination, incoming.data(),
                     sizeof(double) * incoming.size(), source);
-      received = &incoming;
-    }
-    for (std::size_t i = in.rows.begin; i < in.rows.end; ++i) {
-      const double* row = received->data() + (i - in.rows.begin) * in.cols.size();
-      std::copy(row, row + in.cols.size(),
-                result.data() + (i - want.rows.begin) * want.cols.size() + (in.cols.begin - want.cols.begin));
+      unpack(in, in_first, in_last, incoming.data());
     }
   }
   return result;

@@ -63,9 +63,12 @@ struct Block {
 
 // Moves a matrix spread over the ranks in blocks from one layout to another: rank r holds
 // `mine` = from(r) (row-major) and gets to(r) back. Each element is held by one rank in each
-// layout. Pairwise exchanges; each rank sends only what leaves it. Collective.
+// layout. Pairwise exchanges in row slabs of at most slab_bytes (at least one row), so that
+// beside the two layouts little is held; each rank sends only what leaves it. Collective.
+constexpr std::size_t kRedistributeSlabBytes = std::size_t(32) << 20;
 std::vector<double> redistribute(Communicator& comm, const std::vector<double>& mine,
                                  const std::function<Block(int)>& from,
-                                 const std::function<Block(int)>& to);
+                                 const std::function<Block(int)>& to,
+                                 std::size_t slab_bytes = kRedistributeSlabBytes);
 
 }  // namespace dfmp2

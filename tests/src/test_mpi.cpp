@@ -92,6 +92,15 @@ TEST_CASE("with 2 ranks each holds at most ~60% of the serial run's B") {
   }
 }
 
+TEST_CASE("redistribution in slabs of a few rows delivers every element, on 1 to 4 ranks") {
+  for (int ranks : {1, 2, 3, 4}) {
+    INFO(ranks << " ranks");
+    const CommandResult r = run_command("timeout 60 " + mpirun(ranks) + " " + DFMP2_REDISTRIBUTE_EXE);
+    INFO(r.err);
+    CHECK(r.exit_code == 0);
+  }
+}
+
 TEST_CASE("an error on the ranks stops them all with the message, no hang") {
   TempDir dir;
   const CommandResult r = run_command(
