@@ -22,6 +22,7 @@ import os
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STAGES = ["integrals", "scf", "df_transform", "energy"]
 DIIS_VECTORS = 8
+SLAB_BYTES = 32 << 20  # kRedistributeSlabBytes: one slab of an all-to-all exchange
 
 
 def sizes(result):
@@ -62,11 +63,12 @@ def comm_bytes(s, N, elem=8):
 
 def memory_bytes(s, N):
     """Large arrays per rank in each stage; the peak is the largest. An all-to-all holds the old
-    and the new layout plus one outgoing and one incoming piece of 1/N² each."""
+    and the new layout plus one outgoing and one incoming slab (src/parallel.hpp)."""
     n, X, Q, o, v = s["n"], s["X"], s["Q"], s["o"], s["v"]
-    exchange = 1.0 if N == 1 else 2.0 + 2.0 / N
-    stages = {"scf": exchange * X * n * n / N + 2 * X * X + (2 * DIIS_VECTORS + 8) * n * n,
-              "df_transform": Q * n * n / N + exchange * Q * o * v / N + 2 * Q * Q,
+    exchange = 1.0 if N == 1 else 2.0
+    slabs = 0.0 if N == 1 else 2 * SLAB_BYTES / 8
+    stages = {"scf": exchange * X * n * n / N + slabs + 2 * X * X + (2 * DIIS_VECTORS + 8) * n * n,
+              "df_transform": Q * n * n / N + exchange * Q * o * v / N + slabs + 2 * Q * Q,
               "energy": Q * o * v * (1 / N + 1 / (8 * N))}
     return {stage: 8.0 * d for stage, d in stages.items()}
 
