@@ -42,20 +42,23 @@ std::vector<double> redistribute(Communicator& comm, const std::vector<double>& 
   const int N = comm.size(), r = comm.rank();
   const Block have = from(r), want = to(r);
   std::vector<double> result(want.rows.size() * want.cols.size());
-  // Rows of `region` per slab; sender and receiver compute the same region, so they agree.
-  const auto slab_rows = [slab_bytes](const Block& region) {
-    return std::max<std::size_t>(1, slab_bytes / (sizeof(double) * std::max<std::size_t>(1, region.cols.size())));
+  // Slab s of `region`: its rows; sender and receiver compute the same region, so they agree.
+  const auto slab_of = [slab_bytes](const Block& region, std::size_t s) {
+    const std::size_t step =
+        std::max<std::size_t>(1, slab_bytes / (sizeof(double) * std::max<std::size_t>(1, region.cols.size())));
+    const std::size_t first = std::min(region.rows.end, region.rows.begin + s * step);
+    return Range{first, std::min(region.rows.end, first + step)};
   };
-  // The rows [first, last) of `region`: packed from `mine` (out) or unpacked into `result` (in).
-  const auto pack = [&](const Block& region, std::size_t first, std::size_t last, double* slab) {
-    for (std::size_t i = first; i < last; ++i) {
+  // Rows `slab` of `region`: packed from `mine` (out) or unpacked into `result` (in).
+  const auto pack = [&](const Block& region, Range slab, double* buffer) {
+    for (std::size_t i = slab.begin; i < slab.end; ++i) {
       const double* row = mine.data() + (i - have.rows.begin) * have.cols.size() + (region.cols.begin - have.cols.begin);
-      std::copy(row, row + region.cols.size(), slab + (i - first) * region.cols.size());
+      std::copy(row, row + region.cols.size(), buffer + (i - slab.begin) * region.cols.size());
     }
   };
-  const auto unpack = [&](const Block& region, std::size_t first, std::size_t last, const double* slab) {
-    for (std::size_t i = first; i < last; ++i)
-      std::copy(slab + (i - first) * region.cols.size(), slab + (i - first + 1) * region.cols.size(),
+  const auto unpack = [&](const Block& region, Range slab, const double* buffer) {
+    for (std::size_t i = slab.begin; i < slab.end; ++i)
+      std::copy(buffer + (i - slab.begin) * region.cols.size(), buffer + (i - slab.begin + 1) * region.cols.size(),
                 result.data() + (i - want.rows.begin) * want.cols.size() + (region.cols.begin - want.cols.begin));
   };
   std::vector<double> outgoing, incoming;
@@ -64,22 +67,19 @@ std::vector<double> redistribute(Communicator& comm, const std::vector<double>& 
     const Block to_destination = to(destination), from_source = from(source);
     const Block out{intersect(have.rows, to_destination.rows), intersect(have.cols, to_destination.cols)};
     const Block in{intersect(from_source.rows, want.rows), intersect(from_source.cols, want.cols)};
-    const std::size_t out_step = slab_rows(out), in_step = slab_rows(in);
-    for (std::size_t s = 0; s * out_step < out.rows.size() || s * in_step < in.rows.size(); ++s) {
-      const std::size_t out_first = std::min(out.rows.end, out.rows.begin + s * out_step);
-      const std::size_t out_last = std::min(out.rows.end, out_first + out_step);
-      const std::size_t in_first = std::min(in.rows.end, in.rows.begin + s * in_step);
-      const std::size_t in_last = std::min(in.rows.end, in_first + in_step);
-      outgoing.resize((out_last - out_first) * out.cols.size());
-      pack(out, out_first, out_last, outgoing.data());
+    for (std::size_t s = 0;; ++s) {
+      const Range out_slab = slab_of(out, s), in_slab = slab_of(in, s);
+      if (out_slab.size() == 0 && in_slab.size() == 0) break;
+      outgoing.resize(out_slab.size() * out.cols.size());
+      pack(out, out_slab, outgoing.data());
       if (k == 0) {  // this rank's own share: out and in are the same region
-        unpack(in, in_first, in_last, outgoing.data());
+        unpack(in, in_slab, outgoing.data());
         continue;
       }
-      incoming.resize((in_last - in_first) * in.cols.size());
+      incoming.resize(in_slab.size() * in.cols.size());
       comm.sendrecv(outgoing.data(), sizeof(double) * outgoing.size(), destination, incoming.data(),
                     sizeof(double) * incoming.size(), source);
-      unpack(in, in_first, in_last, incoming.data());
+      unpack(in, in_slab, incoming.data());
     }
   }
   return result;
