@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "bench/synthetic_shapes.hpp"
+#include "kernels/blas_kernels.hpp"
 #include "kernels/energy_reduction.hpp"
 #include "kernels/gemm_engine.hpp"
 #include "kernels/mp2_energy.hpp"
@@ -178,7 +179,8 @@ std::string json(const std::vector<Row>& rows, const std::vector<std::string>& s
   std::ostringstream o;
   o.precision(15);
   o << "{\n  \"generator\": \"bench_energy (bench/bench_energy.cpp)\",\n  \"threads\": " << threads
-    << ",\n  \"simd_target\": \"" << k::detail::reduction_simd_target() << "\",\n  \"seed\": " << b::kDefaultSeed
+    << ",\n  \"simd_target\": \"" << k::detail::reduction_simd_target() << "\",\n  \"blas_kernels\": \""
+    << k::blas_kernel_name() << "\",\n  \"seed\": " << b::kDefaultSeed
     << ",\n  \"flop_count\": \"needed work only: 2 * nocc(nocc+1)/2 * nvir^2 * naux\",\n  \"gemm_rates\": [\n";
   for (std::size_t n = 0; n < shape_rates.size(); ++n) o << "    " << shape_rates[n] << (n + 1 < shape_rates.size() ? ",\n" : "\n");
   o << "  ],\n  \"runs\": [\n";
@@ -226,7 +228,8 @@ int main(int argc, char** argv) try {
   if (options.threads > 0) omp_set_num_threads(options.threads);
   const int threads = omp_get_max_threads();
   std::cerr << "bench_energy: " << threads << " threads, SIMD reduction target "
-            << k::detail::reduction_simd_target() << "\n";
+            << k::detail::reduction_simd_target() << ", OpenBLAS kernels " << k::blas_kernel_name() << "\n";
+  if (const std::string why = k::blas_kernels_narrower_than_cpu(); !why.empty()) std::cerr << "bench_energy: note: " << why << "\n";
 
   std::vector<Row> rows;
   std::vector<std::string> rates;
@@ -238,7 +241,7 @@ int main(int argc, char** argv) try {
       std::string md = out.size() > 5 && out.ends_with(".json") ? out.substr(0, out.size() - 5) + ".md" : out + ".md";
       std::ofstream(md) << "# Energy backends benchmark\n\nProduced by `bench_energy` (" << threads
                         << " threads, SIMD reduction " << k::detail::reduction_simd_target()
-                        << "). GFLOP/s count needed work only, 2·nocc(nocc+1)/2·nvir²·naux; % of GEMM is "
+                        << ", OpenBLAS kernels " << k::blas_kernel_name() << "). GFLOP/s count needed work only, 2·nocc(nocc+1)/2·nvir²·naux; % of GEMM is "
                            "against a multithreaded DGEMM/SGEMM (M = N ≈ 1500, K = naux) measured in the same run. "
                            "Max RSS is the process peak so far (B in fp64 and fp32 stays resident). CPU share = CPU time / "
                            "(wall × threads) of the best repetition: below ~0.9 another tenant had the cores.\n\n"

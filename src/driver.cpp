@@ -3,6 +3,7 @@
 #include <chrono>
 #include <omp.h>
 
+#include "kernels/blas_kernels.hpp"
 #include "src/basis.hpp"
 #include "src/df_jk.hpp"
 #include "src/df_transform.hpp"
@@ -86,6 +87,9 @@ PreparedRun prepare(const RunInput& input, const RunOptions& given_options, Prog
   StageTimer timer(result);
   Communicator& comm = Communicator::world();
   result.threads = omp_get_max_threads();
+  result.blas_kernels = kernels::blas_kernel_name();
+  if (const std::string why = kernels::blas_kernels_narrower_than_cpu(); !why.empty())
+    progress.message("dfmp2: note: " + why);
 
   if (input.df) {  // energy only, from a given DF tensor
     const DFTensor& df = *input.df;

@@ -65,7 +65,7 @@ void print_report(std::ostream& out, const RunResult& r) {
   }
   out << "\nEnergy backend " << r.backend << " (" << r.precision << "), " << r.threads
       << " threads" << (r.ranks > 1 ? " × " + std::to_string(r.ranks) + " MPI ranks" : "")
-      << "\n\nWall time / s\n";
+      << ", OpenBLAS kernels " << r.blas_kernels << "\n\nWall time / s\n";
   for (const auto& [stage, seconds] : r.timings)
     out << "  " << std::setw(20) << std::left << stage << std::right << std::setw(12)
         << fixed(seconds, 3) << "\n";
@@ -97,6 +97,7 @@ nlohmann::json to_json(const RunResult& r) {
   j["backend"] = r.backend;
   j["precision"] = r.precision;
   j["threads"] = r.threads;
+  j["blas_kernels"] = r.blas_kernels;
   j["ranks"] = r.ranks;
   nlohmann::json ranks = nlohmann::json::array();
   for (const RankStats& stats : r.rank_stats)

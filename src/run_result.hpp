@@ -31,6 +31,7 @@ struct RunResult {
   std::optional<Orbitals> orbitals;
   std::string backend, precision;
   int threads = 0;
+  std::string blas_kernels;  // OpenBLAS kernel set the GEMMs ran on
   int ranks = 1;
   std::size_t peak_b_bytes = 0;  // B_ia^P held at once by this rank in the energy step
   std::vector<RankStats> rank_stats;  // every rank's, in rank order

@@ -22,6 +22,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "kernels/blas_kernels.hpp"
 #include "kernels/mp2_energy.hpp"
 #include "src/driver.hpp"
 #include "src/memory.hpp"
@@ -133,6 +134,7 @@ int main(int argc, char** argv) {
                                      {"naux_jk", base.naux_jk}, {"nocc", base.nocc}, {"nvir", base.nvir}})
       out[key] = value;
     out["threads"] = omp_get_max_threads();
+    out["blas_kernels"] = base.blas_kernels;
     out["repeat"] = repeat;
     out["e_scf"] = base.e_scf;
     out["needed_flops"] = flops;

@@ -9,6 +9,7 @@
 #include <hdf5_hl.h>
 #include <nlohmann/json.hpp>
 
+#include "kernels/blas_kernels.hpp"
 #include "tests/src/run_command.hpp"
 
 namespace {
@@ -64,12 +65,29 @@ TEST_CASE("an XYZ run prints the report and writes JSON with the documented keys
   const auto j = nlohmann::json::parse(read_text(dir.path("w.json")));
   for (const char* key : {"molecule", "natom", "nbf", "naux", "naux_jk", "nocc", "nvir", "nfrozen",
                           "e_nuc", "e_scf", "e_ss", "e_os", "e_corr", "e_scs_corr", "e_total",
-                          "backend", "precision", "threads", "timings"})
+                          "backend", "precision", "threads", "blas_kernels", "timings"})
     CHECK(j.contains(key));
   for (const char* stage : {"integrals", "scf", "df_transform", "energy", "total"})
     CHECK(j["timings"].contains(stage));
   CHECK(j["nbf"] == 24);
   CHECK(j["e_total"].get<double>() == Approx(-76.2307656125).margin(1e-7));
+}
+
+TEST_CASE("the report names the OpenBLAS kernels and notes when OPENBLAS_CORETYPE narrows them") {
+  TempDir dir;
+  const std::string xyz = dir.write("water.xyz", kWater);
+  const std::string args = " " + xyz + " --basis sto-3g --json " + dir.path("w.json");
+  const CommandResult r = run_command("OPENBLAS_CORETYPE=Haswell " + std::string(DFMP2_EXE) + args);
+  REQUIRE(r.exit_code == 0);
+  CHECK(nlohmann::json::parse(read_text(dir.path("w.json")))["blas_kernels"] == "Haswell");
+  CHECK_THAT(r.out, Catch::Contains("OpenBLAS kernels Haswell"));
+  if (dfmp2::kernels::cpu_has_avx512())
+    CHECK_THAT(r.err, Catch::Contains("because OPENBLAS_CORETYPE=Haswell is set"));
+  else
+    CHECK_THAT(r.err, !Catch::Contains("OPENBLAS_CORETYPE"));
+  const CommandResult quiet = run_command("OPENBLAS_CORETYPE=Haswell " + std::string(DFMP2_EXE) + args + " --quiet");
+  REQUIRE(quiet.exit_code == 0);
+  CHECK(quiet.err.empty());
 }
 
 TEST_CASE("progress goes to stderr unless --quiet") {
