@@ -146,8 +146,13 @@ def run_psi4(xyz, args):
         text = (Path(tmp) / "out.dat").read_text()
     m = re.search(r"Psi4 wall time for execution: (\d+):(\d+):([\d.]+)", text)
     wall = int(m.group(1)) * 3600 + int(m.group(2)) * 60 + float(m.group(3)) if m else None
-    return {"threads": args.threads, "memory": args.memory, "wall_seconds": wall,
-            "process_seconds": process_seconds, **energies}
+    return {"threads": args.threads, "memory": args.memory, "openblas_coretype": openblas_coretype(),
+            "wall_seconds": wall, "process_seconds": process_seconds, **energies}
+
+
+def openblas_coretype():
+    """The OpenBLAS kernel set forced on both programs (they load the same libopenblas), or None."""
+    return os.environ.get("OPENBLAS_CORETYPE")
 
 
 def speedup(f, s):
@@ -359,7 +364,9 @@ def write_markdown(path, molecules, rows, machine, settings):
         return "–" if value is None else format(value, spec)
 
     by_key = {(r["molecule"], r["backend"], r["precision"]): r for r in rows}
-    lines = [f"Machine: {machine['cpu']}, {machine['cores']} cores, {machine['blas']}; "
+    kernels = machine.get("blas_kernels", "unknown")
+    lines = [f"Machine: {machine['cpu']}, {machine['cores']} cores, {machine['blas']}, kernel set {kernels} "
+             f"(OPENBLAS_CORETYPE {settings.get('openblas_coretype') or 'unset'}; Psi4 loads the same library); "
              f"{settings['threads']} threads; basis {settings['basis']} / {settings['df_basis']} / "
              f"{settings['jk_basis']}.", "",
              "### Sizes, stage times (s) and Psi4", "",
@@ -444,7 +451,8 @@ def main():
 
     settings = {"basis": args.basis, "df_basis": args.df_basis, "jk_basis": args.jk_basis,
                 "threads": args.threads, "memory": args.memory, "precisions": precisions,
-                "psi4": use_psi4, "tolerance": TOLERANCE, "psi4_energy_tolerance": PSI4_ENERGY_TOL}
+                "psi4": use_psi4, "openblas_coretype": openblas_coretype(), "tolerance": TOLERANCE,
+                "psi4_energy_tolerance": PSI4_ENERGY_TOL}
     molecules, rows, failed = [], [], []
     with tempfile.TemporaryDirectory(prefix="amdahl_") as work:
         for name, xyz in [(name, find_xyz(name)) for name in names]:  # every geometry found first
@@ -458,6 +466,7 @@ def main():
                 failed.append(name)
                 continue
             mol["name"] = name
+            machine["blas_kernels"] = mol["blas_kernels"]
             # Other jobs on the machine skew timings: keep the load seen around the run.
             mol["loadavg_1min"] = [load_before, os.getloadavg()[0]]
             mol["energy_spread"] = energy_spread(mol)
@@ -465,7 +474,8 @@ def main():
             if use_psi4:
                 key = f"{name}|{args.basis}|{args.df_basis}|{args.jk_basis}"
                 psi4 = cache.get(key)
-                if args.rerun_psi4 or psi4 is None or psi4.get("threads") != args.threads:
+                if (args.rerun_psi4 or psi4 is None or psi4.get("threads") != args.threads
+                        or psi4.get("openblas_coretype") != openblas_coretype()):
                     print(f"amdahl.py: {name}: Psi4", file=sys.stderr, flush=True)
                     psi4 = cache[key] = run_psi4(xyz, args)
                     cache_path.write_text(json.dumps(cache, indent=2, sort_keys=True) + "\n")

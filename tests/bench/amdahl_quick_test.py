@@ -31,6 +31,8 @@ def main():
             failures.append("--no-psi4 still wrote psi4_series.json")
         data = json.loads((out / "amdahl.json").read_text())
         molecules = data["molecules"]
+        if not data["machine"].get("blas_kernels"):
+            failures.append("amdahl.json does not name the OpenBLAS kernel set")
         if len(molecules) != 3:
             failures.append(f"quick mode ran {len(molecules)} molecules, expected 3")
         for mol in molecules:
