@@ -263,7 +263,7 @@ class Reader {
 
 std::string dims_text(const std::vector<hsize_t>& dims) {
   std::string text;
-  for (hsize_t d : dims) text += "[" + std::to_string(d) + "]";
+  for (hsize_t d : dims) text.append("[").append(std::to_string(d)).append("]");
   return text;
 }
 
