@@ -229,7 +229,8 @@ int main(int argc, char** argv) try {
   const int threads = omp_get_max_threads();
   std::cerr << "bench_energy: " << threads << " threads, SIMD reduction target "
             << k::detail::reduction_simd_target() << ", OpenBLAS kernels " << k::blas_kernel_name() << "\n";
-  if (const std::string why = k::blas_kernels_narrower_than_cpu(); !why.empty()) std::cerr << "bench_energy: note: " << why << "\n";
+  if (const std::string why = k::blas_kernels_narrower_than_cpu(); !why.empty())
+    std::cerr << "bench_energy: note: " << why << "\n";
 
   std::vector<Row> rows;
   std::vector<std::string> rates;
