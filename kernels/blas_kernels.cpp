@@ -1,5 +1,7 @@
 #include "kernels/blas_kernels.hpp"
 
+#include <hwy/targets.h>
+
 #include <cstdlib>
 
 extern "C" char* openblas_get_corename(void);
@@ -8,12 +10,7 @@ namespace dfmp2::kernels {
 
 std::string blas_kernel_name() { return openblas_get_corename(); }
 
-bool cpu_has_avx512() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512cd") &&
-         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
-         __builtin_cpu_supports("avx512vl");
-}
+bool cpu_has_avx512() { return (hwy::SupportedTargets() & HWY_AVX3) != 0; }
 
 namespace {
 

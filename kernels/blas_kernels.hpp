@@ -8,7 +8,8 @@ namespace dfmp2::kernels {
 // OpenBLAS's name for the kernel set it chose at load time ("Haswell", "Cooperlake", …).
 std::string blas_kernel_name();
 
-// The CPU runs AVX-512 F, CD, BW, DQ and VL: what OpenBLAS's AVX-512 kernels need.
+// The CPU and OS run AVX-512 F, VL, DQ and BW (Highway's AVX3 target, the one the energy
+// reduction dispatches to): what OpenBLAS's AVX-512 kernels need.
 bool cpu_has_avx512();
 
 // Why OpenBLAS runs narrower kernels than the CPU has, or "" when it does not. OpenBLAS
