@@ -6,12 +6,13 @@
 #include <CLI/CLI.hpp>
 #include <omp.h>
 
-#include "src/driver.hpp"
-#include "src/errors.hpp"
-#include "src/hdf5_io.hpp"
-#include "src/memory.hpp"
-#include "src/parallel.hpp"
-#include "src/report.hpp"
+#include "src/run/driver.hpp"
+#include "src/common/errors.hpp"
+#include "src/io/hdf5_io.hpp"
+#include "src/common/memory.hpp"
+#include "src/common/parallel.hpp"
+#include "src/io/report.hpp"
+#include "src/io/xyz.hpp"
 
 namespace {
 

@@ -24,10 +24,11 @@
 
 #include "kernels/blas_kernels.hpp"
 #include "kernels/mp2_energy.hpp"
-#include "src/driver.hpp"
-#include "src/memory.hpp"
-#include "src/molecule.hpp"
-#include "src/parallel.hpp"
+#include "src/run/driver.hpp"
+#include "src/common/memory.hpp"
+#include "src/molecule/molecule.hpp"
+#include "src/common/parallel.hpp"
+#include "src/io/xyz.hpp"
 
 namespace {
 

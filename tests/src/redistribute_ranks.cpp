@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <vector>
 
-#include "src/parallel.hpp"
+#include "src/common/parallel.hpp"
 
 using namespace dfmp2;
 

@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 
-#include "src/basis.hpp"
-#include "src/errors.hpp"
+#include "src/molecule/basis.hpp"
+#include "src/common/errors.hpp"
 
 using namespace dfmp2;
 

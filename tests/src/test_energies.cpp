@@ -9,8 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "src/driver.hpp"
-#include "src/errors.hpp"
+#include "src/run/driver.hpp"
+#include "src/common/errors.hpp"
+#include "src/io/xyz.hpp"
 
 using namespace dfmp2;
 

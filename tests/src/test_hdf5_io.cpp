@@ -11,9 +11,9 @@
 
 #include <hdf5.h>
 
-#include "src/errors.hpp"
-#include "src/hdf5_io.hpp"
-#include "src/molecule.hpp"
+#include "src/common/errors.hpp"
+#include "src/io/hdf5_io.hpp"
+#include "src/molecule/molecule.hpp"
 #include "tests/src/temp_dir.hpp"
 
 using namespace dfmp2;

@@ -3,8 +3,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "src/errors.hpp"
-#include "src/molecule.hpp"
+#include "src/common/errors.hpp"
+#include "src/molecule/molecule.hpp"
+#include "src/io/xyz.hpp"
 #include "tests/src/temp_dir.hpp"
 
 using namespace dfmp2;

@@ -3,10 +3,11 @@
 
 #include <cmath>
 
-#include "src/basis.hpp"
-#include "src/driver.hpp"
-#include "src/integrals.hpp"
-#include "src/scf_guess.hpp"
+#include "src/molecule/basis.hpp"
+#include "src/run/driver.hpp"
+#include "src/integrals/integrals.hpp"
+#include "src/scf/sad_guess.hpp"
+#include "src/io/xyz.hpp"
 
 using namespace dfmp2;
 

@@ -1,0 +1,620 @@
+#include "src/io/hdf5_io.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <fstream>
+#include <stdexcept>
+#include <utility>
+
+#include <hdf5.h>
+#include <unistd.h>
+
+#include "src/common/errors.hpp"
+
+namespace dfmp2 {
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Handles
+
+// Owns one hid_t and closes it with the matching H5?close, so nothing leaks when we throw.
+class Handle {
+ public:
+  using Closer = herr_t (*)(hid_t);
+  Handle() = default;
+  Handle(hid_t id, Closer close) : id_(id), close_(close) {}
+  Handle(Handle&& other) noexcept : id_(std::exchange(other.id_, -1)), close_(other.close_) {}
+  Handle& operator=(Handle&& other) noexcept {
+    if (this != &other) {
+      reset();
+      id_ = std::exchange(other.id_, -1);
+      close_ = other.close_;
+    }
+    return *this;
+  }
+  Handle(const Handle&) = delete;
+  Handle& operator=(const Handle&) = delete;
+  ~Handle() { reset(); }
+
+  bool valid() const { return id_ >= 0; }
+  hid_t get() const { return id_; }
+  operator hid_t() const { return id_; }
+  // Closes now and reports whether HDF5 succeeded (a file's close flushes its data).
+  bool close() {
+    const herr_t status = id_ >= 0 ? close_(id_) : 0;
+    id_ = -1;
+    return status >= 0;
+  }
+
+ private:
+  void reset() {
+    if (id_ >= 0) close_(id_);
+    id_ = -1;
+  }
+  hid_t id_ = -1;
+  Closer close_ = nullptr;
+};
+
+Handle file_handle(hid_t id) { return {id, H5Fclose}; }
+Handle group_handle(hid_t id) { return {id, H5Gclose}; }
+Handle dataset_handle(hid_t id) { return {id, H5Dclose}; }
+Handle space_handle(hid_t id) { return {id, H5Sclose}; }
+Handle type_handle(hid_t id) { return {id, H5Tclose}; }
+Handle attribute_handle(hid_t id) { return {id, H5Aclose}; }
+Handle plist_handle(hid_t id) { return {id, H5Pclose}; }
+
+// HDF5 prints its error stack to stderr by default; users should see only our one line.
+void silence_hdf5_errors() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading
+
+// The open input file; every error names the file (and the object) in one line.
+class Reader {
+ public:
+  explicit Reader(const std::string& path) : path_(path) {
+    silence_hdf5_errors();
+    // Checked with std::ifstream first: H5Fis_hdf5 cannot tell "missing" from "not HDF5".
+    std::error_code ec;  // the non-throwing overload: a permission problem is "cannot open" too
+    if (!std::filesystem::is_regular_file(path, ec) || !std::ifstream(path))
+      throw InputError("cannot open '" + path + "'");
+    const htri_t is_hdf5 = H5Fis_hdf5(path.c_str());
+    if (is_hdf5 == 0) throw InputError("'" + path + "' is not an HDF5 file");
+    // Read-only: the input must never be modified.
+    file_ = file_handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+    if (is_hdf5 < 0 || !file_.valid()) throw InputError("cannot open '" + path + "'");
+  }
+
+  [[noreturn]] void fail(const std::string& what) const {
+    throw InputError("'" + path_ + "': " + what);
+  }
+
+  // True when every component of an absolute path like /scf/mo_energies exists
+  // (H5Lexists fails rather than returning false when an intermediate group is missing).
+  bool exists(const std::string& name) const {
+    std::size_t pos = 0;
+    while (pos != std::string::npos) {
+      pos = name.find('/', pos + 1);
+      const std::string prefix = name.substr(0, pos);
+      if (H5Lexists(file_, prefix.c_str(), H5P_DEFAULT) <= 0) return false;
+    }
+    return true;
+  }
+
+  Handle open_group(const std::string& name) const {
+    Handle group = group_handle(H5Gopen2(file_, name.c_str(), H5P_DEFAULT));
+    if (!group.valid()) fail(name + " is not a group");
+    return group;
+  }
+
+  // A dataset of the given rank and type class (H5T_FLOAT accepts integers too: HDF5
+  // converts them exactly enough for coordinates). Returns its dimensions.
+  Handle open_dataset(const std::string& name, int rank, H5T_class_t type_class,
+                      std::vector<hsize_t>& dims) const {
+    if (!exists(name)) fail("dataset " + name + " is missing");
+    Handle dataset = dataset_handle(H5Dopen2(file_, name.c_str(), H5P_DEFAULT));
+    if (!dataset.valid()) fail(name + " is not a dataset");
+    const Handle type = type_handle(H5Dget_type(dataset));
+    const H5T_class_t found = H5Tget_class(type);
+    const bool numeric_ok =
+        found == type_class || (type_class == H5T_FLOAT && found == H5T_INTEGER);
+    if (!numeric_ok)
+      fail("dataset " + name + " must hold " +
+           (type_class == H5T_INTEGER ? "integers" : "floating-point numbers") + ", found " +
+           class_name(found));
+    const Handle space = space_handle(H5Dget_space(dataset));
+    const int found_rank = H5Sget_simple_extent_ndims(space);
+    if (H5Sget_simple_extent_type(space) != H5S_SIMPLE || found_rank != rank)
+      fail("dataset " + name + " must have rank " + std::to_string(rank) + ", found rank " +
+           std::to_string(std::max(found_rank, 0)));
+    dims.assign(static_cast<std::size_t>(rank), 0);
+    H5Sget_simple_extent_dims(space, dims.data(), nullptr);
+    return dataset;
+  }
+
+  template <typename T>
+  std::vector<T> read_all(const Handle& dataset, const std::string& name, hid_t memory_type,
+                          std::size_t count) const {
+    std::vector<T> values(count);
+    if (count > 0 &&
+        H5Dread(dataset, memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) < 0)
+      fail("cannot read dataset " + name);
+    return values;
+  }
+
+  std::vector<double> read_doubles(const std::string& name, int rank,
+                                   std::vector<hsize_t>& dims) const {
+    const Handle dataset = open_dataset(name, rank, H5T_FLOAT, dims);
+    return read_all<double>(dataset, name, H5T_NATIVE_DOUBLE, product(dims));
+  }
+
+  std::vector<long long> read_integers(const std::string& name, int rank,
+                                       std::vector<hsize_t>& dims) const {
+    const Handle dataset = open_dataset(name, rank, H5T_INTEGER, dims);
+    return read_all<long long>(dataset, name, H5T_NATIVE_LLONG, product(dims));
+  }
+
+  void require_finite(const std::string& name, const double* values, std::size_t count) const {
+    for (std::size_t k = 0; k < count; ++k)
+      if (!std::isfinite(values[k]))
+        fail("dataset " + name + " holds a non-finite value (" + std::to_string(values[k]) +
+             ") at flat index " + std::to_string(k));
+  }
+
+  // Attributes. `where` is the object's path, for messages.
+  Handle open_attribute(hid_t object, const std::string& where, const std::string& attr,
+                        H5T_class_t type_class, Handle& type) const {
+    Handle attribute = attribute_handle(H5Aopen(object, attr.c_str(), H5P_DEFAULT));
+    const std::string label = "attribute '" + attr + "' on " + where;
+    if (!attribute.valid()) fail("cannot open " + label);
+    type = type_handle(H5Aget_type(attribute));
+    const H5T_class_t found = H5Tget_class(type);
+    if (found != type_class)
+      fail(label + " must be " + (type_class == H5T_STRING ? "a string" : "an integer") +
+           ", found " + class_name(found));
+    const Handle space = space_handle(H5Aget_space(attribute));
+    const hssize_t count = H5Sget_simple_extent_npoints(space);
+    if (count != 1) fail(label + " must be a single value, found " + std::to_string(count));
+    return attribute;
+  }
+
+  bool has_attribute(hid_t object, const std::string& attr) const {
+    return H5Aexists(object, attr.c_str()) > 0;
+  }
+
+  int int_attribute(hid_t object, const std::string& where, const std::string& attr,
+                    int fallback) const {
+    if (!has_attribute(object, attr)) return fallback;
+    Handle type;
+    const Handle attribute = open_attribute(object, where, attr, H5T_INTEGER, type);
+    long long value = 0;
+    if (H5Aread(attribute, H5T_NATIVE_LLONG, &value) < 0)
+      fail("cannot read attribute '" + attr + "' on " + where);
+    if (value < -1000000 || value > 1000000)
+      fail("attribute '" + attr + "' on " + where + " is out of range: " + std::to_string(value));
+    return static_cast<int>(value);
+  }
+
+  // Fixed- and variable-length strings, ASCII or UTF-8; empty when absent.
+  std::string string_attribute(hid_t object, const std::string& where,
+                               const std::string& attr) const {
+    if (!has_attribute(object, attr)) return "";
+    Handle type;
+    const Handle attribute = open_attribute(object, where, attr, H5T_STRING, type);
+    const std::string label = "attribute '" + attr + "' on " + where;
+    if (H5Tis_variable_str(type) > 0) {
+      // The memory type must match the stored character set; HDF5 does not convert between them.
+      const Handle memory_type = type_handle(H5Tcopy(H5T_C_S1));
+      H5Tset_size(memory_type, H5T_VARIABLE);
+      H5Tset_cset(memory_type, H5Tget_cset(type));
+      char* text = nullptr;
+      if (H5Aread(attribute, memory_type, &text) < 0) fail("cannot read " + label);
+      std::string value = text ? text : "";
+      const Handle space = space_handle(H5Aget_space(attribute));
+      H5Dvlen_reclaim(memory_type, space, H5P_DEFAULT, &text);
+      return value;
+    }
+    const std::size_t size = H5Tget_size(type);
+    std::string value(size, '\0');
+    if (size > 0 && H5Aread(attribute, type, value.data()) < 0) fail("cannot read " + label);
+    value.resize(std::strlen(value.c_str()));  // null-terminated or null-padded
+    if (H5Tget_strpad(type) == H5T_STR_SPACEPAD)
+      value.erase(value.find_last_not_of(' ') + 1);
+    return value;
+  }
+
+  hid_t file() const { return file_; }
+  const std::string& path() const { return path_; }
+
+  static std::size_t product(const std::vector<hsize_t>& dims) {
+    std::size_t n = 1;
+    for (hsize_t d : dims) n *= static_cast<std::size_t>(d);
+    return n;
+  }
+
+ private:
+  static std::string class_name(H5T_class_t c) {
+    switch (c) {
+      case H5T_INTEGER: return "integers";
+      case H5T_FLOAT: return "floating-point numbers";
+      case H5T_STRING: return "strings";
+      case H5T_COMPOUND: return "a compound type";
+      case H5T_ARRAY: return "an array type";
+      case H5T_VLEN: return "a variable-length type";
+      case H5T_ENUM: return "an enum type";
+      default: return "an unsupported type";
+    }
+  }
+
+  std::string path_;
+  Handle file_;
+};
+
+std::string dims_text(const std::vector<hsize_t>& dims) {
+  std::string text;
+  for (hsize_t d : dims) text.append("[").append(std::to_string(d)).append("]");
+  return text;
+}
+
+Molecule read_molecule(const Reader& in) {
+  std::vector<hsize_t> zdims, rdims;
+  const std::vector<long long> Z = in.read_integers("/molecule/atomic_numbers", 1, zdims);
+  const std::vector<double> r = in.read_doubles("/molecule/coordinates", 2, rdims);
+  const std::size_t natom = zdims[0];
+  if (natom == 0) in.fail("dataset /molecule/atomic_numbers is empty");
+  if (rdims[0] != natom || rdims[1] != 3)
+    in.fail("dataset /molecule/coordinates must have shape [" + std::to_string(natom) +
+            "][3] (natom from /molecule/atomic_numbers), found " + dims_text(rdims));
+
+  double scale = 1.0;  // to bohr
+  {
+    const Handle coordinates =
+        dataset_handle(H5Dopen2(in.file(), "/molecule/coordinates", H5P_DEFAULT));
+    const std::string units =
+        in.string_attribute(coordinates, "/molecule/coordinates", "units");
+    if (lower(units) == "angstrom") {
+      scale = kBohrPerAngstrom;
+    } else if (!units.empty() && lower(units) != "bohr") {
+      in.fail("attribute 'units' on /molecule/coordinates must be \"bohr\" or \"angstrom\", "
+              "found \"" + units + "\"");
+    }
+  }
+
+  Molecule mol;
+  mol.atoms.resize(natom);
+  for (std::size_t a = 0; a < natom; ++a) {
+    // Checked here, not left to validate(), so the message can name the dataset.
+    if (Z[a] < 1 || Z[a] > kMaxAtomicNumber)
+      in.fail("unknown element: atomic number " + std::to_string(Z[a]) +
+              " in /molecule/atomic_numbers");
+    mol.atoms[a].Z = static_cast<int>(Z[a]);
+    for (int c = 0; c < 3; ++c) mol.atoms[a].r[c] = r[3 * a + c] * scale;
+  }
+  const Handle group = in.open_group("/molecule");
+  mol.charge = in.int_attribute(group, "/molecule", "charge", 0);
+  mol.multiplicity = in.int_attribute(group, "/molecule", "multiplicity", 1);
+  mol.name = in.string_attribute(group, "/molecule", "name");
+  return mol;
+}
+
+Orbitals read_orbitals(const Reader& in) {
+  std::vector<hsize_t> cdims, edims;
+  const std::vector<double> C = in.read_doubles("/scf/mo_coefficients", 2, cdims);
+  const std::vector<double> eps = in.read_doubles("/scf/mo_energies", 1, edims);
+  const std::size_t nbf = cdims[0], nmo = cdims[1];
+  if (nbf == 0 || nmo == 0) in.fail("dataset /scf/mo_coefficients is empty");
+  if (nmo > nbf)
+    in.fail("dataset /scf/mo_coefficients must have shape [nbf][nmo] with nmo <= nbf, found " +
+            dims_text(cdims));
+  if (edims[0] != nmo)
+    in.fail("dataset /scf/mo_energies has length " + std::to_string(edims[0]) +
+            ", but /scf/mo_coefficients has " + std::to_string(nmo) + " orbitals");
+  in.require_finite("/scf/mo_coefficients", C.data(), C.size());
+  in.require_finite("/scf/mo_energies", eps.data(), eps.size());
+
+  const Handle group = in.open_group("/scf");
+  if (!in.has_attribute(group, "nocc")) in.fail("attribute 'nocc' on /scf is missing");
+  Orbitals orbitals;
+  orbitals.nocc = in.int_attribute(group, "/scf", "nocc", 0);
+  if (orbitals.nocc < 1 || static_cast<std::size_t>(orbitals.nocc) > nmo)
+    in.fail("attribute 'nocc' on /scf is " + std::to_string(orbitals.nocc) + ", outside 1.." +
+            std::to_string(nmo));
+  // The file is row-major [nbf][nmo]; Eigen's default storage is column-major.
+  orbitals.C = Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic,
+                                              Eigen::RowMajor>>(
+      C.data(), static_cast<Eigen::Index>(nbf), static_cast<Eigen::Index>(nmo));
+  orbitals.eps = Eigen::Map<const Eigen::VectorXd>(eps.data(), static_cast<Eigen::Index>(nmo));
+  return orbitals;
+}
+
+DFTensor read_df(const Reader& in) {
+  const std::string b_name = "/df/B";
+  std::vector<hsize_t> bdims, odims, vdims;
+  DFTensor df;
+  {
+    const Handle dataset = in.open_dataset(b_name, 3, H5T_FLOAT, bdims);
+    df.nocc = bdims[0];
+    df.nvir = bdims[1];
+    df.naux = bdims[2];
+    if (df.nocc == 0 || df.nvir == 0 || df.naux == 0)
+      in.fail("dataset /df/B must have shape [nocc][nvir][naux] with no empty dimension, found " +
+              dims_text(bdims));
+    const std::size_t count = Reader::product(bdims);
+    // Keep the stored precision: a float32 tensor stays float32 (half the memory).
+    const Handle type = type_handle(H5Dget_type(dataset));
+    if (H5Tget_class(type) == H5T_FLOAT && H5Tget_size(type) <= 4) {
+      df.B32 = in.read_all<float>(dataset, b_name, H5T_NATIVE_FLOAT, count);
+      for (std::size_t k = 0; k < count; ++k)
+        if (!std::isfinite(df.B32[k]))
+          in.fail("dataset /df/B holds a non-finite value (" + std::to_string(df.B32[k]) +
+                  ") at flat index " + std::to_string(k));
+    } else {
+      df.B64 = in.read_all<double>(dataset, b_name, H5T_NATIVE_DOUBLE, count);
+      in.require_finite(b_name, df.B64.data(), count);
+    }
+  }
+  df.eps_occ = in.read_doubles("/df/eps_occ", 1, odims);
+  df.eps_vir = in.read_doubles("/df/eps_vir", 1, vdims);
+  if (odims[0] != df.nocc)
+    in.fail("dataset /df/eps_occ has length " + std::to_string(odims[0]) + ", but /df/B has nocc " +
+            std::to_string(df.nocc));
+  if (vdims[0] != df.nvir)
+    in.fail("dataset /df/eps_vir has length " + std::to_string(vdims[0]) + ", but /df/B has nvir " +
+            std::to_string(df.nvir));
+  in.require_finite("/df/eps_occ", df.eps_occ.data(), df.eps_occ.size());
+  in.require_finite("/df/eps_vir", df.eps_vir.data(), df.eps_vir.size());
+  return df;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writing. Helpers throw std::runtime_error naming the object; write_atomically turns that
+// into one InputError naming the file.
+
+void check(bool ok, const std::string& what) {
+  if (!ok) throw std::runtime_error(what);
+}
+
+Handle create_group(hid_t parent, const std::string& name, bool keep_attribute_order = false) {
+  if (H5Lexists(parent, name.c_str(), H5P_DEFAULT) > 0) {
+    Handle group = group_handle(H5Gopen2(parent, name.c_str(), H5P_DEFAULT));
+    check(group.valid(), "cannot open group " + name);
+    return group;
+  }
+  const Handle gcpl = plist_handle(H5Pcreate(H5P_GROUP_CREATE));
+  // Timings are listed in the order the stages ran, not alphabetically.
+  if (keep_attribute_order)
+    H5Pset_attr_creation_order(gcpl, H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED);
+  Handle group = group_handle(H5Gcreate2(parent, name.c_str(), H5P_DEFAULT, gcpl, H5P_DEFAULT));
+  check(group.valid(), "cannot create group " + name);
+  return group;
+}
+
+void write_attribute(hid_t object, const std::string& name, hid_t file_type, hid_t memory_type,
+                     const void* value) {
+  const Handle space = space_handle(H5Screate(H5S_SCALAR));
+  const Handle attribute = attribute_handle(
+      H5Acreate2(object, name.c_str(), file_type, space, H5P_DEFAULT, H5P_DEFAULT));
+  check(attribute.valid() && H5Awrite(attribute, memory_type, value) >= 0,
+        "cannot write attribute '" + name + "'");
+}
+
+void write_int_attribute(hid_t object, const std::string& name, int value) {
+  write_attribute(object, name, H5T_STD_I32LE, H5T_NATIVE_INT, &value);
+}
+
+void write_double_attribute(hid_t object, const std::string& name, double value) {
+  write_attribute(object, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &value);
+}
+
+// Variable-length UTF-8: h5py reads it back as str, and the reader above accepts it.
+void write_string_attribute(hid_t object, const std::string& name, const std::string& value) {
+  const Handle type = type_handle(H5Tcopy(H5T_C_S1));
+  H5Tset_size(type, H5T_VARIABLE);
+  H5Tset_cset(type, H5T_CSET_UTF8);
+  const char* text = value.c_str();
+  write_attribute(object, name, type, type, &text);
+}
+
+void write_dataset(hid_t parent, const std::string& name, const std::vector<hsize_t>& dims,
+                   hid_t file_type, hid_t memory_type, const void* data) {
+  const Handle space =
+      space_handle(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr));
+  const Handle dataset = dataset_handle(
+      H5Dcreate2(parent, name.c_str(), file_type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+  check(dataset.valid(), "cannot create dataset " + name);
+  std::size_t count = 1;
+  for (hsize_t d : dims) count *= d;
+  if (count > 0)
+    check(H5Dwrite(dataset, memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) >= 0,
+          "cannot write dataset " + name);
+}
+
+// Root attributes basis / df_basis / jk_basis; empty names are "not given" and not written.
+void write_basis_names(hid_t file, const std::string& basis, const std::string& df_basis,
+                       const std::string& jk_basis) {
+  for (const auto& [attr, value] : {std::pair<const char*, const std::string&>{"basis", basis},
+                                    {"df_basis", df_basis},
+                                    {"jk_basis", jk_basis}})
+    if (!value.empty()) write_string_attribute(file, attr, value);
+}
+
+// /molecule in the input layout, coordinates in bohr (so no units attribute).
+void write_molecule(hid_t file, const Molecule& mol) {
+  const Handle group = create_group(file, "/molecule");
+  const hsize_t natom = mol.atoms.size();
+  std::vector<int> Z;
+  std::vector<double> r;
+  for (const Atom& atom : mol.atoms) {
+    Z.push_back(atom.Z);
+    r.insert(r.end(), atom.r.begin(), atom.r.end());
+  }
+  write_dataset(group, "atomic_numbers", {natom}, H5T_STD_I32LE, H5T_NATIVE_INT, Z.data());
+  write_dataset(group, "coordinates", {natom, 3}, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, r.data());
+  write_int_attribute(group, "charge", mol.charge);
+  write_int_attribute(group, "multiplicity", mol.multiplicity);
+  if (!mol.name.empty()) write_string_attribute(group, "name", mol.name);
+}
+
+// /scf/mo_coefficients [nbf][nmo] row-major, /scf/mo_energies, attribute nocc.
+void write_orbitals(hid_t file, const Orbitals& orbitals) {
+  const Handle group = create_group(file, "/scf");
+  const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> C = orbitals.C;
+  const hsize_t nbf = static_cast<hsize_t>(C.rows()), nmo = static_cast<hsize_t>(C.cols());
+  check(static_cast<hsize_t>(orbitals.eps.size()) == nmo,
+        "orbital energies and coefficients disagree on the number of orbitals");
+  write_dataset(group, "mo_coefficients", {nbf, nmo}, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE,
+                C.data());
+  write_dataset(group, "mo_energies", {nmo}, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE,
+                orbitals.eps.data());
+  write_int_attribute(group, "nocc", orbitals.nocc);
+}
+
+// /scf/iterations: compound {iteration int32, energy, delta_e, gradient_rms float64}.
+void write_scf_iterations(hid_t file, const std::vector<ScfIteration>& iterations) {
+  const Handle group = create_group(file, "/scf");
+  const Handle memory_type = type_handle(H5Tcreate(H5T_COMPOUND, sizeof(ScfIteration)));
+  H5Tinsert(memory_type, "iteration", HOFFSET(ScfIteration, iteration), H5T_NATIVE_INT);
+  H5Tinsert(memory_type, "energy", HOFFSET(ScfIteration, energy), H5T_NATIVE_DOUBLE);
+  H5Tinsert(memory_type, "delta_e", HOFFSET(ScfIteration, delta_e), H5T_NATIVE_DOUBLE);
+  H5Tinsert(memory_type, "gradient_rms", HOFFSET(ScfIteration, gradient_rms), H5T_NATIVE_DOUBLE);
+  // Packed in the file: no compiler padding on disk.
+  const Handle file_type = type_handle(H5Tcreate(H5T_COMPOUND, 4 + 3 * 8));
+  H5Tinsert(file_type, "iteration", 0, H5T_STD_I32LE);
+  H5Tinsert(file_type, "energy", 4, H5T_IEEE_F64LE);
+  H5Tinsert(file_type, "delta_e", 12, H5T_IEEE_F64LE);
+  H5Tinsert(file_type, "gradient_rms", 20, H5T_IEEE_F64LE);
+  write_dataset(group, "iterations", {iterations.size()}, file_type, memory_type,
+                iterations.data());
+}
+
+void write_df(hid_t file, const DFTensor& df) {
+  check(df.B64.empty() != df.B32.empty(), "the DF tensor must be stored in exactly one precision");
+  const std::size_t count = df.nocc * df.nvir * df.naux;
+  check((df.B64.empty() ? df.B32.size() : df.B64.size()) == count &&
+            df.eps_occ.size() == df.nocc && df.eps_vir.size() == df.nvir,
+        "the DF tensor sizes are inconsistent");
+  const Handle group = create_group(file, "/df");
+  const std::vector<hsize_t> dims = {df.nocc, df.nvir, df.naux};
+  if (df.B64.empty())
+    write_dataset(group, "B", dims, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, df.B32.data());
+  else
+    write_dataset(group, "B", dims, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, df.B64.data());
+  write_dataset(group, "eps_occ", {df.nocc}, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE,
+                df.eps_occ.data());
+  write_dataset(group, "eps_vir", {df.nvir}, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE,
+                df.eps_vir.data());
+}
+
+// Writes to "<path>.tmp-<pid>" and renames onto path only when complete, so a reader never
+// sees a half-written file and a failure leaves neither a partial file nor the temporary.
+void write_atomically(const std::string& path, const std::function<void(hid_t)>& body) {
+  silence_hdf5_errors();
+  const std::string temporary = path + ".tmp-" + std::to_string(getpid());
+  auto fail = [&](const std::string& why) -> void {
+    std::error_code ignored;
+    std::filesystem::remove(temporary, ignored);
+    throw InputError("cannot write '" + path + "': " + why);
+  };
+  {
+    const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+    std::error_code ec;
+    if (!parent.empty() && !std::filesystem::is_directory(parent, ec))
+      fail("directory '" + parent.string() + "' does not exist");
+  }
+  errno = 0;
+  Handle file =
+      file_handle(H5Fcreate(temporary.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
+  if (!file.valid())
+    fail("cannot create '" + temporary + "'" +
+         (errno != 0 ? std::string(": ") + std::strerror(errno) : std::string()));
+  try {
+    body(file);
+  } catch (const std::exception& e) {
+    file.close();
+    fail(e.what());
+  }
+  if (!file.close()) fail("cannot finish '" + temporary + "' (disk full?)");
+  if (std::rename(temporary.c_str(), path.c_str()) != 0)
+    fail(std::string("cannot rename the temporary file: ") + std::strerror(errno));
+}
+
+}  // namespace
+
+RunInput read_hdf5_input(const std::string& path) {
+  const Reader in(path);
+  RunInput input;
+  input.path = path;
+  const bool has_molecule = in.exists("/molecule"), has_df = in.exists("/df");
+  if (!has_molecule && !has_df)
+    in.fail("neither /molecule nor /df found (see docs/input-format.md)");
+  if (has_molecule) input.molecule = read_molecule(in);
+  if (has_df) input.df = read_df(in);
+  const Handle root = group_handle(H5Gopen2(in.file(), "/", H5P_DEFAULT));
+  input.basis = in.string_attribute(root, "/", "basis");
+  input.df_basis = in.string_attribute(root, "/", "df_basis");
+  input.jk_basis = in.string_attribute(root, "/", "jk_basis");
+  // A results file has /scf/iterations but orbitals only when the run made some.
+  if (in.exists("/scf/mo_coefficients") || in.exists("/scf/mo_energies")) {
+    if (!has_molecule) in.fail("/scf orbitals need a /molecule group");
+    input.orbitals = read_orbitals(in);
+  }
+  return input;
+}
+
+void write_hdf5_input(const std::string& path, const Molecule& mol, const std::string& basis,
+                      const std::string& df_basis, const std::string& jk_basis) {
+  write_atomically(path, [&](hid_t file) {
+    write_molecule(file, mol);
+    write_basis_names(file, basis, df_basis, jk_basis);
+  });
+}
+
+void write_hdf5_df_input(const std::string& path, const DFTensor& df) {
+  write_atomically(path, [&](hid_t file) { write_df(file, df); });
+}
+
+void write_hdf5_results(const std::string& path, const RunResult& r) {
+  write_atomically(path, [&](hid_t file) {
+    write_string_attribute(file, "molecule", r.molecule);
+    write_basis_names(file, r.basis, r.df_basis, r.jk_basis);
+    write_string_attribute(file, "scf_type", r.scf_type);
+    write_string_attribute(file, "backend", r.backend);
+    write_string_attribute(file, "precision", r.precision);
+    for (const auto& [name, value] :
+         {std::pair<const char*, int>{"natom", r.natom}, {"nbf", r.nbf}, {"nmo", r.nmo},
+          {"naux", r.naux}, {"naux_jk", r.naux_jk}, {"nocc", r.nocc}, {"nvir", r.nvir},
+          {"nfrozen", r.nfrozen}, {"threads", r.threads}})
+      write_int_attribute(file, name, value);
+    for (const auto& [name, value] :
+         {std::pair<const char*, double>{"e_nuc", r.e_nuc}, {"e_scf", r.e_scf}, {"e_ss", r.e_ss},
+          {"e_os", r.e_os}, {"e_corr", r.e_corr}, {"e_scs_corr", r.e_scs_corr},
+          {"e_total", r.e_total}})
+      write_double_attribute(file, name, value);
+
+    const Handle timings = create_group(file, "/timings", true);
+    for (const auto& [stage, seconds] : r.timings) {
+      // A stage that ran twice under one name gets a numbered second entry, never a failure.
+      std::string name = stage;
+      for (int k = 2; H5Aexists(timings, name.c_str()) > 0; ++k)
+        name = stage + " (" + std::to_string(k) + ")";
+      write_double_attribute(timings, name, seconds);
+    }
+
+    if (!r.scf_iterations.empty()) write_scf_iterations(file, r.scf_iterations);
+    if (r.orbitals) write_orbitals(file, *r.orbitals);
+    if (r.geometry) write_molecule(file, *r.geometry);
+  });
+}
+
+}  // namespace dfmp2

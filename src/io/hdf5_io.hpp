@@ -1,0 +1,24 @@
+// HDF5 files: the input layout of docs/input-format.md and the results file.
+// Readers never write to the input; writers go to a temporary name renamed when complete.
+#pragma once
+
+#include <string>
+
+#include "src/run/run_input.hpp"
+#include "src/run/run_result.hpp"
+
+namespace dfmp2 {
+
+// Throws InputError with one line naming the problem (not HDF5, missing or misshapen dataset…).
+RunInput read_hdf5_input(const std::string& path);
+
+// The input layout, from a molecule and basis names (empty names are not written).
+void write_hdf5_input(const std::string& path, const Molecule& mol, const std::string& basis,
+                      const std::string& df_basis, const std::string& jk_basis);
+// An energy-only input (/df group).
+void write_hdf5_df_input(const std::string& path, const DFTensor& df);
+
+// Energies, sizes, timings, and the orbitals when there are any.
+void write_hdf5_results(const std::string& path, const RunResult& result);
+
+}  // namespace dfmp2

@@ -1,0 +1,135 @@
+#include "src/io/report.hpp"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <unistd.h>
+
+#include "src/common/errors.hpp"
+
+namespace dfmp2 {
+namespace {
+
+std::string fixed(double value, int digits) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.*f", digits, value);
+  return text;
+}
+
+}  // namespace
+
+void print_report(std::ostream& out, const RunResult& r) {
+  out << "dfmp2 — density-fitted MP2\n\n";
+  if (r.geometry) {
+    out << "Molecule " << r.molecule << "  (" << r.natom << " atoms, charge "
+        << r.geometry->charge << ")\n";
+    for (const Atom& atom : r.geometry->atoms)
+      out << "  " << std::setw(2) << std::left << element_symbol(atom.Z) << std::right << "  "
+          << std::setw(14) << fixed(atom.r[0], 8) << std::setw(14) << fixed(atom.r[1], 8)
+          << std::setw(14) << fixed(atom.r[2], 8) << "  bohr\n";
+    out << "Basis " << r.basis << "   DF (MP2) " << r.df_basis;
+    if (!r.jk_basis.empty()) out << "   DF (SCF) " << r.jk_basis;
+    out << "\n";
+  } else {
+    out << "Energy only, from the given DF tensor\n";
+  }
+  out << "  nbf " << r.nbf << "  naux " << r.naux << "  naux_jk " << r.naux_jk << "  nocc "
+      << r.nocc << "  nvir " << r.nvir << "  nfrozen " << r.nfrozen << "\n\n";
+  if (!r.scf_iterations.empty()) {
+    out << "SCF (" << r.scf_type << ")\n  iter         energy / Eh          ΔE / Eh      |grad|\n";
+    for (const ScfIteration& it : r.scf_iterations) {
+      char line[128];
+      std::snprintf(line, sizeof line, "  %4d  %20.12f  %14.6e  %10.3e\n", it.iteration, it.energy,
+                    it.delta_e, it.gradient_rms);
+      out << line;
+    }
+    out << "\n";
+  }
+  out << "Energies / Eh\n";
+  auto row = [&](const char* label, double value) {
+    out << "  " << std::setw(28) << std::left << label << std::right << std::setw(22)
+        << fixed(value, 10) << "\n";
+  };
+  if (r.geometry) {
+    row("nuclear repulsion", r.e_nuc);
+    row("SCF", r.e_scf);
+  }
+  row("MP2 same-spin", r.e_ss);
+  row("MP2 opposite-spin", r.e_os);
+  row("MP2 correlation", r.e_corr);
+  row("SCS-MP2 correlation", r.e_scs_corr);
+  if (r.geometry) {
+    row("MP2 total", r.e_total);
+    row("SCS-MP2 total", r.e_scf + r.e_scs_corr);
+  }
+  out << "\nEnergy backend " << r.backend << " (" << r.precision << "), " << r.threads
+      << " threads" << (r.ranks > 1 ? " × " + std::to_string(r.ranks) + " MPI ranks" : "")
+      << ", OpenBLAS kernels " << r.blas_kernels << "\n\nWall time / s\n";
+  for (const auto& [stage, seconds] : r.timings)
+    out << "  " << std::setw(20) << std::left << stage << std::right << std::setw(12)
+        << fixed(seconds, 3) << "\n";
+}
+
+nlohmann::json to_json(const RunResult& r) {
+  nlohmann::json j;
+  j["molecule"] = r.molecule;
+  j["natom"] = r.natom;
+  j["basis"] = r.basis;
+  j["df_basis"] = r.df_basis;
+  j["jk_basis"] = r.jk_basis;
+  j["scf_type"] = r.scf_type;
+  j["nbf"] = r.nbf;
+  j["nmo"] = r.nmo;
+  j["naux"] = r.naux;
+  j["naux_jk"] = r.naux_jk;
+  j["nocc"] = r.nocc;
+  j["nvir"] = r.nvir;
+  j["nfrozen"] = r.nfrozen;
+  j["e_nuc"] = r.e_nuc;
+  j["e_scf"] = r.e_scf;
+  j["e_ss"] = r.e_ss;
+  j["e_os"] = r.e_os;
+  j["e_corr"] = r.e_corr;
+  j["e_scs_corr"] = r.e_scs_corr;
+  j["e_total"] = r.e_total;
+  j["scf_iterations"] = r.scf_iterations.size();
+  j["backend"] = r.backend;
+  j["precision"] = r.precision;
+  j["threads"] = r.threads;
+  j["blas_kernels"] = r.blas_kernels;
+  j["ranks"] = r.ranks;
+  nlohmann::json ranks = nlohmann::json::array();
+  for (const RankStats& stats : r.rank_stats)
+    ranks.push_back({{"bytes_sent", stats.bytes_sent},
+                     {"peak_rss_bytes", stats.peak_rss},
+                     {"peak_b_bytes", stats.peak_b}});
+  j["rank_stats"] = ranks;
+  nlohmann::json timings = nlohmann::json::object();
+  for (const auto& [stage, seconds] : r.timings) timings[stage] = seconds;
+  for (const char* stage : {"integrals", "scf", "df_transform", "energy", "total"})
+    if (!timings.contains(stage)) timings[stage] = 0.0;
+  j["timings"] = timings;
+  return j;
+}
+
+void write_json(const std::string& path, const RunResult& result) {
+  const std::string temporary = path + ".tmp-" + std::to_string(getpid());
+  {
+    std::ofstream out(temporary);
+    out << std::setprecision(17) << to_json(result).dump(2) << "\n";
+    if (!out) {
+      std::error_code ignored;
+      std::filesystem::remove(temporary, ignored);
+      throw InputError("cannot write JSON file '" + path + "'");
+    }
+  }
+  std::error_code error;
+  std::filesystem::rename(temporary, path, error);
+  if (error) {
+    std::filesystem::remove(temporary, error);
+    throw InputError("cannot write JSON file '" + path + "'");
+  }
+}
+
+}  // namespace dfmp2

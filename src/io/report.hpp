@@ -1,0 +1,18 @@
+// The run's report: readable text for stdout, and the JSON file.
+#pragma once
+
+#include <ostream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "src/run/run_result.hpp"
+
+namespace dfmp2 {
+
+void print_report(std::ostream& out, const RunResult& result);
+nlohmann::json to_json(const RunResult& result);
+// Written to a temporary name and renamed when complete; throws InputError on failure.
+void write_json(const std::string& path, const RunResult& result);
+
+}  // namespace dfmp2

@@ -1,0 +1,46 @@
+// Gaussian basis sets: the shipped library (basis/*.gbs, Psi4's G94 dialect from the Basis Set
+// Exchange) and placing its shells on a molecule as libint2 shells.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <libint2/basis.h>
+
+#include "src/molecule/molecule.hpp"
+
+namespace dfmp2 {
+
+struct ContractedShell {
+  int l = 0;
+  std::vector<double> exponents;
+  std::vector<double> coefficients;
+};
+
+struct BasisSetData {
+  std::string name;  // as the user gave it
+  std::string path;  // the file it came from
+  bool pure = true;  // spherical (true) or Cartesian functions, as the file's header says
+  std::map<int, std::vector<ContractedShell>> shells_by_Z;
+  std::set<int> ecp_elements;  // elements whose core the set replaces by a potential
+};
+
+// A name ("cc-pVDZ", "6-31G*", case-insensitive) looked up in the basis directory, or a path to
+// a .gbs file. The directory is $DFMP2_BASIS_PATH when set, else the one built in.
+// Throws InputError naming the basis when it is unknown or malformed.
+BasisSetData load_basis(const std::string& name_or_path);
+BasisSetData parse_gbs(const std::string& text, const std::string& name, const std::string& path);
+
+// Psi4's defaults: X → X-ri for DF-MP2, X → X-jkfit for DF-SCF (Pople and STO sets borrow).
+std::string default_df_basis(const std::string& orbital_basis);
+std::string default_jk_basis(const std::string& orbital_basis);
+
+// Shells on every atom, in atom order, spherical or Cartesian as the set says unless `pure`
+// overrides it. Throws InputError naming the element the set lacks.
+libint2::BasisSet place_on(const BasisSetData& basis, const Molecule& mol,
+                           std::optional<bool> pure = std::nullopt);
+
+}  // namespace dfmp2

@@ -1,0 +1,126 @@
+#include "src/molecule/molecule.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "src/common/errors.hpp"
+
+namespace dfmp2 {
+namespace {
+
+const std::array<std::string, kMaxAtomicNumber + 1> kSymbols = {
+    "X",  "H",  "He", "Li", "Be", "B",  "C",  "N",  "O",  "F",  "Ne", "Na", "Mg", "Al", "Si",
+    "P",  "S",  "Cl", "Ar", "K",  "Ca", "Sc", "Ti", "V",  "Cr", "Mn", "Fe", "Co", "Ni", "Cu",
+    "Zn", "Ga", "Ge", "As", "Se", "Br", "Kr", "Rb", "Sr", "Y",  "Zr", "Nb", "Mo", "Tc", "Ru",
+    "Rh", "Pd", "Ag", "Cd", "In", "Sn", "Sb", "Te", "I",  "Xe", "Cs", "Ba", "La", "Ce", "Pr",
+    "Nd", "Pm", "Sm", "Eu", "Gd", "Tb", "Dy", "Ho", "Er", "Tm", "Yb", "Lu", "Hf", "Ta", "W",
+    "Re", "Os", "Ir", "Pt", "Au", "Hg", "Tl", "Pb", "Bi", "Po", "At", "Rn", "Fr", "Ra", "Ac",
+    "Th", "Pa", "U",  "Np", "Pu", "Am", "Cm", "Bk", "Cf", "Es", "Fm", "Md", "No", "Lr", "Rf",
+    "Db", "Sg", "Bh", "Hs", "Mt", "Ds", "Rg", "Cn", "Nh", "Fl", "Mc", "Lv", "Ts", "Og"};
+
+std::string normalize_symbol(const std::string& s) {
+  std::string out;
+  for (std::size_t k = 0; k < s.size(); ++k)
+    out += static_cast<char>(k == 0 ? std::toupper(static_cast<unsigned char>(s[k]))
+                                    : std::tolower(static_cast<unsigned char>(s[k])));
+  return out;
+}
+
+}  // namespace
+
+int atomic_number(const std::string& symbol) {
+  const std::string want = normalize_symbol(symbol);
+  for (int Z = 1; Z <= kMaxAtomicNumber; ++Z)
+    if (kSymbols[Z] == want) return Z;
+  throw InputError("unknown element symbol '" + symbol + "'");
+}
+
+const std::string& element_symbol(int Z) {
+  if (Z < 1 || Z > kMaxAtomicNumber)
+    throw InputError("atomic number " + std::to_string(Z) + " is out of range 1.." +
+                     std::to_string(kMaxAtomicNumber));
+  return kSymbols[Z];
+}
+
+void validate(const Molecule& mol) {
+  if (mol.atoms.empty()) throw InputError("the molecule has no atoms");
+  for (std::size_t a = 0; a < mol.atoms.size(); ++a) {
+    const Atom& atom = mol.atoms[a];
+    element_symbol(atom.Z);
+    for (double c : atom.r)
+      if (!std::isfinite(c))
+        throw InputError("atom " + std::to_string(a + 1) + " (" + element_symbol(atom.Z) +
+                         ") has a non-finite coordinate");
+    for (std::size_t b = 0; b < a; ++b) {
+      const Atom& other = mol.atoms[b];
+      const double d = std::hypot(atom.r[0] - other.r[0], atom.r[1] - other.r[1],
+                                  atom.r[2] - other.r[2]);
+      if (d < 1e-3)
+        throw InputError("atoms " + std::to_string(b + 1) + " and " + std::to_string(a + 1) +
+                         " are at the same place");
+    }
+  }
+  const int nelec = electron_count(mol);
+  if (nelec <= 0)
+    throw InputError("charge " + std::to_string(mol.charge) + " leaves " +
+                     std::to_string(nelec) + " electrons");
+  if (nelec % 2 != 0)
+    throw InputError("odd electron count (" + std::to_string(nelec) +
+                     "): only closed-shell RHF is supported");
+  if (mol.multiplicity != 1)
+    throw InputError("multiplicity " + std::to_string(mol.multiplicity) +
+                     " is not supported: only closed-shell singlets (multiplicity 1)");
+}
+
+int electron_count(const Molecule& mol) {
+  int n = -mol.charge;
+  for (const Atom& atom : mol.atoms) n += atom.Z;
+  return n;
+}
+
+double nuclear_repulsion(const Molecule& mol) {
+  double e = 0.0;
+  for (std::size_t a = 0; a < mol.atoms.size(); ++a)
+    for (std::size_t b = 0; b < a; ++b) {
+      const auto& ra = mol.atoms[a].r;
+      const auto& rb = mol.atoms[b].r;
+      e += mol.atoms[a].Z * mol.atoms[b].Z /
+           std::hypot(ra[0] - rb[0], ra[1] - rb[1], ra[2] - rb[2]);
+    }
+  return e;
+}
+
+int frozen_core_orbitals(const Molecule& mol) {
+  // Electrons in the noble-gas core below each element: He, Ne, Ar, Kr, Xe, Rn.
+  static constexpr std::array<int, 6> kNobleGas = {2, 10, 18, 36, 54, 86};
+  int frozen_electrons = 0;
+  for (const Atom& atom : mol.atoms) {
+    int core = 0;
+    for (int shell : kNobleGas)
+      if (atom.Z > shell) core = shell;
+    frozen_electrons += core;
+  }
+  return frozen_electrons / 2;
+}
+
+std::string formula(const Molecule& mol) {
+  std::map<std::string, int> counts;
+  for (const Atom& atom : mol.atoms) ++counts[element_symbol(atom.Z)];
+  std::string out;
+  auto append = [&](const std::string& el) {
+    const int n = counts[el];
+    out += el + (n > 1 ? std::to_string(n) : "");
+    counts.erase(el);
+  };
+  const bool has_carbon = counts.count("C") > 0;
+  if (has_carbon) append("C");
+  if (has_carbon && counts.count("H")) append("H");
+  for (const auto& [el, n] : std::map<std::string, int>(counts)) append(el);
+  return out;
+}
+
+}  // namespace dfmp2

@@ -1,0 +1,28 @@
+// The MP2 energy step over MPI ranks. Rank r holds B for its block I_r of occupied orbitals.
+// It sums its diagonal pairs (i ≥ j in I_r), then for k = 1 … ⌊N/2⌋ receives the block of rank
+// r + k from that rank, a few orbitals at a time (≤ 1/8 of a block), and sums the cross pairs (I_r, I_{r+k});
+// every block pair is summed by exactly one rank (for N even, the two ranks that meet at
+// k = N/2 sum half of their pair each) and no rank holds more than its own block and one
+// visiting chunk. With one rank this is just the kernel.
+#pragma once
+
+#include <cstddef>
+
+#include "kernels/mp2_energy.hpp"
+#include "src/run/run_input.hpp"
+#include "src/common/parallel.hpp"
+
+namespace dfmp2 {
+
+struct DistributedEnergy {
+  kernels::EnergyResult energy;  // e_os, e_ss summed over ranks; times are this rank's
+  std::size_t peak_b_bytes = 0;  // B held by this rank at once: its block plus a visiting chunk
+};
+
+// B: this rank's block, row-major [df.nocc][df.nvir][df.naux], of the precision Real.
+template <typename Real>
+DistributedEnergy distributed_mp2_energy(kernels::Backend backend, const Real* B, const DFTensor& df,
+                                         const kernels::EnergyOptions& options,
+                                         Communicator& comm);
+
+}  // namespace dfmp2

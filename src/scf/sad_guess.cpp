@@ -1,0 +1,45 @@
+#include "src/scf/sad_guess.hpp"
+
+#include <map>
+
+#include "src/integrals/integrals.hpp"
+#include "src/scf/rhf.hpp"
+
+namespace dfmp2 {
+
+Eigen::MatrixXd atomic_density_guess(const BasisSetData& basis, const Molecule& mol) {
+  std::map<int, Eigen::MatrixXd> factor_by_element;
+  for (const Atom& atom : mol.atoms) {
+    if (factor_by_element.count(atom.Z)) continue;
+    Molecule lone_atom;
+    lone_atom.atoms = {Atom{atom.Z, {0.0, 0.0, 0.0}}};
+    const libint2::BasisSet obs = place_on(basis, lone_atom);
+    const ShellPairs pairs = significant_shell_pairs(obs);
+    const TwoElectronFock fock = [&](const Eigen::MatrixXd& F) {
+      return exact_two_electron_fock(obs, pairs, F * F.transpose());
+    };
+    ScfOptions options;  // a guess: loose convergence is plenty
+    options.e_convergence = 1e-8;
+    options.d_convergence = 1e-5;
+    options.max_iterations = 50;
+    factor_by_element[atom.Z] = spherical_atom_density_factor(
+        overlap_matrix(obs), core_hamiltonian(obs, lone_atom), atom.Z, fock, options);
+  }
+
+  Eigen::Index rows = 0, cols = 0;
+  for (const Atom& atom : mol.atoms) {
+    rows += factor_by_element[atom.Z].rows();
+    cols += factor_by_element[atom.Z].cols();
+  }
+  Eigen::MatrixXd guess = Eigen::MatrixXd::Zero(rows, cols);
+  Eigen::Index row = 0, col = 0;
+  for (const Atom& atom : mol.atoms) {
+    const Eigen::MatrixXd& block = factor_by_element[atom.Z];
+    guess.block(row, col, block.rows(), block.cols()) = block;
+    row += block.rows();
+    col += block.cols();
+  }
+  return guess;
+}
+
+}  // namespace dfmp2

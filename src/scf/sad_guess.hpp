@@ -1,0 +1,18 @@
+// The SCF's starting density: a superposition of atomic densities (SAD), the guess Psi4 and
+// most programs start closed-shell SCF from. The core-Hamiltonian guess can lead DIIS into an
+// excited state of large conjugated molecules (pentacene, hexacene).
+#pragma once
+
+#include <Eigen/Core>
+
+#include "src/molecule/basis.hpp"
+#include "src/molecule/molecule.hpp"
+
+namespace dfmp2 {
+
+// Factor F of the guess density D = F Fᵀ (closed-shell convention D = C_occ C_occᵀ) over the
+// functions of place_on(basis, mol): block diagonal, one block per atom, each the spherically
+// averaged neutral atom from an SCF in the same basis with exact integrals.
+Eigen::MatrixXd atomic_density_guess(const BasisSetData& basis, const Molecule& mol);
+
+}  // namespace dfmp2
