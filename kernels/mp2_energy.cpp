@@ -1,9 +1,11 @@
 // Public entry points: names, argument checks, and the backend registry (dispatch).
 #include "kernels/mp2_energy.hpp"
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <stdexcept>
+#include <type_traits>
 #include <utility>
 
 #include "kernels/backends.hpp"
@@ -30,14 +32,22 @@ std::string list_names(const std::array<std::pair<Enum, const char*>, N>& table)
   return s;
 }
 
-// Measured with bench_energy (results/energy_backends.md): fused is fastest on every shape tried,
-// since it does the same symmetric GEMM work as loop without T_flat traffic or GEMM/reduction
-// serialisation.
-Backend resolve_automatic(std::size_t /*nocc*/, std::size_t /*nvir*/, std::size_t /*naux*/) {
-  return Backend::fused;
+}  // namespace
+
+// From the measurements (results/energy_backends*.md, results/amdahl*/amdahl.md, both OpenBLAS
+// kernel sets): in fp32 fused is fastest on every molecule and on the medium and large shapes;
+// in fp64 the two are within a few per cent, fused ahead below nvir ≈ 250, loop level or ahead
+// (up to 6 %) from nvir ≈ 300 — when its T_flat holds the nocc/16 rows it is designed for.
+Backend resolve_automatic(Precision precision, std::size_t nocc, std::size_t nvir, std::size_t memory_bytes) {
+  constexpr std::size_t kLoopFromNvir = 300;
+  if (precision == Precision::fp32 || nvir < kLoopFromNvir) return Backend::fused;
+  const std::size_t rows = std::max<std::size_t>(1, nocc / 16);
+  const std::size_t t_flat_bytes = rows * nvir * nocc * nvir * sizeof(double);
+  return t_flat_bytes <= memory_bytes ? Backend::loop : Backend::fused;
 }
 
-}  // namespace
+std::span<const std::pair<Backend, const char*>> backend_names() { return kBackendNames; }
+std::span<const std::pair<Precision, const char*>> precision_names() { return kPrecisionNames; }
 
 Backend parse_backend(const std::string& name) {
   for (const auto& [value, n] : kBackendNames)
@@ -90,7 +100,9 @@ template <typename Real>
 EnergyResult dispatch(Backend backend, const detail::PairSpace<Real>& pairs, std::span<const double> eps_vir,
                       const EnergyOptions& options) {
   if (options.threads < 0) throw std::invalid_argument("mp2_energy: threads must be >= 0");
-  if (backend == Backend::automatic) backend = resolve_automatic(pairs.rows.nocc, pairs.rows.nvir, pairs.rows.naux);
+  if (backend == Backend::automatic)
+    backend = resolve_automatic(std::is_same_v<Real, float> ? Precision::fp32 : Precision::fp64, pairs.cols.nocc,
+                                pairs.rows.nvir, options.memory_bytes);
   const auto start = std::chrono::steady_clock::now();
   EnergyResult r;
   if (pairs.rows.nocc == 0 || pairs.cols.nocc == 0 || pairs.rows.nvir == 0) {

@@ -13,12 +13,16 @@
 #include <functional>
 #include <span>
 #include <string>
+#include <utility>
 
 namespace dfmp2::kernels {
 
 enum class Backend { reference, loop, fused, automatic };
 enum class Precision { fp64, fp32 };
 
+// The registry's names, in the order users see them (the command line lists these).
+std::span<const std::pair<Backend, const char*>> backend_names();
+std::span<const std::pair<Precision, const char*>> precision_names();
 Backend parse_backend(const std::string& name);      // throws std::invalid_argument
 std::string to_string(Backend backend);
 Precision parse_precision(const std::string& name);  // throws std::invalid_argument
@@ -48,6 +52,10 @@ struct EnergyResult {
   double total_seconds = 0.0;
   std::size_t workspace_bytes = 0;       // peak extra memory the backend allocated
 };
+
+// The backend `automatic` runs for these sizes (nocc: the occupied orbitals each row pairs with)
+// and T_flat budget: fused, or loop in fp64 from nvir ≈ 300 when its T_flat fits.
+Backend resolve_automatic(Precision precision, std::size_t nocc, std::size_t nvir, std::size_t memory_bytes);
 
 // The work that is needed, counting the i ≥ j symmetry: 2 · nocc(nocc+1)/2 · nvir² · naux.
 double needed_flops(std::size_t nocc, std::size_t nvir, std::size_t naux);

@@ -4,8 +4,8 @@
 #include <iostream>
 
 #include <CLI/CLI.hpp>
-#include <omp.h>
 
+#include "src/cli/run_options_cli.hpp"
 #include "src/run/driver.hpp"
 #include "src/common/errors.hpp"
 #include "src/io/hdf5_io.hpp"
@@ -54,37 +54,10 @@ int main(int argc, char** argv) {
   CLI::App app{"dfmp2: density-fitted MP2 energies (RHF → DF-MP2)", "dfmp2"};
   app.set_version_flag("--version", "dfmp2 0.1.0");
 
-  std::string input_path, json_path, output_path, backend = "auto", precision = "fp64";
-  std::string memory, scf_type = "df", scf_guess = "sad";
-  std::string basis, df_basis, jk_basis;
-  int charge = 0, threads = 0;
+  std::string input_path, json_path, output_path;
   bool quiet = false;
-  RunOptions options;
-
   app.add_option("input", input_path, "molecule.h5 (HDF5 input) or molecule.xyz (with --basis)");
-  app.add_option("--basis", basis, "orbital basis: name (cc-pvdz, def2-svp, …) or .gbs path");
-  app.add_option("--df-basis", df_basis, "auxiliary basis for DF-MP2 (default: <basis>-ri)");
-  app.add_option("--jk-basis", jk_basis, "auxiliary basis for DF-SCF (default: <basis>-jkfit)");
-  auto* charge_option = app.add_option("--charge", charge, "molecular charge (overrides the file)");
-  app.add_option("--scf", scf_type, "SCF two-electron integrals: df or exact")
-      ->check(CLI::IsMember({"df", "exact"}));
-  app.add_option("--guess", scf_guess,
-                 "SCF start: sad (superposition of atomic densities) or core (core Hamiltonian)")
-      ->check(CLI::IsMember({"sad", "core"}));
-  app.add_flag("--frozen-core", options.frozen_core, "freeze core orbitals as Psi4's freeze_core");
-  app.add_option("--backend", backend, "MP2 energy backend: reference, loop, fused, auto")
-      ->check(CLI::IsMember({"reference", "loop", "fused", "auto"}));
-  app.add_option("--precision", precision, "B tensor precision: fp64 or fp32")
-      ->check(CLI::IsMember({"fp64", "fp32"}));
-  app.add_option("--memory", memory, "memory budget, e.g. 8GB (default: half the RAM)");
-  app.add_option("--threads", threads, "OpenMP threads (default: OMP_NUM_THREADS or all cores)")
-      ->check(CLI::Range(1, 4096));
-  app.add_option("--e-convergence", options.scf.e_convergence, "SCF energy convergence / Eh")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--d-convergence", options.scf.d_convergence, "SCF orbital-gradient convergence")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--max-iterations", options.scf.max_iterations, "SCF iteration limit")
-      ->check(CLI::Range(1, 100000));
+  const RunOptionsCli run_options(app, true);
   app.add_option("--json", json_path, "write results as JSON to this file");
   app.add_option("--output", output_path, "write results and orbitals to this HDF5 file");
   app.add_flag("--quiet,-q", quiet, "no progress on stderr");
@@ -131,19 +104,10 @@ int main(int argc, char** argv) {
     }
     if (input_path.empty()) throw InputError("no input file given (see dfmp2 --help)");
     check_output_paths(input_path, json_path, output_path);
-    if (threads > 0) omp_set_num_threads(threads);
-    if (!memory.empty()) options.memory_bytes = parse_memory(memory);
-    options.backend = kernels::parse_backend(backend);
-    options.precision = kernels::parse_precision(precision);
-    options.scf_type = scf_type;
-    options.scf_guess = scf_guess;
-    if (!basis.empty()) options.basis = basis;
-    if (!df_basis.empty()) options.df_basis = df_basis;
-    if (!jk_basis.empty()) options.jk_basis = jk_basis;
-    if (*charge_option) options.charge = charge;
+    const RunOptions options = run_options.options();
 
     RunInput input = read_input(input_path);
-    if (is_xyz(input_path) && basis.empty())
+    if (is_xyz(input_path) && !options.basis)
       throw InputError("an XYZ input needs --basis NAME");
     Progress progress(quiet || !comm.is_root());
     const RunResult result = run(input, options, progress);

@@ -16,7 +16,7 @@ Communicator& Communicator::world() {
   return world;
 }
 
-Range block_of(std::size_t count, int rank, int size) {
+Range share_of(std::size_t count, int rank, int size) {
   const std::size_t n = static_cast<std::size_t>(size), r = static_cast<std::size_t>(rank);
   const std::size_t base = count / n, extra = count % n;
   Range range;
@@ -34,39 +34,37 @@ Range intersect(Range a, Range b) {
 
 }  // namespace
 
-std::vector<double> redistribute(Communicator& comm, const std::vector<double>& mine,
-                                 const std::function<Block(int)>& from,
-                                 const std::function<Block(int)>& to, std::size_t slab_bytes) {
+void redistribute(Communicator& comm, const double* mine, const std::function<MatrixPart(int)>& from,
+                  const std::function<MatrixPart(int)>& to, double* result, std::size_t slab_bytes) {
   // Slabs keep the buffers in flight small beside the two layouts, so the per-rank peak is
   // about 2/N of the whole matrix.
   const int N = comm.size(), r = comm.rank();
-  const Block have = from(r), want = to(r);
-  std::vector<double> result(want.rows.size() * want.cols.size());
+  const MatrixPart have = from(r), want = to(r);
   // Slab s of `region`: its rows; sender and receiver compute the same region, so they agree.
-  const auto slab_of = [slab_bytes](const Block& region, std::size_t s) {
+  const auto slab_of = [slab_bytes](const MatrixPart& region, std::size_t s) {
     const std::size_t step =
         std::max<std::size_t>(1, slab_bytes / (sizeof(double) * std::max<std::size_t>(1, region.cols.size())));
     const std::size_t first = std::min(region.rows.end, region.rows.begin + s * step);
     return Range{first, std::min(region.rows.end, first + step)};
   };
   // Rows `slab` of `region`: packed from `mine` (out) or unpacked into `result` (in).
-  const auto pack = [&](const Block& region, Range slab, double* buffer) {
+  const auto pack = [&](const MatrixPart& region, Range slab, double* buffer) {
     for (std::size_t i = slab.begin; i < slab.end; ++i) {
-      const double* row = mine.data() + (i - have.rows.begin) * have.cols.size() + (region.cols.begin - have.cols.begin);
+      const double* row = mine + (i - have.rows.begin) * have.cols.size() + (region.cols.begin - have.cols.begin);
       std::copy(row, row + region.cols.size(), buffer + (i - slab.begin) * region.cols.size());
     }
   };
-  const auto unpack = [&](const Block& region, Range slab, const double* buffer) {
+  const auto unpack = [&](const MatrixPart& region, Range slab, const double* buffer) {
     for (std::size_t i = slab.begin; i < slab.end; ++i)
       std::copy(buffer + (i - slab.begin) * region.cols.size(), buffer + (i - slab.begin + 1) * region.cols.size(),
-                result.data() + (i - want.rows.begin) * want.cols.size() + (region.cols.begin - want.cols.begin));
+                result + (i - want.rows.begin) * want.cols.size() + (region.cols.begin - want.cols.begin));
   };
   std::vector<double> outgoing, incoming;
   for (int k = 0; k < N; ++k) {
     const int destination = (r + k) % N, source = (r - k + N) % N;
-    const Block to_destination = to(destination), from_source = from(source);
-    const Block out{intersect(have.rows, to_destination.rows), intersect(have.cols, to_destination.cols)};
-    const Block in{intersect(from_source.rows, want.rows), intersect(from_source.cols, want.cols)};
+    const MatrixPart to_destination = to(destination), from_source = from(source);
+    const MatrixPart out{intersect(have.rows, to_destination.rows), intersect(have.cols, to_destination.cols)};
+    const MatrixPart in{intersect(from_source.rows, want.rows), intersect(from_source.cols, want.cols)};
     for (std::size_t s = 0;; ++s) {
       const Range out_slab = slab_of(out, s), in_slab = slab_of(in, s);
       if (out_slab.size() == 0 && in_slab.size() == 0) break;
@@ -82,7 +80,6 @@ std::vector<double> redistribute(Communicator& comm, const std::vector<double>& 
       unpack(in, in_slab, incoming.data());
     }
   }
-  return result;
 }
 
 #ifdef DFMP2_HAVE_MPI

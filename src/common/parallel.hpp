@@ -54,21 +54,22 @@ struct Range {
   std::size_t begin = 0, end = 0;
   std::size_t size() const { return end - begin; }
 };
-Range block_of(std::size_t count, int rank, int size);
+Range share_of(std::size_t count, int rank, int size);
 
 // The rows × columns of a row-major matrix that one rank holds.
-struct Block {
+struct MatrixPart {
   Range rows, cols;
+  std::size_t size() const { return rows.size() * cols.size(); }
 };
 
-// Moves a matrix spread over the ranks in blocks from one layout to another: rank r holds
-// `mine` = from(r) (row-major) and gets to(r) back. Each element is held by one rank in each
-// layout. Pairwise exchanges in row slabs of at most slab_bytes (at least one row), so that
-// beside the two layouts little is held; each rank sends only what leaves it. Collective.
+// Moves a matrix spread over the ranks in parts from one layout to another: rank r holds
+// `mine` = from(r) (row-major) and writes to(r) into `result` (row-major, to(r).size()
+// elements). Each element is held by one rank in each layout. Pairwise exchanges in row slabs
+// of at most slab_bytes (at least one row), so that beside the two layouts little is held;
+// each rank sends only what leaves it. Collective.
 constexpr std::size_t kRedistributeSlabBytes = std::size_t(32) << 20;
-std::vector<double> redistribute(Communicator& comm, const std::vector<double>& mine,
-                                 const std::function<Block(int)>& from,
-                                 const std::function<Block(int)>& to,
-                                 std::size_t slab_bytes = kRedistributeSlabBytes);
+void redistribute(Communicator& comm, const double* mine, const std::function<MatrixPart(int)>& from,
+                  const std::function<MatrixPart(int)>& to, double* result,
+                  std::size_t slab_bytes = kRedistributeSlabBytes);
 
 }  // namespace dfmp2

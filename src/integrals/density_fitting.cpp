@@ -1,12 +1,42 @@
 #include "src/integrals/density_fitting.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include <Eigen/Cholesky>
+#include <libint2.hpp>
+#include <omp.h>
 
 #include "kernels/symmetric_eigen.hpp"
+#include "src/integrals/libint.hpp"
+#include "src/integrals/shell_ranges.hpp"
 
 namespace dfmp2 {
+
+Eigen::MatrixXd coulomb_metric(const libint2::BasisSet& aux) {
+  using libint2::BraKet;
+  using libint2::Operator;
+  const std::size_t nshell = aux.size();
+  Eigen::MatrixXd J = Eigen::MatrixXd::Zero(aux.nbf(), aux.nbf());
+  libint2::Engine prototype(Operator::coulomb, aux.max_nprim(), aux.max_l());
+  prototype.set(BraKet::xs_xs);
+  auto engines = engines_per_thread(prototype);
+  const libint2::Shell& unit = libint2::Shell::unit();
+#pragma omp parallel for schedule(dynamic)
+  for (std::size_t s1 = 0; s1 < nshell; ++s1) {
+    libint2::Engine& engine = engines[omp_get_thread_num()];
+    const auto& buf = engine.results();
+    for (std::size_t s2 = 0; s2 <= s1; ++s2) {
+      engine.compute2<Operator::coulomb, BraKet::xs_xs, 0>(aux[s1], unit, aux[s2], unit);
+      if (buf[0] == nullptr) continue;
+      const std::size_t n1 = aux[s1].size(), n2 = aux[s2].size();
+      const std::size_t b1 = first_function(aux, s1), b2 = first_function(aux, s2);
+      for (std::size_t f1 = 0; f1 < n1; ++f1)
+        for (std::size_t f2 = 0; f2 < n2; ++f2) J(b1 + f1, b2 + f2) = J(b2 + f2, b1 + f1) = buf[0][f1 * n2 + f2];
+    }
+  }
+  return J;
+}
 
 CoulombFitting::CoulombFitting(const Eigen::MatrixXd& metric, double condition) {
   const kernels::SymmetricEigen eig = kernels::symmetric_eigen(metric);
@@ -27,14 +57,31 @@ CoulombFitting::CoulombFitting(const Eigen::MatrixXd& metric, double condition) 
 }
 
 void CoulombFitting::apply(double* data, std::size_t ncols) const {
-  // Row-major [naux][ncols] is the column-major ncols × naux matrix A(x, P); B = A Mᵀ.
-  Eigen::Map<Eigen::MatrixXd> A(data, static_cast<Eigen::Index>(ncols), factor_.rows());
-  if (cholesky_) {
-    factor_.triangularView<Eigen::Lower>().transpose().solveInPlace<Eigen::OnTheRight>(A);
-  } else {
-    const Eigen::MatrixXd fitted = A * factor_;  // J^-1/2 is symmetric
-    A = fitted;
+  // Row-major [naux][ncols] is the column-major ncols × naux matrix A(x, P); B = A Mᵀ. Threads
+  // fit blocks of x, each with single-threaded BLAS: no temporary the size of A.
+  constexpr std::size_t kBlock = 2048;
+  const Eigen::Index naux = factor_.rows();
+  using Strided = Eigen::Map<Eigen::MatrixXd, 0, Eigen::OuterStride<>>;
+#pragma omp parallel
+  {
+    Eigen::MatrixXd fitted;
+#pragma omp for schedule(dynamic)
+    for (std::size_t first = 0; first < ncols; first += kBlock) {
+      const auto rows = static_cast<Eigen::Index>(std::min(kBlock, ncols - first));
+      Strided A(data + first, rows, naux, Eigen::OuterStride<>(static_cast<Eigen::Index>(ncols)));
+      if (cholesky_) {
+        factor_.triangularView<Eigen::Lower>().transpose().solveInPlace<Eigen::OnTheRight>(A);
+      } else {
+        fitted.noalias() = A * factor_;  // J^-1/2 is symmetric
+        A = fitted;
+      }
+    }
   }
+}
+
+double CoulombFitting::flops(std::size_t ncols) const {
+  const double n = static_cast<double>(factor_.rows());
+  return (cholesky_ ? 1.0 : 2.0) * n * n * static_cast<double>(ncols);
 }
 
 }  // namespace dfmp2

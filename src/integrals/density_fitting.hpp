@@ -8,8 +8,12 @@
 #include <cstddef>
 
 #include <Eigen/Core>
+#include <libint2/basis.h>
 
 namespace dfmp2 {
+
+// (P|Q) over auxiliary functions.
+Eigen::MatrixXd coulomb_metric(const libint2::BasisSet& aux);
 
 class CoulombFitting {
  public:
@@ -17,9 +21,8 @@ class CoulombFitting {
 
   // In place on row-major [naux][ncols] data: row P becomes B^P.
   void apply(double* data, std::size_t ncols) const;
-
-  std::size_t naux() const { return static_cast<std::size_t>(factor_.rows()); }
-  bool uses_cholesky() const { return cholesky_; }
+  // Floating-point work of apply.
+  double flops(std::size_t ncols) const;
 
  private:
   Eigen::MatrixXd factor_;  // lower Cholesky factor L, or J^-1/2

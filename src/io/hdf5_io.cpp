@@ -1,6 +1,7 @@
 #include "src/io/hdf5_io.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
@@ -10,6 +11,7 @@
 #include <functional>
 #include <fstream>
 #include <stdexcept>
+#include <type_traits>
 #include <utility>
 
 #include <hdf5.h>
@@ -338,31 +340,43 @@ Orbitals read_orbitals(const Reader& in) {
   return orbitals;
 }
 
-DFTensor read_df(const Reader& in) {
-  const std::string b_name = "/df/B";
+// Rows [first, first + count) of /df/B, read in the stored precision and checked finite.
+template <typename Real>
+void read_df_rows(const std::string& path, std::size_t first, std::size_t count, Real* out) {
+  const Reader in(path);
+  const std::string name = "/df/B";
+  std::vector<hsize_t> dims;
+  const Handle dataset = in.open_dataset(name, 3, H5T_FLOAT, dims);
+  const std::array<hsize_t, 3> start{first, 0, 0}, extent{count, dims[1], dims[2]};
+  const Handle file_space = space_handle(H5Dget_space(dataset));
+  const Handle memory_space = space_handle(H5Screate_simple(3, extent.data(), nullptr));
+  const hid_t memory_type = std::is_same_v<Real, float> ? H5T_NATIVE_FLOAT : H5T_NATIVE_DOUBLE;
+  const std::size_t values = count * dims[1] * dims[2];
+  if (values == 0) return;
+  if (H5Sselect_hyperslab(file_space, H5S_SELECT_SET, start.data(), nullptr, extent.data(), nullptr) < 0 ||
+      H5Dread(dataset, memory_type, memory_space, file_space, H5P_DEFAULT, out) < 0)
+    in.fail("cannot read dataset " + name);
+  for (std::size_t k = 0; k < values; ++k)
+    if (!std::isfinite(out[k]))
+      in.fail("dataset " + name + " holds a non-finite value (" + std::to_string(out[k]) + ") at flat index " +
+              std::to_string(first * dims[1] * dims[2] + k));
+}
+
+// The /df group's sizes and orbital energies; B itself is read later, each rank its rows.
+GivenDFTensor read_df(const Reader& in) {
   std::vector<hsize_t> bdims, odims, vdims;
-  DFTensor df;
+  GivenDFTensor df;
   {
-    const Handle dataset = in.open_dataset(b_name, 3, H5T_FLOAT, bdims);
+    const Handle dataset = in.open_dataset("/df/B", 3, H5T_FLOAT, bdims);
     df.nocc = bdims[0];
     df.nvir = bdims[1];
     df.naux = bdims[2];
     if (df.nocc == 0 || df.nvir == 0 || df.naux == 0)
       in.fail("dataset /df/B must have shape [nocc][nvir][naux] with no empty dimension, found " +
               dims_text(bdims));
-    const std::size_t count = Reader::product(bdims);
     // Keep the stored precision: a float32 tensor stays float32 (half the memory).
     const Handle type = type_handle(H5Dget_type(dataset));
-    if (H5Tget_class(type) == H5T_FLOAT && H5Tget_size(type) <= 4) {
-      df.B32 = in.read_all<float>(dataset, b_name, H5T_NATIVE_FLOAT, count);
-      for (std::size_t k = 0; k < count; ++k)
-        if (!std::isfinite(df.B32[k]))
-          in.fail("dataset /df/B holds a non-finite value (" + std::to_string(df.B32[k]) +
-                  ") at flat index " + std::to_string(k));
-    } else {
-      df.B64 = in.read_all<double>(dataset, b_name, H5T_NATIVE_DOUBLE, count);
-      in.require_finite(b_name, df.B64.data(), count);
-    }
+    df.fp32 = H5Tget_class(type) == H5T_FLOAT && H5Tget_size(type) <= 4;
   }
   df.eps_occ = in.read_doubles("/df/eps_occ", 1, odims);
   df.eps_vir = in.read_doubles("/df/eps_vir", 1, vdims);
@@ -374,6 +388,12 @@ DFTensor read_df(const Reader& in) {
             std::to_string(df.nvir));
   in.require_finite("/df/eps_occ", df.eps_occ.data(), df.eps_occ.size());
   in.require_finite("/df/eps_vir", df.eps_vir.data(), df.eps_vir.size());
+  df.read_rows = [path = in.path(), fp32 = df.fp32](std::size_t first, std::size_t count, void* out) {
+    if (fp32)
+      read_df_rows(path, first, count, static_cast<float*>(out));
+    else
+      read_df_rows(path, first, count, static_cast<double*>(out));
+  };
   return df;
 }
 
@@ -602,14 +622,14 @@ void write_hdf5_results(const std::string& path, const RunResult& r) {
           {"e_total", r.e_total}})
       write_double_attribute(file, name, value);
 
+    // Stage wall times and floors in the order the stages ran; "total" last.
     const Handle timings = create_group(file, "/timings", true);
-    for (const auto& [stage, seconds] : r.timings) {
-      // A stage that ran twice under one name gets a numbered second entry, never a failure.
-      std::string name = stage;
-      for (int k = 2; H5Aexists(timings, name.c_str()) > 0; ++k)
-        name = stage + " (" + std::to_string(k) + ")";
-      write_double_attribute(timings, name, seconds);
+    const Handle floors = create_group(file, "/floors", true);
+    for (const StageTiming& stage : r.stages) {
+      write_double_attribute(timings, stage.name, stage.seconds);
+      if (stage.floor_seconds > 0.0) write_double_attribute(floors, stage.name, stage.floor_seconds);
     }
+    write_double_attribute(timings, "total", r.total_seconds);
 
     if (!r.scf_iterations.empty()) write_scf_iterations(file, r.scf_iterations);
     if (r.orbitals) write_orbitals(file, *r.orbitals);

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "src/mp2/df_tensor.hpp"
 #include "src/run/run_input.hpp"
 #include "src/run/run_result.hpp"
 

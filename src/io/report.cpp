@@ -1,5 +1,6 @@
 #include "src/io/report.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -7,6 +8,7 @@
 #include <unistd.h>
 
 #include "src/common/errors.hpp"
+#include "src/common/memory.hpp"
 
 namespace dfmp2 {
 namespace {
@@ -40,8 +42,8 @@ void print_report(std::ostream& out, const RunResult& r) {
     out << "SCF (" << r.scf_type << ")\n  iter         energy / Eh          ΔE / Eh      |grad|\n";
     for (const ScfIteration& it : r.scf_iterations) {
       char line[128];
-      std::snprintf(line, sizeof line, "  %4d  %20.12f  %14.6e  %10.3e\n", it.iteration, it.energy,
-                    it.delta_e, it.gradient_rms);
+      std::snprintf(line, sizeof line, "  %4d  %20.12f  %14.6e  %10.3e%s\n", it.iteration, it.energy,
+                    it.delta_e, it.gradient_rms, it.fp32 ? "  fp32 K" : "");
       out << line;
     }
     out << "\n";
@@ -63,12 +65,29 @@ void print_report(std::ostream& out, const RunResult& r) {
     row("MP2 total", r.e_total);
     row("SCS-MP2 total", r.e_scf + r.e_scs_corr);
   }
-  out << "\nEnergy backend " << r.backend << " (" << r.precision << "), " << r.threads
-      << " threads" << (r.ranks > 1 ? " × " + std::to_string(r.ranks) + " MPI ranks" : "")
-      << ", OpenBLAS kernels " << r.blas_kernels << "\n\nWall time / s\n";
-  for (const auto& [stage, seconds] : r.timings)
-    out << "  " << std::setw(20) << std::left << stage << std::right << std::setw(12)
-        << fixed(seconds, 3) << "\n";
+  out << "\nEnergy backend " << r.backend << " (" << r.precision << "), " << r.threads << " threads"
+      << (r.ranks > 1 ? " × " + std::to_string(r.ranks) + " MPI ranks" : "") << ", OpenBLAS kernels "
+      << r.blas_kernels << "\n";
+  char rates[128];
+  std::snprintf(rates, sizeof rates, "GEMM rate at start-up: %.1f GFLOP/s fp64, %.1f GFLOP/s fp32\n\n",
+                r.gemm_rates.fp64_gflops, r.gemm_rates.fp32_gflops);
+  out << rates;
+  // Each stage beside its floor: its GEMM work at the measured GEMM rate plus libint2's own time.
+  out << "Stage                  wall / s    floor / s   wall/floor\n";
+  for (const StageTiming& stage : r.stages) {
+    char line[128];
+    if (stage.floor_seconds > 0.0)
+      std::snprintf(line, sizeof line, "  %-18s %10.3f   %10.3f   %8.2f\n", stage.name.c_str(), stage.seconds,
+                    stage.floor_seconds, stage.seconds / stage.floor_seconds);
+    else
+      std::snprintf(line, sizeof line, "  %-18s %10.3f\n", stage.name.c_str(), stage.seconds);
+    out << line;
+  }
+  char total[160];
+  std::snprintf(total, sizeof total, "  %-18s %10.3f\nPeak RSS %s, page faults %ld minor / %ld major\n", "total",
+                r.total_seconds, format_bytes(r.resources.peak_rss_bytes).c_str(), r.resources.minor_faults,
+                r.resources.major_faults);
+  out << total;
 }
 
 nlohmann::json to_json(const RunResult& r) {
@@ -105,10 +124,27 @@ nlohmann::json to_json(const RunResult& r) {
                      {"peak_rss_bytes", stats.peak_rss},
                      {"peak_b_bytes", stats.peak_b}});
   j["rank_stats"] = ranks;
-  nlohmann::json timings = nlohmann::json::object();
-  for (const auto& [stage, seconds] : r.timings) timings[stage] = seconds;
-  for (const char* stage : {"integrals", "scf", "df_transform", "energy", "total"})
+  nlohmann::json timings = nlohmann::json::object(), floors = nlohmann::json::object();
+  for (const StageTiming& stage : r.stages) {
+    timings[stage.name] = stage.seconds;
+    if (r.ranks > 1) timings[stage.name + "_mpi"] = stage.mpi_seconds;
+    if (stage.floor_seconds > 0.0) floors[stage.name] = stage.floor_seconds;
+  }
+  if (r.energy_gemm_seconds > 0.0) timings["energy_gemm"] = r.energy_gemm_seconds;
+  if (r.energy_reduction_seconds > 0.0) timings["energy_reduction"] = r.energy_reduction_seconds;
+  timings["total"] = r.total_seconds;
+  for (const char* stage : {"setup", "integrals", "scf", "df_transform", "energy"})
     if (!timings.contains(stage)) timings[stage] = 0.0;
+  j["floors"] = floors;
+  j["gemm_gflops"] = {{"fp64", r.gemm_rates.fp64_gflops}, {"fp32", r.gemm_rates.fp32_gflops}};
+  j["resources"] = {{"peak_rss_bytes", r.resources.peak_rss_bytes},
+                    {"minor_page_faults", r.resources.minor_faults},
+                    {"major_page_faults", r.resources.major_faults}};
+  j["memory"] = {{"limit_bytes", r.memory_limit},
+                 {"baseline_bytes", r.memory_baseline},
+                 {"peak_drawn_bytes", r.memory_peak_drawn}};
+  j["scf_fp32_iterations"] = std::count_if(r.scf_iterations.begin(), r.scf_iterations.end(),
+                                           [](const ScfIteration& it) { return it.fp32; });
   j["timings"] = timings;
   return j;
 }
@@ -117,7 +153,7 @@ void write_json(const std::string& path, const RunResult& result) {
   const std::string temporary = path + ".tmp-" + std::to_string(getpid());
   {
     std::ofstream out(temporary);
-    out << std::setprecision(17) << to_json(result).dump(2) << "\n";
+    out << to_json(result).dump(2) << "\n";
     if (!out) {
       std::error_code ignored;
       std::filesystem::remove(temporary, ignored);

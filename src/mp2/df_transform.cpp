@@ -1,91 +1,135 @@
 #include "src/mp2/df_transform.hpp"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <vector>
 
-#include "src/integrals/density_fitting.hpp"
+#include "kernels/blas.hpp"
+#include "kernels/packed.hpp"
 #include "src/common/errors.hpp"
-#include "src/common/memory.hpp"
+#include "src/integrals/density_fitting.hpp"
+#include "src/integrals/shell_ranges.hpp"
+#include "src/integrals/three_index.hpp"
 
 namespace dfmp2 {
+namespace {
 
-DFTensor build_df_tensor(const libint2::BasisSet& obs, const libint2::BasisSet& aux,
-                         const ShellPairs& pairs, const Eigen::MatrixXd& C_occ,
-                         const Eigen::MatrixXd& C_vir, const Eigen::VectorXd& eps_occ,
-                         const Eigen::VectorXd& eps_vir, std::size_t memory_bytes,
-                         const std::function<void(double)>& progress, Communicator& comm) {
-  const std::size_t nbf = obs.nbf(), naux = aux.nbf();
-  const std::size_t nocc = C_occ.cols(), nvir = C_vir.cols(), nov = nocc * nvir;
-  // This rank computes (Q|ia) for its auxiliary shells and ends up with B for its occupied block.
-  const auto [first_shell, last_shell] = shell_block(aux, comm.rank(), comm.size());
-  const Range my_q{first_function(aux, first_shell), first_function(aux, last_shell)};
-  auto occ_block = [&](int rank) { return block_of(nocc, rank, comm.size()); };
-  const Range my_occ = occ_block(comm.rank());
+using kernels::Transpose;
 
-  // (Q|ia) for my Q, then for my i, and B for my i, are held whole.
-  const std::size_t held = sizeof(double) * (my_q.size() * nov + 2 * naux * my_occ.size() * nvir);
-  const std::size_t slab = sizeof(double) * nbf * nbf;
-  std::size_t largest_shell = 0;
-  for (const auto& shell : aux) largest_shell = std::max(largest_shell, shell.size());
-  if (held + slab * largest_shell > memory_bytes)
-    throw InputError("the DF-MP2 tensor needs " + format_bytes(held + slab * largest_shell) +
-                     ", more than --memory " + format_bytes(memory_bytes) + "; raise --memory");
-  const std::size_t batch_functions = std::max<std::size_t>(1, (memory_bytes - held) / slab);
+// Unpacked (Q|μν) per thread: a few Q that stay in cache between the unpack and the GEMM.
+constexpr std::size_t kUnpackBytes = std::size_t(4) << 20;
 
-  std::vector<double> Qia(my_q.size() * nov);
-  std::vector<double> ao;  // (Q|μν) for one batch of auxiliary shells
-  const auto batches = shell_batches(aux, first_shell, last_shell, batch_functions);
-  for (std::size_t b = 0; b < batches.size(); ++b) {
-    const auto [first, last] = batches[b];
-    const std::size_t q_first = first_function(aux, first);
-    const std::size_t q_count = first_function(aux, last) - q_first;
-    ao.resize(q_count * nbf * nbf);
-    three_index_integrals(aux, first, last, obs, pairs, ao.data());
-#pragma omp parallel for schedule(dynamic)
-    for (std::size_t q = 0; q < q_count; ++q) {
-      const Eigen::Map<const Eigen::MatrixXd> Q_mn(ao.data() + q * nbf * nbf, nbf, nbf);
-      // Column-major nvir × nocc is row-major [i][a].
-      Eigen::Map<Eigen::MatrixXd> Q_ia(Qia.data() + (q_first - my_q.begin + q) * nov, nvir, nocc);
-      Q_ia.noalias() = C_vir.transpose() * (Q_mn * C_occ);
+std::size_t q_per_unpack(std::size_t nbf) {
+  return std::max<std::size_t>(1, kUnpackBytes / (sizeof(double) * nbf * nbf));
+}
+
+// (Q|ia) = C_virᵀ (Q|μν) C_occ for q_count rows of packed (Q|μν), into Qia rows [Q][i][a].
+void transform_rows(const double* packed, std::size_t q_count, const Eigen::MatrixXd& C_occ,
+                    const Eigen::MatrixXd& C_vir, double* Qia) {
+  const std::size_t nbf = C_occ.rows(), nocc = C_occ.cols(), nvir = C_vir.cols();
+  const std::size_t npacked = kernels::packed_size(nbf), per_unpack = q_per_unpack(nbf);
+  const std::size_t groups = (q_count + per_unpack - 1) / per_unpack;
+#pragma omp parallel
+  {
+    std::vector<double> unpacked(per_unpack * nbf * nbf), X(per_unpack * nbf * nocc);
+#pragma omp for schedule(dynamic)
+    for (std::size_t g = 0; g < groups; ++g) {
+      const std::size_t first = g * per_unpack, count = std::min(per_unpack, q_count - first);
+      for (std::size_t q = 0; q < count; ++q)
+        kernels::unpack_symmetric(packed + (first + q) * npacked, nbf, unpacked.data() + q * nbf * nbf);
+      // Rows (q, μ) of the stacked (Q|μν) times C_occ: X^q_μi at X[q nbf + μ + count nbf i].
+      kernels::gemm(Transpose::yes, Transpose::no, count * nbf, nocc, nbf, 1.0, unpacked.data(), nbf, C_occ.data(),
+                    nbf, 0.0, X.data(), count * nbf);
+      for (std::size_t q = 0; q < count; ++q)  // column-major nvir × nocc is row-major [i][a]
+        kernels::gemm(Transpose::yes, Transpose::no, nvir, nocc, nbf, 1.0, C_vir.data(), nbf, X.data() + q * nbf,
+                      count * nbf, 0.0, Qia + (first + q) * nocc * nvir, nvir);
     }
-    if (progress) progress(static_cast<double>(b + 1) / static_cast<double>(batches.size()));
   }
-  ao = {};
+}
 
-  // Fit: B^P_ia for this rank's i, row-major [P][i a]. Over MPI the ranks first trade blocks so
+// [P][x] → [x][P] in tiles that stay in cache.
+void transpose(const double* in, std::size_t rows, std::size_t cols, double* out) {
+  constexpr std::size_t kTile = 64;
+#pragma omp parallel for collapse(2) schedule(static)
+  for (std::size_t r0 = 0; r0 < rows; r0 += kTile)
+    for (std::size_t c0 = 0; c0 < cols; c0 += kTile)
+      for (std::size_t c = c0; c < std::min(cols, c0 + kTile); ++c)
+        for (std::size_t r = r0; r < std::min(rows, r0 + kTile); ++r) out[c * rows + r] = in[r * cols + c];
+}
+
+}  // namespace
+
+DFTensor build_df_tensor(const DFTransformInput& in, MemoryBudget& budget,
+                         const std::function<void(double)>& progress, Communicator& comm, StageWork& work) {
+  const std::size_t nbf = in.obs.nbf(), naux = in.aux.nbf(), npacked = kernels::packed_size(nbf);
+  const std::size_t nocc = in.C_occ.cols(), nvir = in.C_vir.cols(), nov = nocc * nvir;
+  // This rank computes (Q|ia) for its auxiliary shells and ends up with B for its occupied block.
+  const ShellRange my_shells = shell_part(in.aux, comm.rank(), comm.size());
+  const Range my_q{first_function(in.aux, my_shells.first), first_function(in.aux, my_shells.last)};
+  auto occ_share = [&](int rank) { return share_of(nocc, rank, comm.size()); };
+  const Range my_occ = occ_share(comm.rank());
+  const std::size_t my_nov = my_occ.size() * nvir;
+
+  const Eigen::MatrixXd metric = coulomb_metric(in.aux);
+  const ThreeIndexIntegrals integrals(in.aux, in.obs, in.pairs, metric);
+  LargeArray<double> Qia = budget.allocate<double>(my_q.size() * nov, "the DF-MP2 tensor (Q|ia)");
+  {
+    // Batches of (Q|μν) as large as the budget allows once the exchange between ranks and B
+    // itself (both made after the batches are freed) are set aside.
+    const std::size_t later = sizeof(double) * (comm.size() > 1 ? 2 : 1) * naux * my_nov;
+    const std::size_t workspace = sizeof(double) * omp_get_max_threads() * q_per_unpack(nbf) * nbf * (nbf + nocc);
+    std::size_t largest_shell = 0;
+    for (const auto& shell : in.aux) largest_shell = std::max(largest_shell, shell.size());
+    const std::size_t row_bytes = sizeof(double) * npacked, free = budget.available();
+    budget.require(later + workspace + largest_shell * row_bytes, "the DF-MP2 transform");
+    const auto reserved = budget.reserve(workspace, "the DF-MP2 transform's workspace");
+    const auto batches = shell_batches(in.aux, my_shells, (free - later - workspace) / row_bytes);
+    std::size_t batch_rows = 0;
+    for (const auto& batch : batches) batch_rows = std::max(batch_rows, function_count(in.aux, batch));
+    LargeArray<double> ao = budget.allocate<double>(batch_rows * npacked, "the DF-MP2 integrals (Q|μν)");
+    for (std::size_t b = 0; b < batches.size(); ++b) {
+      const std::size_t q_first = first_function(in.aux, batches[b].first);
+      const std::size_t q_count = function_count(in.aux, batches[b]);
+      const ShellRange all_rows{0, in.obs.size()};
+      integrals.compute(batches[b], all_rows, ao.data());
+      work.libint_seconds += integrals.libint_seconds(batches[b], all_rows);
+      transform_rows(ao.data(), q_count, in.C_occ, in.C_vir, Qia.data() + (q_first - my_q.begin) * nov);
+      work.flops_fp64 += 2.0 * double(q_count) * double(nbf) * double(nocc) * double(nbf + nvir);
+      if (progress) progress(static_cast<double>(b + 1) / static_cast<double>(batches.size()));
+    }
+  }
+
+  // Fit: B^P_ia for this rank's i, row-major [P][i a]. Over MPI the ranks first trade parts so
   // that each holds every P for its i (the metric mixes P).
   if (comm.size() > 1) {
     auto q_of = [&](int rank) {
-      const auto [first, last] = shell_block(aux, rank, comm.size());
-      return Range{first_function(aux, first), first_function(aux, last)};
+      const ShellRange shells = shell_part(in.aux, rank, comm.size());
+      return Range{first_function(in.aux, shells.first), first_function(in.aux, shells.last)};
     };
     auto ia_of = [&](int rank) {
-      const Range occ = occ_block(rank);
+      const Range occ = occ_share(rank);
       return Range{occ.begin * nvir, occ.end * nvir};
     };
-    Qia = redistribute(
-        comm, Qia, [&](int rank) { return Block{q_of(rank), {0, nov}}; },
-        [&](int rank) { return Block{{0, naux}, ia_of(rank)}; });
+    LargeArray<double> mine = budget.allocate<double>(naux * my_nov, "the DF-MP2 tensor (exchange between ranks)");
+    redistribute(
+        comm, Qia.data(), [&](int rank) { return MatrixPart{q_of(rank), {0, nov}}; },
+        [&](int rank) { return MatrixPart{{0, naux}, ia_of(rank)}; }, mine.data());
+    Qia = std::move(mine);
   }
-  CoulombFitting(coulomb_metric(aux)).apply(Qia.data(), my_occ.size() * nvir);
+  const CoulombFitting fitting(metric);
+  fitting.apply(Qia.data(), my_nov);
+  work.flops_fp64 += fitting.flops(my_nov);
 
   DFTensor df;
   df.nocc = my_occ.size();
   df.occ_begin = my_occ.begin;
   df.nvir = nvir;
   df.naux = naux;
-  const std::size_t my_nov = df.nocc * nvir;
-  df.B64.resize(my_nov * naux);
-  // [P][ia] → [ia][P], in tiles that stay in cache.
-  constexpr std::size_t kTile = 64;
-#pragma omp parallel for collapse(2) schedule(static)
-  for (std::size_t p0 = 0; p0 < naux; p0 += kTile)
-    for (std::size_t x0 = 0; x0 < my_nov; x0 += kTile)
-      for (std::size_t x = x0; x < std::min(my_nov, x0 + kTile); ++x)
-        for (std::size_t p = p0; p < std::min(naux, p0 + kTile); ++p)
-          df.B64[x * naux + p] = Qia[p * my_nov + x];
-  df.eps_occ.assign(eps_occ.data(), eps_occ.data() + nocc);
-  df.eps_vir.assign(eps_vir.data(), eps_vir.data() + nvir);
+  df.B64 = budget.allocate<double>(my_nov * naux, "the DF-MP2 tensor B_ia^P");
+  transpose(Qia.data(), naux, my_nov, df.B64.data());
+  df.eps_occ.assign(in.eps_occ.data(), in.eps_occ.data() + nocc);
+  df.eps_vir.assign(in.eps_vir.data(), in.eps_vir.data() + nvir);
   return df;
 }
 

@@ -1,26 +1,36 @@
-// The DF-MP2 tensor B_ia^P = Σ_Q M_PQ (Q|ia), (Q|ia) = Σ_μν C_μi (Q|μν) C_νa, built from
-// batches of auxiliary shells so that the AO tensor (Q|μν) never exceeds the memory budget.
+// The DF-MP2 tensor B_ia^P = Σ_Q M_PQ (Q|ia), (Q|ia) = Σ_μν C_μi (Q|μν) C_νa, from packed
+// (Q|μν) (unique pairs μ ≥ ν) in batches of auxiliary shells sized from the memory budget.
+// Threads transform a few Q at a time each (unpack, then two GEMMs), so the stage scales with
+// threads like its GEMMs.
 #pragma once
 
-#include <cstddef>
 #include <functional>
 
 #include <Eigen/Core>
 #include <libint2/basis.h>
 
-#include "src/run/run_input.hpp"
-#include "src/integrals/integrals.hpp"
+#include "src/common/memory.hpp"
 #include "src/common/parallel.hpp"
+#include "src/common/stage_work.hpp"
+#include "src/integrals/shell_pairs.hpp"
+#include "src/mp2/df_tensor.hpp"
 
 namespace dfmp2 {
 
-// C_occ: active occupied orbitals (nbf × nocc), C_vir (nbf × nvir). Returns B in the layout
-// the energy kernels take, row-major [i][a][P], with the orbital energies; over MPI, B for this
-// rank's block of i (collective). progress(fraction) is called after each batch; may be empty.
-DFTensor build_df_tensor(const libint2::BasisSet& obs, const libint2::BasisSet& aux,
-                         const ShellPairs& pairs, const Eigen::MatrixXd& C_occ,
-                         const Eigen::MatrixXd& C_vir, const Eigen::VectorXd& eps_occ,
-                         const Eigen::VectorXd& eps_vir, std::size_t memory_bytes,
-                         const std::function<void(double)>& progress, Communicator& comm);
+struct DFTransformInput {
+  const libint2::BasisSet& obs;
+  const libint2::BasisSet& aux;
+  const ShellPairs& pairs;
+  const Eigen::MatrixXd& C_occ;  // active occupied orbitals, nbf × nocc
+  const Eigen::MatrixXd& C_vir;  // nbf × nvir
+  const Eigen::VectorXd& eps_occ;
+  const Eigen::VectorXd& eps_vir;
+};
+
+// B in the layout the energy kernels take, row-major [i][a][P]; over MPI, B for this rank's
+// block of i (collective). progress(fraction) after each batch; may be empty. Adds the stage's
+// work to `work`. Throws InputError when even one auxiliary shell at a time does not fit.
+DFTensor build_df_tensor(const DFTransformInput& in, MemoryBudget& budget,
+                         const std::function<void(double)>& progress, Communicator& comm, StageWork& work);
 
 }  // namespace dfmp2

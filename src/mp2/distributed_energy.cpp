@@ -32,20 +32,20 @@ DistributedEnergy distributed_mp2_energy(kernels::Backend backend, const Real* B
     add(kernels::mp2_energy<Real>(backend, mine, my_eps, df.eps_vir, kernel_options));
   if (N == 1) return result;
 
-  // Visiting blocks arrive in chunks of at most 1/8 of the largest block (at least one orbital),
+  // Visiting shares arrive in chunks of at most 1/8 of the largest share (at least one orbital),
   // so a rank holds little more than its own share of B.
-  const std::size_t largest_block = block_of(nocc_total, 0, N).size();
-  const std::size_t chunk = std::max<std::size_t>(1, largest_block / 8);
-  const std::size_t chunks = (largest_block + chunk - 1) / chunk;
+  const std::size_t largest_share = share_of(nocc_total, 0, N).size();
+  const std::size_t chunk = std::max<std::size_t>(1, largest_share / 8);
+  const std::size_t chunks = (largest_share + chunk - 1) / chunk;
   std::vector<Real> visiting(chunk * row);
   result.peak_b_bytes += sizeof(Real) * visiting.size();
   const int steps = N / 2;
   for (int k = 1; k <= steps; ++k) {
     const int source = (r + k) % N, destination = (r - k + N) % N;
-    const Range visitor = block_of(nocc_total, source, N);
-    // Rows of my block I send, rows of the visitor's block I sum against, and my rows in them.
+    const Range visitor = share_of(nocc_total, source, N);
+    // Rows of my share I send, rows of the visitor's share I sum against, and my rows in them.
     Range sent{0, df.nocc}, summed{0, visitor.size()}, own{0, df.nocc};
-    // With N even, ranks r and r + N/2 meet at k = N/2 from both sides and share the block
+    // With N even, ranks r and r + N/2 meet at k = N/2 from both sides and split the
     // pair: the lower sums I_lo × (first half of I_hi), the higher (second half of I_hi) × I_lo.
     if (N % 2 == 0 && k == N / 2) {
       if (r < N / 2) {

@@ -1,25 +1,25 @@
-// The MP2 energy step over MPI ranks. Rank r holds B for its block I_r of occupied orbitals.
-// It sums its diagonal pairs (i ≥ j in I_r), then for k = 1 … ⌊N/2⌋ receives the block of rank
-// r + k from that rank, a few orbitals at a time (≤ 1/8 of a block), and sums the cross pairs (I_r, I_{r+k});
-// every block pair is summed by exactly one rank (for N even, the two ranks that meet at
-// k = N/2 sum half of their pair each) and no rank holds more than its own block and one
+// The MP2 energy step over MPI ranks. Rank r holds B for its share I_r of the occupied orbitals.
+// It sums its diagonal pairs (i ≥ j in I_r), then for k = 1 … ⌊N/2⌋ receives the share of rank
+// r + k from that rank, a few orbitals at a time (≤ 1/8 of a share), and sums the cross pairs (I_r, I_{r+k});
+// every pair of shares is summed by exactly one rank (for N even, the two ranks that meet at
+// k = N/2 sum half of their pair each) and no rank holds more than its own share and one
 // visiting chunk. With one rank this is just the kernel.
 #pragma once
 
 #include <cstddef>
 
 #include "kernels/mp2_energy.hpp"
-#include "src/run/run_input.hpp"
+#include "src/mp2/df_tensor.hpp"
 #include "src/common/parallel.hpp"
 
 namespace dfmp2 {
 
 struct DistributedEnergy {
   kernels::EnergyResult energy;  // e_os, e_ss summed over ranks; times are this rank's
-  std::size_t peak_b_bytes = 0;  // B held by this rank at once: its block plus a visiting chunk
+  std::size_t peak_b_bytes = 0;  // B held by this rank at once: its share plus a visiting chunk
 };
 
-// B: this rank's block, row-major [df.nocc][df.nvir][df.naux], of the precision Real.
+// B: this rank's share, row-major [df.nocc][df.nvir][df.naux], of the precision Real.
 template <typename Real>
 DistributedEnergy distributed_mp2_energy(kernels::Backend backend, const Real* B, const DFTensor& df,
                                          const kernels::EnergyOptions& options,

@@ -1,22 +1,34 @@
 // What a run starts from: a molecule with basis names, optionally converged orbitals, or
-// only the DF tensor for an energy-only run. Filled from an XYZ file or an HDF5 file.
+// only a DF tensor for an energy-only run. Filled from an XYZ file or an HDF5 file.
 #pragma once
 
+#include <cstddef>
+#include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "src/molecule/molecule.hpp"
-#include "src/mp2/df_tensor.hpp"
 #include "src/scf/orbitals.hpp"
 
 namespace dfmp2 {
+
+// A DF tensor B_ia^P kept where it is stored (row-major [nocc][nvir][naux]) until the energy
+// step reads the occupied rows each rank needs, under the memory budget.
+struct GivenDFTensor {
+  std::size_t nocc = 0, nvir = 0, naux = 0;
+  bool fp32 = false;  // stored precision
+  std::vector<double> eps_occ, eps_vir;
+  // Reads `count` occupied rows from `first` into out (float when fp32, else double).
+  std::function<void(std::size_t first, std::size_t count, void* out)> read_rows;
+};
 
 struct RunInput {
   std::string path;                  // the file the input came from
   std::optional<Molecule> molecule;  // absent for an energy-only run
   std::string basis, df_basis, jk_basis;  // empty: not given (defaults apply)
   std::optional<Orbitals> orbitals;  // given orbitals: skip the SCF
-  std::optional<DFTensor> df;        // given DF tensor: energy only
+  std::optional<GivenDFTensor> df;   // given DF tensor: energy only
 };
 
 }  // namespace dfmp2

@@ -3,9 +3,10 @@
 
 #include <optional>
 #include <string>
-#include <utility>
 #include <vector>
 
+#include "kernels/gemm_rate.hpp"
+#include "src/common/memory.hpp"
 #include "src/molecule/molecule.hpp"
 #include "src/scf/orbitals.hpp"
 #include "src/scf/rhf.hpp"
@@ -15,6 +16,13 @@ namespace dfmp2 {
 // What one MPI rank sent and held (bytes).
 struct RankStats {
   double bytes_sent = 0.0, peak_rss = 0.0, peak_b = 0.0;
+};
+
+// One named stage: its wall time, its floor (the least time this machine needs for its work,
+// StageWork; 0 when the stage has none) and, over MPI, the part spent in MPI calls.
+struct StageTiming {
+  std::string name;
+  double seconds = 0.0, floor_seconds = 0.0, mpi_seconds = 0.0;
 };
 
 struct RunResult {
@@ -28,12 +36,16 @@ struct RunResult {
   std::optional<Orbitals> orbitals;
   std::string backend, precision;
   int threads = 0;
-  std::string blas_kernels;  // OpenBLAS kernel set the GEMMs ran on
+  std::string blas_kernels;    // OpenBLAS kernel set the GEMMs ran on
+  kernels::GemmRates gemm_rates;  // measured at start-up: the floors' yardstick
   int ranks = 1;
   std::size_t peak_b_bytes = 0;  // B_ia^P held at once by this rank in the energy step
   std::vector<RankStats> rank_stats;  // every rank's, in rank order
-  // Stage name → wall seconds, in the order the stages ran ("total" last).
-  std::vector<std::pair<std::string, double>> timings;
+  std::vector<StageTiming> stages;    // in the order they ran
+  double energy_gemm_seconds = 0.0, energy_reduction_seconds = 0.0;  // when the backend splits them
+  double total_seconds = 0.0;
+  std::size_t memory_limit = 0, memory_baseline = 0, memory_peak_drawn = 0;  // the budget (bytes)
+  ResourceUsage resources;  // this rank's peak RSS and page faults at the end of the run
 };
 
 }  // namespace dfmp2

@@ -61,8 +61,8 @@ struct ScfRun {
 };
 
 ScfRun iterate(const Eigen::MatrixXd& S, const Eigen::MatrixXd& H, double e_nuc, int nocc,
-               const OccupationRule& occupy, const TwoElectronFock& two_electron_fock,
-               const ScfOptions& options, const Eigen::MatrixXd& guess_density_factor) {
+               const OccupationRule& occupy, FockBuilder& fock, const ScfOptions& options,
+               const Eigen::MatrixXd& guess_density_factor) {
   // Canonical orthogonalisation X = U s^-1/2 over the overlap eigenvalues kept.
   const kernels::SymmetricEigen s_eig = kernels::symmetric_eigen(S);
   const Eigen::VectorXd& s = s_eig.values;
@@ -91,27 +91,30 @@ ScfRun iterate(const Eigen::MatrixXd& S, const Eigen::MatrixXd& H, double e_nuc,
 
   Diis diis(options.diis_vectors);
   double previous_energy = 0.0;
+  bool fp32 = options.fp32_until_gradient > 0.0;
   for (int iteration = 1; iteration <= options.max_iterations; ++iteration) {
     const Eigen::MatrixXd& factor = run.density_factor;
     const Eigen::MatrixXd D = factor * factor.transpose();
-    const Eigen::MatrixXd F = H + two_electron_fock(factor);
+    const Eigen::MatrixXd F =
+        H + fock.build(factor, fp32 ? kernels::Precision::fp32 : kernels::Precision::fp64);
     const double energy = D.cwiseProduct(H + F).sum() + e_nuc;
     const Eigen::MatrixXd FDS = F * D * S;
     const Eigen::MatrixXd error = X.transpose() * (FDS - FDS.transpose()) * X;
     const double gradient_rms = std::sqrt(error.squaredNorm() / static_cast<double>(error.size()));
 
     ScfIteration record{iteration, energy, iteration == 1 ? energy : energy - previous_energy,
-                        gradient_rms};
+                        gradient_rms, fp32};
     run.result.iterations.push_back(record);
     if (options.on_iteration) options.on_iteration(record);
     previous_energy = energy;
     run.result.energy = energy;
-    if (iteration > 1 && std::abs(record.delta_e) < options.e_convergence &&
+    if (!fp32 && iteration > 1 && std::abs(record.delta_e) < options.e_convergence &&
         gradient_rms < options.d_convergence) {
       diagonalise(F);  // canonical orbitals of the converged Fock matrix
       run.converged = true;
       return run;
     }
+    fp32 = fp32 && gradient_rms >= options.fp32_until_gradient;
     // A guess density is not idempotent: its Fock matrix starts the SCF but stays out of DIIS.
     const bool from_guess = iteration == 1 && guess_density_factor.size() > 0;
     diagonalise(from_guess ? F : diis.extrapolate(F, error));
@@ -122,7 +125,7 @@ ScfRun iterate(const Eigen::MatrixXd& S, const Eigen::MatrixXd& H, double e_nuc,
 }  // namespace
 
 ScfResult run_rhf(const Eigen::MatrixXd& S, const Eigen::MatrixXd& H, double e_nuc, int nocc,
-                  const TwoElectronFock& two_electron_fock, const ScfOptions& options,
+                  FockBuilder& fock, const ScfOptions& options,
                   const Eigen::MatrixXd& guess_density_factor) {
   const OccupationRule aufbau = [nocc](const Eigen::VectorXd& eps) {
     Eigen::VectorXd occupation = Eigen::VectorXd::Zero(eps.size());
@@ -130,7 +133,7 @@ ScfResult run_rhf(const Eigen::MatrixXd& S, const Eigen::MatrixXd& H, double e_n
     return occupation;
   };
   ScfRun run =
-      iterate(S, H, e_nuc, nocc, aufbau, two_electron_fock, options, guess_density_factor);
+      iterate(S, H, e_nuc, nocc, aufbau, fock, options, guess_density_factor);
   if (run.converged) return std::move(run.result);
   const ScfIteration& last = run.result.iterations.back();
   std::ostringstream message;
@@ -141,8 +144,7 @@ ScfResult run_rhf(const Eigen::MatrixXd& S, const Eigen::MatrixXd& H, double e_n
 
 Eigen::MatrixXd spherical_atom_density_factor(const Eigen::MatrixXd& S, const Eigen::MatrixXd& H,
                                               int electrons,
-                                              const TwoElectronFock& two_electron_fock,
-                                              const ScfOptions& options) {
+                                              FockBuilder& fock, const ScfOptions& options) {
   // Orbital energies this close count as one level (a spherical atom's p, d shells).
   constexpr double kDegenerate = 1e-4;
   const OccupationRule spread = [electrons](const Eigen::VectorXd& eps) {
@@ -160,7 +162,7 @@ Eigen::MatrixXd spherical_atom_density_factor(const Eigen::MatrixXd& S, const Ei
     return occupation;
   };
   const int orbitals_needed = (electrons + 1) / 2;
-  return iterate(S, H, 0.0, orbitals_needed, spread, two_electron_fock, options, {})
+  return iterate(S, H, 0.0, orbitals_needed, spread, fock, options, {})
       .density_factor;
 }
 

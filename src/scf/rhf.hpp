@@ -1,5 +1,5 @@
-// Spin-restricted SCF with DIIS. Knows nothing of integrals: it is handed S, H and a function
-// that builds the two-electron Fock term G = 2J − K from a density factor.
+// Spin-restricted SCF with DIIS. Knows nothing of integrals: it is handed S, H and a builder of
+// the two-electron Fock term G = 2J − K from a density factor (fock_builder.hpp).
 #pragma once
 
 #include <functional>
@@ -7,6 +7,7 @@
 
 #include <Eigen/Core>
 
+#include "src/scf/fock_builder.hpp"
 #include "src/scf/orbitals.hpp"
 
 namespace dfmp2 {
@@ -14,6 +15,7 @@ namespace dfmp2 {
 struct ScfIteration {
   int iteration = 0;
   double energy = 0.0, delta_e = 0.0, gradient_rms = 0.0;
+  bool fp32 = false;  // the Fock matrix came from a single-precision build
 };
 
 struct ScfOptions {
@@ -22,6 +24,10 @@ struct ScfOptions {
   int max_iterations = 100;
   int diis_vectors = 8;
   double s_tolerance = 1e-7;     // overlap eigenvalues below this are dropped (linear dependence)
+  // Fock builds run in single precision (FockBuilder: cheaper K) until the gradient RMS first
+  // falls below this; then in double precision, and only those iterations can converge, so the
+  // converged energy is the double-precision one. 0: double precision throughout.
+  double fp32_until_gradient = 1e-4;
   std::function<void(const ScfIteration&)> on_iteration;  // progress; may be empty
 };
 
@@ -31,15 +37,11 @@ struct ScfResult {
   std::vector<ScfIteration> iterations;
 };
 
-// G = 2J − K for the closed-shell density D = F Fᵀ; F is C_occ for RHF orbitals, or any
-// factor of a guess or fractionally occupied density.
-using TwoElectronFock = std::function<Eigen::MatrixXd(const Eigen::MatrixXd& density_factor)>;
-
 // Closed-shell RHF. The first Fock matrix comes from guess_density_factor (D = F Fᵀ) or, when
 // that is empty, from the core Hamiltonian. Throws InputError when not converged within
 // max_iterations, or when fewer orbitals than occupied remain after removing linear dependencies.
 ScfResult run_rhf(const Eigen::MatrixXd& S, const Eigen::MatrixXd& H, double e_nuc, int nocc,
-                  const TwoElectronFock& two_electron_fock, const ScfOptions& options,
+                  FockBuilder& fock, const ScfOptions& options,
                   const Eigen::MatrixXd& guess_density_factor = {});
 
 // Spherically averaged atom: spin-restricted SCF with `electrons` spread by aufbau, the last
@@ -48,7 +50,6 @@ ScfResult run_rhf(const Eigen::MatrixXd& S, const Eigen::MatrixXd& H, double e_n
 // max_iterations got.
 Eigen::MatrixXd spherical_atom_density_factor(const Eigen::MatrixXd& S, const Eigen::MatrixXd& H,
                                               int electrons,
-                                              const TwoElectronFock& two_electron_fock,
-                                              const ScfOptions& options);
+                                              FockBuilder& fock, const ScfOptions& options);
 
 }  // namespace dfmp2

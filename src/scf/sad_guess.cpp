@@ -2,7 +2,10 @@
 
 #include <map>
 
-#include "src/integrals/integrals.hpp"
+#include "src/common/parallel.hpp"
+#include "src/integrals/one_electron.hpp"
+#include "src/integrals/shell_pairs.hpp"
+#include "src/scf/exact_fock.hpp"
 #include "src/scf/rhf.hpp"
 
 namespace dfmp2 {
@@ -15,9 +18,8 @@ Eigen::MatrixXd atomic_density_guess(const BasisSetData& basis, const Molecule& 
     lone_atom.atoms = {Atom{atom.Z, {0.0, 0.0, 0.0}}};
     const libint2::BasisSet obs = place_on(basis, lone_atom);
     const ShellPairs pairs = significant_shell_pairs(obs);
-    const TwoElectronFock fock = [&](const Eigen::MatrixXd& F) {
-      return exact_two_electron_fock(obs, pairs, F * F.transpose());
-    };
+    Communicator this_process;  // every rank makes the same guess on its own
+    ExactFock fock(obs, pairs, this_process);
     ScfOptions options;  // a guess: loose convergence is plenty
     options.e_convergence = 1e-8;
     options.d_convergence = 1e-5;

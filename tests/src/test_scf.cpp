@@ -5,7 +5,9 @@
 
 #include "src/molecule/basis.hpp"
 #include "src/run/driver.hpp"
-#include "src/integrals/integrals.hpp"
+#include "src/integrals/libint.hpp"
+#include "src/integrals/one_electron.hpp"
+#include "src/integrals/shell_ranges.hpp"
 #include "src/scf/sad_guess.hpp"
 #include "src/io/xyz.hpp"
 
@@ -67,9 +69,9 @@ TEST_CASE("SAD and core-Hamiltonian guesses converge to the same RHF energy") {
   RunOptions options;
   options.basis = "cc-pvdz";
   Progress quiet(true);
-  options.scf_guess = "core";
+  options.guess = ScfGuess::core;
   const RunResult core = run(input, options, quiet);
-  options.scf_guess = "sad";
+  options.guess = ScfGuess::sad;
   const RunResult sad = run(input, options, quiet);
   CHECK(sad.e_scf == Approx(core.e_scf).margin(1e-9));
   CHECK(sad.e_corr == Approx(core.e_corr).margin(1e-9));

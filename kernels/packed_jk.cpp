@@ -1,0 +1,135 @@
+#include "kernels/packed_jk.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <type_traits>
+#include <vector>
+
+#include "kernels/blas.hpp"
+#include "kernels/packed.hpp"
+
+namespace dfmp2::kernels {
+namespace {
+
+// An unpacked B^Q of nbf² elements fits in L2/L3 a few at a time; a SYRK wants k ≳ 1000 to run
+// near its peak.
+constexpr std::size_t kUnpackBytes = std::size_t(4) << 20;
+constexpr std::size_t kSyrkColumns = 1024;
+
+struct Batching {
+  std::size_t unpacked;  // B^Q unpacked at once (one GEMM)
+  std::size_t per_syrk;  // Q per SYRK, a multiple of `unpacked`
+};
+
+Batching batching(std::size_t nbf, std::size_t nf, std::size_t real_bytes) {
+  const std::size_t unpacked = std::max<std::size_t>(1, kUnpackBytes / (nbf * nbf * real_bytes));
+  const std::size_t groups = std::max<std::size_t>(1, kSyrkColumns / (unpacked * std::max<std::size_t>(nf, 1)));
+  return {unpacked, unpacked * groups};
+}
+
+// Packed D with the off-diagonal elements doubled: γ_Q is then one dot product with a packed row.
+std::vector<double> weighted_packed_density(const double* F, std::size_t nbf, std::size_t nf) {
+  std::vector<double> D(nbf * nbf);
+  syrk_lower(nbf, nf, 1.0, F, nbf, 0.0, D.data(), nbf);
+  std::vector<double> packed(packed_size(nbf));
+  for (std::size_t m = 0; m < nbf; ++m)
+    for (std::size_t n = 0; n <= m; ++n) packed[packed_index(m, n)] = (m == n ? 1.0 : 2.0) * D[n * nbf + m];
+  return packed;
+}
+
+}  // namespace
+
+// One thread's share: its batches of Q add to its packed J and the lower triangle of its K.
+// Buffers are raw storage, grown when needed and used as float or double.
+struct PackedJK::Thread {
+  std::vector<double> J, K;  // packed J; lower K, column-major
+  std::vector<double> unpacked, X, K_batch;
+
+  template <typename Real>
+  Real* as(std::vector<double>& buffer, std::size_t count) {
+    if (buffer.size() * sizeof(double) < count * sizeof(Real)) buffer.resize((count * sizeof(Real) + 7) / 8);
+    return reinterpret_cast<Real*>(buffer.data());
+  }
+
+  template <typename Real>
+  void add_batch(const PackedFactors& B, std::size_t q_begin, std::size_t q_end, const double* D_weighted,
+                 const Real* F, std::size_t nf, std::size_t unpack_count) {
+    const std::size_t nbf = B.nbf, npacked = packed_size(nbf);
+    Real* U = as<Real>(unpacked, unpack_count * nbf * nbf);
+    Real* X_first = as<Real>(X, (q_end - q_begin) * nbf * nf);
+    Real* X_next = X_first;
+    for (std::size_t first = q_begin; first < q_end; first += unpack_count) {
+      const std::size_t count = std::min(unpack_count, q_end - first);
+      for (std::size_t q = first; q < first + count; ++q) {
+        const double* row = B.data + q * npacked;
+        double gamma = 0.0;
+        for (std::size_t p = 0; p < npacked; ++p) gamma += row[p] * D_weighted[p];
+        for (std::size_t p = 0; p < npacked; ++p) J[p] += gamma * row[p];
+        unpack_symmetric(row, nbf, U + (q - first) * nbf * nbf);
+      }
+      // Rows (q, μ) of the stacked B^q times F: as an nbf × (count·nf) matrix, columns of X^q.
+      gemm(Transpose::yes, Transpose::no, count * nbf, nf, nbf, Real(1), U, nbf, F, nbf, Real(0), X_next, count * nbf);
+      X_next += count * nbf * nf;
+    }
+    const std::size_t k = (q_end - q_begin) * nf;
+    if constexpr (std::is_same_v<Real, double>) {
+      syrk_lower(nbf, k, 1.0, X_first, nbf, 1.0, K.data(), nbf);
+    } else {  // float products, double sum across batches
+      float* K_float = as<float>(K_batch, nbf * nbf);
+      syrk_lower(nbf, k, 1.0f, X_first, nbf, 0.0f, K_float, nbf);
+      for (std::size_t col = 0; col < nbf; ++col)
+        for (std::size_t row = col; row < nbf; ++row) K[col * nbf + row] += K_float[col * nbf + row];
+    }
+  }
+};
+
+PackedJK::PackedJK(const PackedFactors& B) : B_(B), threads_(static_cast<std::size_t>(omp_get_max_threads())) {}
+PackedJK::~PackedJK() = default;
+
+template <typename Real>
+void PackedJK::build(const double* F, std::size_t nf, double* J, double* K) {
+  const std::size_t nbf = B_.nbf, npacked = packed_size(nbf);
+  const std::vector<double> D_weighted = weighted_packed_density(F, nbf, nf);
+  const std::vector<Real> F_real(F, F + nbf * nf);
+  const Batching b = batching(nbf, nf, sizeof(Real));
+  const std::size_t nbatches = (B_.naux + b.per_syrk - 1) / b.per_syrk;
+#pragma omp parallel num_threads(static_cast<int>(threads_.size()))
+  {
+    Thread& mine = threads_[static_cast<std::size_t>(omp_get_thread_num())];
+    mine.J.assign(npacked, 0.0);
+    mine.K.assign(nbf * nbf, 0.0);
+#pragma omp for schedule(dynamic, 1)
+    for (std::size_t batch = 0; batch < nbatches; ++batch)
+      mine.add_batch<Real>(B_, batch * b.per_syrk, std::min(B_.naux, (batch + 1) * b.per_syrk), D_weighted.data(),
+                           F_real.data(), nf, b.unpacked);
+    // Sum the threads' shares, each thread a range of the elements.
+#pragma omp for schedule(static)
+    for (std::size_t p = 0; p < npacked; ++p)
+      for (std::size_t t = 1; t < threads_.size(); ++t) threads_[0].J[p] += threads_[t].J[p];
+#pragma omp for schedule(static)
+    for (std::size_t x = 0; x < nbf * nbf; ++x)
+      for (std::size_t t = 1; t < threads_.size(); ++t) threads_[0].K[x] += threads_[t].K[x];
+  }
+  unpack_symmetric(threads_[0].J.data(), nbf, J);
+  const std::vector<double>& K_sum = threads_[0].K;
+  for (std::size_t col = 0; col < nbf; ++col)
+    for (std::size_t row = col; row < nbf; ++row) K[col * nbf + row] = K[row * nbf + col] = K_sum[col * nbf + row];
+}
+
+double packed_jk_flops(std::size_t naux, std::size_t nbf, std::size_t nf) {
+  const double n = double(nbf), q = double(naux), k = double(nf);
+  return 3.0 * n * n * k * q + 4.0 * double(packed_size(nbf)) * q;
+}
+
+std::size_t packed_jk_workspace_bytes(std::size_t nbf, std::size_t nf, int threads) {
+  const Batching b = batching(nbf, nf, sizeof(double));
+  const std::size_t per_thread = sizeof(double) * (packed_size(nbf) + 2 * nbf * nbf +
+                                                   b.unpacked * nbf * nbf + b.per_syrk * nbf * nf);
+  return std::size_t(threads + 1) * per_thread;
+}
+
+template void PackedJK::build<double>(const double*, std::size_t, double*, double*);
+template void PackedJK::build<float>(const double*, std::size_t, double*, double*);
+
+}  // namespace dfmp2::kernels

@@ -1,0 +1,45 @@
+// Coulomb and exchange matrices from density-fitted factors stored packed (kernels/packed.hpp),
+// in one pass over the factors:
+//   γ_Q = Σ_μν B^Q_μν D_μν,   J_μν = Σ_Q B^Q_μν γ_Q,
+//   X^Q = B^Q F,              K_μν = Σ_Q Σ_k X^Q_μk X^Q_νk,     with D = F Fᵀ.
+// Threads take batches of Q; each unpacks a few B^Q into a cache-sized buffer, forms their X^Q
+// with one GEMM and adds X Xᵀ to its K with one SYRK (single-threaded BLAS inside the parallel
+// region). J is summed in double; K's GEMM and SYRK run in Real, so float halves their cost
+// (the SCF's early iterations) while K is still accumulated in double.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+namespace dfmp2::kernels {
+
+struct PackedFactors {
+  const double* data = nullptr;  // row Q at data + Q · packed_size(nbf)
+  std::size_t naux = 0, nbf = 0;
+};
+
+// Holds each thread's buffers across builds (an SCF calls it once per iteration).
+class PackedJK {
+ public:
+  explicit PackedJK(const PackedFactors& B);
+  ~PackedJK();
+  PackedJK(const PackedJK&) = delete;
+  PackedJK& operator=(const PackedJK&) = delete;
+
+  // F: column-major nbf × nf. J, K: column-major nbf × nbf, overwritten.
+  template <typename Real>
+  void build(const double* F, std::size_t nf, double* J, double* K);
+
+ private:
+  struct Thread;
+  PackedFactors B_;
+  std::vector<Thread> threads_;
+};
+
+// Floating-point work of one packed_jk call: the GEMM and SYRK of K, the two passes of J.
+double packed_jk_flops(std::size_t naux, std::size_t nbf, std::size_t nf);
+
+// Per-thread buffers PackedJK allocates, in bytes, for the caller's memory budget.
+std::size_t packed_jk_workspace_bytes(std::size_t nbf, std::size_t nf, int threads);
+
+}  // namespace dfmp2::kernels

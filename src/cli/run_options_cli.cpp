@@ -1,0 +1,66 @@
+#include "src/cli/run_options_cli.hpp"
+
+#include <map>
+
+#include <omp.h>
+
+#include "src/common/memory.hpp"
+
+namespace dfmp2 {
+namespace {
+
+// A choice option: its value one of the table's names, the default shown in --help.
+template <typename Enum>
+void add_choice(CLI::App& app, const std::string& flag, Enum& value, NamedChoices<Enum> choices,
+                const std::string& help) {
+  std::map<std::string, Enum> by_name;
+  std::string names;
+  for (const auto& [choice, name] : choices) {
+    by_name.emplace(name, choice);
+    names += (names.empty() ? "" : "|") + std::string(name);
+  }
+  app.add_option(flag, value, help + " (" + names + "; default " + name_of(choices, value) + ")")
+      ->transform(CLI::CheckedTransformer(by_name));
+}
+
+}  // namespace
+
+RunOptionsCli::RunOptionsCli(CLI::App& app, bool energy_choices) {
+  app.add_option("--basis", basis_, "orbital basis: name (cc-pvdz, def2-svp, …) or .gbs path");
+  app.add_option("--df-basis", df_basis_, "auxiliary basis for DF-MP2 (default: <basis>-ri)");
+  app.add_option("--jk-basis", jk_basis_, "auxiliary basis for DF-SCF (default: <basis>-jkfit)");
+  charge_option_ = app.add_option("--charge", charge_, "molecular charge (overrides the file)");
+  add_choice(app, "--scf", options_.scf_type, scf_type_names(), "SCF two-electron integrals");
+  add_choice(app, "--guess", options_.guess, scf_guess_names(),
+             "SCF start: superposition of atomic densities or core Hamiltonian");
+  app.add_flag("--frozen-core", options_.frozen_core, "freeze core orbitals as Psi4's freeze_core");
+  if (energy_choices) {
+    add_choice(app, "--backend", options_.backend, backend_names(), "MP2 energy backend");
+    add_choice(app, "--precision", options_.precision, precision_names(), "B tensor precision");
+  }
+  app.add_option("--memory", memory_, "memory budget of the whole run, e.g. 8GB (default: half the RAM)");
+  app.add_option("--threads", threads_, "OpenMP threads (default: OMP_NUM_THREADS or all cores)")
+      ->check(CLI::Range(1, 4096));
+  app.add_option("--e-convergence", options_.scf.e_convergence, "SCF energy convergence / Eh")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--d-convergence", options_.scf.d_convergence, "SCF orbital-gradient convergence")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--max-iterations", options_.scf.max_iterations, "SCF iteration limit")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+}
+
+RunOptions RunOptionsCli::options() const {
+  RunOptions options = options_;
+  if (!basis_.empty()) options.basis = basis_;
+  if (!df_basis_.empty()) options.df_basis = df_basis_;
+  if (!jk_basis_.empty()) options.jk_basis = jk_basis_;
+  if (*charge_option_) options.charge = charge_;
+  if (!memory_.empty()) options.memory_bytes = parse_memory(memory_);
+  if (threads_ > 0) omp_set_num_threads(threads_);
+  return options;
+}
+
+}  // namespace dfmp2

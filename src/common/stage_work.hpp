@@ -1,0 +1,26 @@
+// What a stage had to do, for its floor — the least time this machine needs for it: its
+// GEMM-like work at the GEMM rate measured at start-up, plus libint2's own time for its
+// integrals (measured on a sample of them).
+#pragma once
+
+#include "kernels/gemm_rate.hpp"
+
+namespace dfmp2 {
+
+struct StageWork {
+  double flops_fp64 = 0.0, flops_fp32 = 0.0;
+  double libint_seconds = 0.0;  // over all threads
+
+  StageWork& operator+=(const StageWork& other) {
+    flops_fp64 += other.flops_fp64;
+    flops_fp32 += other.flops_fp32;
+    libint_seconds += other.libint_seconds;
+    return *this;
+  }
+  double floor_seconds(const kernels::GemmRates& rates) const {
+    return flops_fp64 / (rates.fp64_gflops * 1e9) + flops_fp32 / (rates.fp32_gflops * 1e9) +
+           libint_seconds;
+  }
+};
+
+}  // namespace dfmp2

@@ -1,0 +1,127 @@
+#include "src/integrals/four_index.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#include <libint2.hpp>
+#include <omp.h>
+
+#include "src/integrals/libint.hpp"
+
+namespace dfmp2 {
+namespace {
+
+using libint2::BraKet;
+using libint2::Operator;
+
+constexpr double kThreshold = 1e-12;
+constexpr std::size_t kSampleStride = 97;
+
+// Largest |D| per shell block, for density-weighted screening.
+Eigen::MatrixXd shell_block_max(const libint2::BasisSet& obs, const Eigen::MatrixXd& D) {
+  const auto shell2bf = obs.shell2bf();
+  const std::size_t nshell = obs.size();
+  Eigen::MatrixXd Dmax(nshell, nshell);
+  for (std::size_t s1 = 0; s1 < nshell; ++s1)
+    for (std::size_t s2 = 0; s2 < nshell; ++s2)
+      Dmax(s1, s2) =
+          D.block(shell2bf[s1], shell2bf[s2], obs[s1].size(), obs[s2].size()).cwiseAbs().maxCoeff();
+  return Dmax;
+}
+
+// The unique quartets (p12 ≥ p34) of this part whose bound reaches the threshold, in the order
+// they are computed: quartet(p12, p34) for every p34 ≤ p12 that passes.
+template <typename Visit>
+void for_each_quartet(const ShellPairs& pairs, const Eigen::MatrixXd& Dmax, std::size_t p12, Visit&& visit) {
+  const auto [s1, s2] = pairs.pairs[p12];
+  const double bra = pairs.schwarz(s1, s2);
+  for (std::size_t p34 = 0; p34 <= p12; ++p34) {
+    const auto [s3, s4] = pairs.pairs[p34];
+    const double dmax = std::max({Dmax(s1, s2), Dmax(s3, s4), Dmax(s1, s3), Dmax(s2, s4),
+                                  Dmax(s1, s4), Dmax(s2, s3)});
+    if (bra * pairs.schwarz(s3, s4) * dmax >= kThreshold) visit(p34);
+  }
+}
+
+// Adds one quartet's contribution to G (6 Coulomb/exchange updates per unique integral).
+void add_quartet(const libint2::BasisSet& obs, const std::vector<std::size_t>& shell2bf,
+                 const ShellPairs& pairs, std::size_t p12, std::size_t p34, const double* values,
+                 const Eigen::MatrixXd& D, Eigen::MatrixXd& G) {
+  const auto [s1, s2] = pairs.pairs[p12];
+  const auto [s3, s4] = pairs.pairs[p34];
+  const double degeneracy = (s1 == s2 ? 1.0 : 2.0) * (s3 == s4 ? 1.0 : 2.0) * (p12 == p34 ? 1.0 : 2.0);
+  const std::size_t n1 = obs[s1].size(), n2 = obs[s2].size(), n3 = obs[s3].size(), n4 = obs[s4].size();
+  for (std::size_t f1 = 0, f1234 = 0; f1 < n1; ++f1) {
+    const std::size_t b1 = shell2bf[s1] + f1;
+    for (std::size_t f2 = 0; f2 < n2; ++f2) {
+      const std::size_t b2 = shell2bf[s2] + f2;
+      for (std::size_t f3 = 0; f3 < n3; ++f3) {
+        const std::size_t b3 = shell2bf[s3] + f3;
+        for (std::size_t f4 = 0; f4 < n4; ++f4, ++f1234) {
+          const std::size_t b4 = shell2bf[s4] + f4;
+          const double v = values[f1234] * degeneracy;
+          G(b1, b2) += D(b3, b4) * v;
+          G(b3, b4) += D(b1, b2) * v;
+          G(b1, b3) -= 0.25 * D(b2, b4) * v;
+          G(b2, b4) -= 0.25 * D(b1, b3) * v;
+          G(b1, b4) -= 0.25 * D(b2, b3) * v;
+          G(b2, b3) -= 0.25 * D(b1, b4) * v;
+        }
+      }
+    }
+  }
+}
+
+const double* compute_quartet(libint2::Engine& engine, const libint2::BasisSet& obs,
+                              const ShellPairs& pairs, std::size_t p12, std::size_t p34) {
+  const auto [s1, s2] = pairs.pairs[p12];
+  const auto [s3, s4] = pairs.pairs[p34];
+  engine.compute2<Operator::coulomb, BraKet::xx_xx, 0>(obs[s1], obs[s2], obs[s3], obs[s4], &pairs.data[p12],
+                                                       &pairs.data[p34]);
+  return engine.results()[0];
+}
+
+}  // namespace
+
+Eigen::MatrixXd exact_two_electron_fock(const libint2::BasisSet& obs, const ShellPairs& pairs,
+                                        const Eigen::MatrixXd& D, int part, int parts) {
+  const auto shell2bf = obs.shell2bf();
+  const std::size_t nbf = obs.nbf(), npairs = pairs.pairs.size();
+  const Eigen::MatrixXd Dmax = shell_block_max(obs, D);
+  std::vector<Eigen::MatrixXd> g(static_cast<std::size_t>(omp_get_max_threads()), Eigen::MatrixXd::Zero(nbf, nbf));
+  auto engines = engines_per_thread(libint2::Engine(Operator::coulomb, obs.max_nprim(), obs.max_l()));
+  // Bra pairs from the most expensive (largest p12: most ket pairs) down, for load balance.
+#pragma omp parallel for schedule(dynamic)
+  for (std::size_t k = 0; k < npairs; ++k) {
+    const std::size_t p12 = npairs - 1 - k;
+    if (p12 % static_cast<std::size_t>(parts) != static_cast<std::size_t>(part)) continue;
+    const int thread = omp_get_thread_num();
+    for_each_quartet(pairs, Dmax, p12, [&](std::size_t p34) {
+      if (const double* values = compute_quartet(engines[thread], obs, pairs, p12, p34))
+        add_quartet(obs, shell2bf, pairs, p12, p34, values, D, g[thread]);
+    });
+  }
+  Eigen::MatrixXd sum = Eigen::MatrixXd::Zero(nbf, nbf);
+  for (const auto& share : g) sum += share;
+  return 0.5 * (sum + sum.transpose());
+}
+
+double exact_fock_libint_seconds(const libint2::BasisSet& obs, const ShellPairs& pairs,
+                                 const Eigen::MatrixXd& D, int part, int parts) {
+  const Eigen::MatrixXd Dmax = shell_block_max(obs, D);
+  std::vector<std::pair<std::size_t, std::size_t>> sample;
+  std::size_t computed = 0;
+  for (std::size_t p12 = static_cast<std::size_t>(part); p12 < pairs.pairs.size();
+       p12 += static_cast<std::size_t>(parts))
+    for_each_quartet(pairs, Dmax, p12, [&](std::size_t p34) {
+      if (computed++ % kSampleStride == 0) sample.emplace_back(p12, p34);
+    });
+  if (sample.empty()) return 0.0;
+  libint2::Engine engine(Operator::coulomb, obs.max_nprim(), obs.max_l());
+  const auto start = std::chrono::steady_clock::now();
+  for (const auto& [p12, p34] : sample) compute_quartet(engine, obs, pairs, p12, p34);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return seconds * double(computed) / double(sample.size()) / double(omp_get_max_threads());
+}
+
+}  // namespace dfmp2

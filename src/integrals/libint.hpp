@@ -1,0 +1,27 @@
+// libint2 as its authors intend for speed: one engine per thread, and shell-pair data computed
+// once per basis and passed to every compute2 call (libint2 otherwise rebuilds it on each call).
+#pragma once
+
+#include <vector>
+
+#include <libint2/engine.h>
+#include <libint2/shell.h>
+
+namespace dfmp2 {
+
+// libint2 must be initialised once per process while integrals are computed.
+class Libint2Session {
+ public:
+  Libint2Session();
+  ~Libint2Session();
+  Libint2Session(const Libint2Session&) = delete;
+  Libint2Session& operator=(const Libint2Session&) = delete;
+};
+
+std::vector<libint2::Engine> engines_per_thread(const libint2::Engine& prototype);
+
+// Shell-pair data at the precision libint2's engines use by default, so integrals computed with
+// it are the ones libint2 would compute without it.
+libint2::ShellPair shell_pair_data(const libint2::Shell& a, const libint2::Shell& b);
+
+}  // namespace dfmp2

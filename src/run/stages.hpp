@@ -1,0 +1,91 @@
+// The run's stages, each a function from its inputs to its product, in the order the data
+// flows: setup → integrals → SCF → DF transform → energy. MPI lives inside the stages (and
+// src/common/parallel), the memory in the budget they all draw from; the driver (driver.cpp)
+// is the list of them.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <Eigen/Core>
+#include <libint2/basis.h>
+
+#include "src/common/memory.hpp"
+#include "src/common/parallel.hpp"
+#include "src/common/progress.hpp"
+#include "src/common/stage_work.hpp"
+#include "src/integrals/shell_pairs.hpp"
+#include "src/molecule/basis.hpp"
+#include "src/mp2/df_tensor.hpp"
+#include "src/mp2/distributed_energy.hpp"
+#include "src/run/options.hpp"
+#include "src/run/run_input.hpp"
+#include "src/scf/fock_builder.hpp"
+#include "src/scf/orbitals.hpp"
+
+namespace dfmp2 {
+
+// What every stage may use.
+struct RunContext {
+  const RunOptions& options;
+  MemoryBudget& budget;
+  Communicator& comm;
+  Progress& progress;
+};
+
+// setup: the validated molecule, its basis sets placed on it, the sizes that follow.
+struct Problem {
+  Molecule molecule;
+  std::string name;                          // the molecule's name, or its formula
+  std::string basis, df_basis, jk_basis;     // as resolved (jk_basis empty for exact SCF)
+  BasisSetData orbital_basis;                // the orbital set's data, for the SAD guess
+  libint2::BasisSet obs, aux;                // orbital and DF-MP2 auxiliary sets
+  std::optional<libint2::BasisSet> jk_aux;   // DF-SCF auxiliary set
+  int nocc = 0, nfrozen = 0;                 // doubly occupied, and frozen of those
+  double e_nuc = 0.0;
+};
+Problem define_problem(const RunInput& input, const RunContext& context);
+
+// integrals: one-electron matrices, the significant shell pairs, and the Fock builder (for DF,
+// its fitted three-index tensor).
+struct Integrals {
+  Eigen::MatrixXd S, H;
+  ShellPairs pairs;
+  std::unique_ptr<FockBuilder> fock;
+  StageWork work;
+};
+Integrals compute_integrals(const Problem& problem, const RunContext& context);
+
+// scf: canonical RHF orbitals, or the given ones with their energy from one Fock build.
+struct ScfSolution {
+  double e_scf = 0.0;
+  Orbitals orbitals;  // identical on every rank
+  std::vector<ScfIteration> iterations;
+  StageWork work;
+};
+ScfSolution solve_scf(const Problem& problem, Integrals& integrals, const std::optional<Orbitals>& given,
+                      const RunContext& context);
+
+// df_transform: B_ia^P over the active orbitals (this rank's occupied block).
+struct Transformed {
+  DFTensor df;
+  StageWork work;
+};
+Transformed transform_to_mo(const Problem& problem, const Integrals& integrals, const Orbitals& orbitals,
+                            const RunContext& context);
+
+// The energy-only run's B: this rank's occupied rows read from where they are stored.
+DFTensor read_given_tensor(const GivenDFTensor& given, const RunContext& context);
+
+// energy: the MP2 energy from B, with the backend and precision asked for.
+struct Mp2Energy {
+  DistributedEnergy distributed;
+  kernels::Backend backend;  // the one that ran
+  StageWork work;
+};
+Mp2Energy mp2_energy(const DFTensor& df, kernels::Backend backend, kernels::Precision precision,
+                     const RunContext& context);
+
+}  // namespace dfmp2

@@ -1,0 +1,39 @@
+// Density-fitted two-electron Fock term from fitted factors B^Q_μν = Σ_P M_QP (P|μν) over the
+// "jk" auxiliary basis, held in memory packed over μ ≥ ν (kernels/packed.hpp), as Psi4's MemDF
+// and PySCF's cderi hold them. J and K come from one pass over B per build (kernels/packed_jk):
+//   J_μν = Σ_Q B^Q_μν γ_Q,  γ_Q = Σ_λσ B^Q_λσ D_λσ;   K_μν = Σ_Q (B^Q F)(B^Q F)ᵀ_μν
+// Over MPI each rank holds the factors of its block of Q and G is summed over ranks.
+#pragma once
+
+#include <memory>
+
+#include <libint2/basis.h>
+
+#include "kernels/packed_jk.hpp"
+
+#include "src/common/memory.hpp"
+#include "src/common/parallel.hpp"
+#include "src/integrals/shell_pairs.hpp"
+#include "src/scf/fock_builder.hpp"
+
+namespace dfmp2 {
+
+class DensityFittedFock : public FockBuilder {
+ public:
+  // Computes and fits this rank's factors. Throws InputError when they do not fit the budget.
+  DensityFittedFock(const libint2::BasisSet& obs, const libint2::BasisSet& aux, const ShellPairs& pairs,
+                    MemoryBudget& budget, Communicator& comm);
+  Eigen::MatrixXd build(const Eigen::MatrixXd& density_factor, kernels::Precision precision) override;
+  // Work of making the factors (integrals and fitting), apart from the builds' work().
+  const StageWork& setup_work() const { return setup_work_; }
+
+ private:
+  Communicator& comm_;
+  std::size_t nbf_, naux_;  // naux_: this rank's Q
+  LargeArray<double> B_;    // [Q][packed μν]
+  std::unique_ptr<kernels::PackedJK> jk_;
+  MemoryBudget::Reservation workspace_;
+  StageWork setup_work_;
+};
+
+}  // namespace dfmp2

@@ -1,0 +1,28 @@
+// The SCF's two-electron Fock term G = 2J − K of a closed-shell density D = F Fᵀ (F: C_occ, or
+// a factor of a guess density with fractional occupations): density-fitted (DensityFittedFock,
+// df_fock.hpp) or from exact four-index integrals (ExactFock, exact_fock.hpp). Each builder
+// counts its work for the SCF stage's floor.
+#pragma once
+
+#include <Eigen/Core>
+
+#include "kernels/mp2_energy.hpp"
+#include "src/common/stage_work.hpp"
+
+namespace dfmp2 {
+
+class FockBuilder {
+ public:
+  virtual ~FockBuilder() = default;
+  // Collective over the ranks. fp32 asks for a cheaper build good to about 1e-7 relative (the
+  // density-fitted exchange in single precision), for early SCF iterations; a builder with
+  // nothing cheaper builds exactly.
+  virtual Eigen::MatrixXd build(const Eigen::MatrixXd& density_factor, kernels::Precision precision) = 0;
+  // Work of the builds so far.
+  const StageWork& work() const { return work_; }
+
+ protected:
+  StageWork work_;
+};
+
+}  // namespace dfmp2
