@@ -1,0 +1,127 @@
+#!/usr/bin/python3
+"""Molden files written by Psi4 1.3 (Debian package `psi4`) and the DF-MP2 energies of the same SCF.
+
+    /usr/bin/python3 tests/reference/psi4_molden_reference.py [--only NAME ...] [--threads 2]
+
+For each closed-shell RHF case: DF-SCF (`energy('scf', return_wfn=True)`), Psi4's own Molden file
+of those orbitals (`molden(wfn, file, dovirtual=True)`: all orbitals, occupied and virtual), then
+Psi4's DF-MP2 on that very SCF (`energy('mp2', ref_wfn=wfn)`, no second SCF). Writes
+tests/reference/molden/<name>.molden, tests/reference/molden/<name>.out (Psi4's output) and
+tests/reference/psi4_molden_energies.json. Settings as in psi4_reference.py: symmetry c1,
+no_reorient, no_com, units angstrom, e/d_convergence 1e-10, aux sets explicit, 2 threads.
+"""
+import argparse
+import json
+import os
+import re
+import sys
+import time
+
+sys.path.insert(0, "/usr/lib/x86_64-linux-gnu")  # where Debian's psi4 package puts the module
+import psi4  # noqa: E402
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+OUT = os.path.join(REPO, "tests", "reference", "psi4_molden_energies.json")
+MOLDEN_DIR = os.path.join(REPO, "tests", "reference", "molden")
+
+
+def case(name, xyz, basis, df_basis=None, jk_basis=None):
+    return {"name": name, "xyz": f"inputs/{xyz}.xyz", "charge": 0, "reference": "rhf", "basis": basis,
+            "df_basis": df_basis or f"{basis}-ri", "jk_basis": jk_basis or f"{basis}-jkfit",
+            "scf_type": "df", "freeze_core": False, "molden": f"tests/reference/molden/{name}.molden"}
+
+
+def cases():
+    return [
+        case("water-cc-pvdz-df-ae", "water", "cc-pvdz"),                     # spherical d
+        case("formaldehyde-cc-pvtz-df-ae", "formaldehyde", "cc-pvtz"),       # spherical d, f
+        case("water-6-31gs-df-ae", "water", "6-31g*", df_basis="cc-pvdz-ri",  # Cartesian d
+             jk_basis="cc-pvdz-jkfit"),
+    ]
+
+
+def read_xyz(path):
+    with open(os.path.join(REPO, path)) as f:
+        lines = f.read().splitlines()
+    return "\n".join(lines[2:2 + int(lines[0])])
+
+
+def variable(name):
+    return psi4.core.variable(name) if hasattr(psi4.core, "variable") else psi4.core.get_variable(name)
+
+
+def molden_summary(path):
+    """Section headers ([...] lines), the flags among them, and the orbital blocks of a Molden file."""
+    with open(path) as f:
+        text = f.read()
+    sections = re.findall(r"^\s*(\[[^\]]+\])", text, re.M)
+    flags = [s for s in sections if s.upper() in ("[5D]", "[5D7F]", "[5D10F]", "[7F]", "[9G]", "[10F]", "[6D]", "[15G]")]
+    spins = re.findall(r"^\s*Spin=\s*(\S+)", text, re.M)
+    return {"molden_sections": sections, "molden_flags": flags, "molden_norbitals": len(spins),
+            "molden_spins": sorted(set(spins)), "molden_bytes": len(text.encode())}
+
+
+def run(c, threads):
+    psi4.core.clean()
+    psi4.core.clean_options()
+    out = os.path.join(MOLDEN_DIR, c["name"] + ".out")
+    psi4.core.set_output_file(out, False)
+    psi4.set_num_threads(threads)
+    psi4.set_memory("4 GB")
+    mol = psi4.geometry(f"{c['charge']} 1\n{read_xyz(c['xyz'])}\nunits angstrom\n"
+                        "symmetry c1\nno_reorient\nno_com\n")
+    psi4.set_options({"reference": c["reference"], "basis": c["basis"], "df_basis_scf": c["jk_basis"],
+                      "df_basis_mp2": c["df_basis"], "scf_type": c["scf_type"], "mp2_type": "df",
+                      "freeze_core": c["freeze_core"], "e_convergence": 1e-10, "d_convergence": 1e-10})
+    start = time.time()
+    e_scf, wfn = psi4.energy("scf", molecule=mol, return_wfn=True)
+    scf_variable = variable("SCF TOTAL ENERGY")  # energy('mp2') below clears the global variables
+    molden = os.path.join(REPO, c["molden"])
+    if os.path.exists(molden):
+        os.remove(molden)
+    psi4.molden(wfn, molden, dovirtual=True)
+    _, mp2 = psi4.energy("mp2", molecule=mol, ref_wfn=wfn, return_wfn=True)
+    wall = time.time() - start
+    ri = mp2.get_basisset("DF_BASIS_MP2")
+    jk = wfn.get_basisset("DF_BASIS_SCF")
+    record = dict(
+        c, nbf=wfn.basisset().nbf(), nmo=wfn.nmo(), naux=ri.nbf(), njk=jk.nbf(),
+        nocc=wfn.nalpha(), nfrozen=int(sum(mp2.frzcpi().to_tuple())),
+        puream=bool(wfn.basisset().has_puream()), puream_ri=bool(ri.has_puream()),
+        puream_jk=bool(jk.has_puream()), e_nuc=mol.nuclear_repulsion_energy(),
+        e_scf=scf_variable, e_scf_returned=e_scf,
+        e_ss=variable("MP2 SAME-SPIN CORRELATION ENERGY"),
+        e_os=variable("MP2 OPPOSITE-SPIN CORRELATION ENERGY"),
+        e_corr=variable("MP2 CORRELATION ENERGY"), e_scs_corr=variable("SCS-MP2 CORRELATION ENERGY"),
+        e_total=variable("MP2 TOTAL ENERGY"))
+    psi4.core.close_outfile()
+    record.update(molden_summary(molden))
+    record.update(psi4_version=psi4.__version__, psi4_threads=threads, psi4_wall_seconds=wall)
+    return record
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", nargs="*", help="case names to (re)run; others are kept from the file")
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args()
+    previous = {}
+    if args.only and os.path.exists(OUT):
+        with open(OUT) as f:
+            previous = {r["name"]: r for r in json.load(f)}
+    os.makedirs(MOLDEN_DIR, exist_ok=True)
+    records = []
+    for c in cases():
+        if args.only and c["name"] not in args.only:
+            if c["name"] in previous:
+                records.append(previous[c["name"]])
+            continue
+        print(f"{c['name']} …", file=sys.stderr, flush=True)
+        records.append(run(c, args.threads))
+    with open(OUT, "w") as f:
+        json.dump(records, f, indent=1)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    main()
