@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "kernels/backends.hpp"
+#include "kernels/pair_schedule.hpp"
 
 namespace dfmp2::kernels {
 
@@ -44,6 +45,27 @@ Backend resolve_automatic(Precision precision, std::size_t nocc, std::size_t nvi
   const std::size_t rows = std::max<std::size_t>(1, nocc / 16);
   const std::size_t t_flat_bytes = rows * nvir * nocc * nvir * sizeof(double);
   return t_flat_bytes <= memory_bytes ? Backend::loop : Backend::fused;
+}
+
+std::size_t energy_workspace_bytes(Backend backend, Precision precision, std::size_t nocc, std::size_t nvir,
+                                   int threads, std::size_t memory_bytes) {
+  const std::size_t elem = precision == Precision::fp32 ? sizeof(float) : sizeof(double);
+  if (backend == Backend::automatic) backend = resolve_automatic(precision, nocc, nvir, memory_bytes);
+  const detail::PairShape shape{nocc, nocc, true};
+  std::size_t tile = 0;  // elements per thread (reference, fused) or of T_flat (loop)
+  switch (backend) {
+    case Backend::reference: tile = nvir * nvir; break;
+    case Backend::loop:
+      for (const auto& c : detail::plan_loop_chunks(shape, nvir, elem, memory_bytes))
+        tile = std::max(tile, (c.i1 - c.i0) * (c.j1 - c.j0) * nvir * nvir);
+      return tile * elem;
+    case Backend::fused:
+      for (const auto& p : detail::plan_pair_blocks(shape, nvir, threads))
+        tile = std::max(tile, (p.i1 - p.i0) * (p.j1 - p.j0) * nvir * nvir);
+      break;
+    case Backend::automatic: break;
+  }
+  return std::size_t(std::max(threads, 1)) * tile * elem;
 }
 
 std::span<const std::pair<Backend, const char*>> backend_names() { return kBackendNames; }

@@ -57,6 +57,11 @@ struct EnergyResult {
 // and T_flat budget: fused, or loop in fp64 from nvir ≈ 300 when its T_flat fits.
 Backend resolve_automatic(Precision precision, std::size_t nocc, std::size_t nvir, std::size_t memory_bytes);
 
+// Extra memory the backend allocates for one block of nocc occupied orbitals (its workspace),
+// given the T_flat budget memory_bytes the loop backend sizes itself from.
+std::size_t energy_workspace_bytes(Backend backend, Precision precision, std::size_t nocc, std::size_t nvir,
+                                   int threads, std::size_t memory_bytes);
+
 // The work that is needed, counting the i ≥ j symmetry: 2 · nocc(nocc+1)/2 · nvir² · naux.
 double needed_flops(std::size_t nocc, std::size_t nvir, std::size_t naux);
 

@@ -142,7 +142,8 @@ nlohmann::json to_json(const RunResult& r) {
                     {"major_page_faults", r.resources.major_faults}};
   j["memory"] = {{"limit_bytes", r.memory_limit},
                  {"baseline_bytes", r.memory_baseline},
-                 {"peak_drawn_bytes", r.memory_peak_drawn}};
+                 {"peak_drawn_bytes", r.memory_peak_drawn},
+                 {"df_transform_batches", r.df_transform_batches}};
   j["scf_fp32_iterations"] = std::count_if(r.scf_iterations.begin(), r.scf_iterations.end(),
                                            [](const ScfIteration& it) { return it.fp32; });
   j["timings"] = timings;

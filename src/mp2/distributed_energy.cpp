@@ -5,6 +5,20 @@
 #include <vector>
 
 namespace dfmp2 {
+namespace {
+
+// Visiting shares arrive in chunks of at most 1/8 of the largest share (at least one orbital),
+// so a rank holds little more than its own share of B.
+std::size_t chunk_rows(std::size_t nocc_total, int ranks) {
+  return std::max<std::size_t>(1, share_of(nocc_total, 0, ranks).size() / 8);
+}
+
+}  // namespace
+
+std::size_t visiting_chunk_bytes(std::size_t nocc_total, std::size_t nvir, std::size_t naux, std::size_t elem_bytes,
+                                 const Communicator& comm) {
+  return comm.size() == 1 ? 0 : chunk_rows(nocc_total, comm.size()) * nvir * naux * elem_bytes;
+}
 
 template <typename Real>
 DistributedEnergy distributed_mp2_energy(kernels::Backend backend, const Real* B, const DFTensor& df,
@@ -32,10 +46,8 @@ DistributedEnergy distributed_mp2_energy(kernels::Backend backend, const Real* B
     add(kernels::mp2_energy<Real>(backend, mine, my_eps, df.eps_vir, kernel_options));
   if (N == 1) return result;
 
-  // Visiting shares arrive in chunks of at most 1/8 of the largest share (at least one orbital),
-  // so a rank holds little more than its own share of B.
   const std::size_t largest_share = share_of(nocc_total, 0, N).size();
-  const std::size_t chunk = std::max<std::size_t>(1, largest_share / 8);
+  const std::size_t chunk = chunk_rows(nocc_total, N);
   const std::size_t chunks = (largest_share + chunk - 1) / chunk;
   std::vector<Real> visiting(chunk * row);
   result.peak_b_bytes += sizeof(Real) * visiting.size();

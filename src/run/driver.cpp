@@ -107,7 +107,12 @@ PreparedRun::PreparedRun(const RunInput& input, const RunOptions& options, Progr
     describe_given_tensor(input, r);
   } else {
     const Libint2Session libint2;
-    const Problem problem = timed(stages, r.gemm_rates, "setup", [&] { return define_problem(input, start_budget()); });
+    const Problem problem = timed(stages, r.gemm_rates, "setup", [&] {
+      const RunContext context = start_budget();
+      Problem problem = define_problem(input, context);
+      check_memory(problem, context);
+      return problem;
+    });
     const RunContext context = s.context();
     Integrals integrals = timed(stages, r.gemm_rates, "integrals", [&] { return compute_integrals(problem, context); });
     ScfSolution scf = timed(stages, r.gemm_rates, "scf",
@@ -116,6 +121,7 @@ PreparedRun::PreparedRun(const RunInput& input, const RunOptions& options, Progr
     Transformed mo = timed(stages, r.gemm_rates, "df_transform",
                            [&] { return transform_to_mo(problem, integrals, scf.orbitals, context); });
     s.df = std::move(mo.df);
+    r.df_transform_batches = mo.batches;
     describe_problem(problem, r);
     describe_scf(std::move(scf), r);
   }

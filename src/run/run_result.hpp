@@ -45,6 +45,7 @@ struct RunResult {
   double energy_gemm_seconds = 0.0, energy_reduction_seconds = 0.0;  // when the backend splits them
   double total_seconds = 0.0;
   std::size_t memory_limit = 0, memory_baseline = 0, memory_peak_drawn = 0;  // the budget (bytes)
+  std::size_t df_transform_batches = 0;  // batches of auxiliary shells: 1 unless the budget binds
   ResourceUsage resources;  // this rank's peak RSS and page faults at the end of the run
 };
 

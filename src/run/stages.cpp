@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <type_traits>
+
+#include <omp.h>
 
 #include "src/common/errors.hpp"
 #include "src/integrals/one_electron.hpp"
@@ -66,9 +69,41 @@ Problem define_problem(const RunInput& input, const RunContext& context) {
   return p;
 }
 
+namespace {
+
+// The most the energy step holds: B in the precision asked for (and the stored one when they
+// differ), the backend's workspace and, over MPI, a visiting chunk of B.
+std::size_t energy_peak_bytes(std::size_t nocc, std::size_t nvir, std::size_t naux, bool stored_fp32,
+                              const RunContext& context) {
+  const kernels::Precision precision = context.options.precision;
+  const std::size_t elem = precision == kernels::Precision::fp32 ? sizeof(float) : sizeof(double);
+  const std::size_t stored = stored_fp32 ? sizeof(float) : sizeof(double);
+  const std::size_t mine = share_of(nocc, context.comm.rank(), context.comm.size()).size() * nvir * naux;
+  return mine * (stored + (stored == elem ? 0 : elem)) +
+         kernels::energy_workspace_bytes(context.options.backend, precision, mine / (nvir * naux), nvir,
+                                         omp_get_max_threads(), 0) +
+         visiting_chunk_bytes(nocc, nvir, naux, elem, context.comm);
+}
+
+}  // namespace
+
+void check_memory(const Problem& problem, const RunContext& context) {
+  const std::size_t nbf = problem.obs.nbf(), nactive = problem.nocc - problem.nfrozen;
+  const std::size_t nvir = nbf - problem.nocc;  // at most: linear dependencies only remove virtuals
+  const std::size_t scf = rhf_working_bytes(nbf, context.options.scf) +
+                          (problem.jk_aux ? DensityFittedFock::peak_bytes(problem.obs, *problem.jk_aux, context.comm)
+                                          : ExactFock::peak_bytes(nbf));
+  const std::size_t transform = df_transform_peak_bytes(problem.obs, problem.aux, nactive, nvir, context.comm);
+  const std::size_t energy = energy_peak_bytes(nactive, nvir, problem.aux.nbf(), false, context);
+  context.budget.require(std::max({scf, transform, energy}),
+                         "this run (SCF " + format_bytes(scf) + ", DF transform " + format_bytes(transform) +
+                             ", energy " + format_bytes(energy) + " at their peaks)");
+}
+
 Integrals compute_integrals(const Problem& problem, const RunContext& context) {
   Integrals ints;
   ints.pairs = significant_shell_pairs(problem.obs);
+  ints.pairs_memory = context.budget.reserve(ints.pairs.bytes(), "the shell pairs");
   ints.S = overlap_matrix(problem.obs);
   ints.H = core_hamiltonian(problem.obs, problem.molecule);
   if (problem.jk_aux) {
@@ -77,6 +112,7 @@ Integrals compute_integrals(const Problem& problem, const RunContext& context) {
     ints.work = df->setup_work();
     ints.fock = std::move(df);
   } else {
+    ints.exact_fock_memory = context.budget.reserve(ExactFock::peak_bytes(problem.obs.nbf()), "the exact Fock builds");
     ints.fock = std::make_unique<ExactFock>(problem.obs, ints.pairs, context.comm);
   }
   return ints;
@@ -85,6 +121,7 @@ Integrals compute_integrals(const Problem& problem, const RunContext& context) {
 ScfSolution solve_scf(const Problem& problem, Integrals& integrals, const std::optional<Orbitals>& given,
                       const RunContext& context) {
   ScfSolution solution;
+  const auto matrices = context.budget.reserve(rhf_working_bytes(problem.obs.nbf(), context.options.scf), "the SCF's matrices");
   if (given) {  // one Fock build for E_SCF instead of the SCF
     check_given_orbitals(*given, problem.obs.nbf(), problem.nocc);
     solution.orbitals = *given;
@@ -120,9 +157,12 @@ Transformed transform_to_mo(const Problem& problem, const Integrals& integrals, 
   const Eigen::VectorXd eps_occ = orbitals.eps.segment(problem.nfrozen, nactive);
   const Eigen::VectorXd eps_vir = orbitals.eps.tail(nvir);
   context.progress.begin("DF transform (auxiliary batches)");
+  DFTransformStats stats;
   Transformed t;
   t.df = build_df_tensor({problem.obs, problem.aux, integrals.pairs, C_occ, C_vir, eps_occ, eps_vir}, context.budget,
-                         [&context](double done) { context.progress.fraction(done); }, context.comm, t.work);
+                         [&context](double done) { context.progress.fraction(done); }, context.comm, stats);
+  t.work = stats.work;
+  t.batches = stats.batches;
   return t;
 }
 
@@ -152,11 +192,16 @@ Mp2Energy mp2_energy(const DFTensor& df, kernels::Backend backend, kernels::Prec
   Mp2Energy energy;
   const double flops = kernels::needed_flops(df.eps_occ.size(), df.nvir, df.naux) / context.comm.size();
   const auto run = [&](const auto* B) {
+    using Real = std::remove_cv_t<std::remove_pointer_t<decltype(B)>>;
     kernels::EnergyOptions options;
     options.memory_bytes = context.budget.available();  // for the loop backend's T_flat
     options.progress = [&context](double done) { context.progress.fraction(done); };
     if (backend == kernels::Backend::automatic)
       backend = kernels::resolve_automatic(precision, df.eps_occ.size(), df.nvir, options.memory_bytes);
+    const auto workspace = context.budget.reserve(
+        kernels::energy_workspace_bytes(backend, precision, df.nocc, df.nvir, omp_get_max_threads(), options.memory_bytes) +
+            visiting_chunk_bytes(df.eps_occ.size(), df.nvir, df.naux, sizeof(Real), context.comm),
+        "the MP2 energy's workspace");
     energy.backend = backend;
     energy.distributed = distributed_mp2_energy(backend, B, df, options, context.comm);
   };

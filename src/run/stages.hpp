@@ -47,6 +47,9 @@ struct Problem {
   double e_nuc = 0.0;
 };
 Problem define_problem(const RunInput& input, const RunContext& context);
+// The whole run's memory from the sizes alone, refused up front (InputError naming what it
+// would need) when over the budget.
+void check_memory(const Problem& problem, const RunContext& context);
 
 // integrals: one-electron matrices, the significant shell pairs, and the Fock builder (for DF,
 // its fitted three-index tensor).
@@ -54,6 +57,7 @@ struct Integrals {
   Eigen::MatrixXd S, H;
   ShellPairs pairs;
   std::unique_ptr<FockBuilder> fock;
+  MemoryBudget::Reservation pairs_memory, exact_fock_memory;  // the shell pairs; an exact builder
   StageWork work;
 };
 Integrals compute_integrals(const Problem& problem, const RunContext& context);
@@ -72,6 +76,7 @@ ScfSolution solve_scf(const Problem& problem, Integrals& integrals, const std::o
 struct Transformed {
   DFTensor df;
   StageWork work;
+  std::size_t batches = 0;  // of auxiliary shells (more than one when the budget binds)
 };
 Transformed transform_to_mo(const Problem& problem, const Integrals& integrals, const Orbitals& orbitals,
                             const RunContext& context);

@@ -24,8 +24,12 @@ class DensityFittedFock : public FockBuilder {
   DensityFittedFock(const libint2::BasisSet& obs, const libint2::BasisSet& aux, const ShellPairs& pairs,
                     MemoryBudget& budget, Communicator& comm);
   Eigen::MatrixXd build(const Eigen::MatrixXd& density_factor, kernels::Precision precision) override;
+  bool has_fp32_build() const override { return true; }
   // Work of making the factors (integrals and fitting), apart from the builds' work().
   const StageWork& setup_work() const { return setup_work_; }
+  // The most this rank holds at once (factors, the exchange between ranks, the builds'
+  // workspace), from the sizes alone: for the run's up-front memory check.
+  static std::size_t peak_bytes(const libint2::BasisSet& obs, const libint2::BasisSet& aux, const Communicator& comm);
 
  private:
   Communicator& comm_;

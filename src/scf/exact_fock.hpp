@@ -16,6 +16,8 @@ class ExactFock : public FockBuilder {
  public:
   ExactFock(const libint2::BasisSet& obs, const ShellPairs& pairs, Communicator& comm);
   Eigen::MatrixXd build(const Eigen::MatrixXd& density_factor, kernels::Precision precision) override;
+  // What a build holds (per-thread G, the last D and G), for the run's up-front memory check.
+  static std::size_t peak_bytes(std::size_t nbf);
 
  private:
   const libint2::BasisSet& obs_;

@@ -91,7 +91,7 @@ ScfRun iterate(const Eigen::MatrixXd& S, const Eigen::MatrixXd& H, double e_nuc,
 
   Diis diis(options.diis_vectors);
   double previous_energy = 0.0;
-  bool fp32 = options.fp32_until_gradient > 0.0;
+  bool fp32 = options.fp32_until_gradient > 0.0 && fock.has_fp32_build();
   for (int iteration = 1; iteration <= options.max_iterations; ++iteration) {
     const Eigen::MatrixXd& factor = run.density_factor;
     const Eigen::MatrixXd D = factor * factor.transpose();
@@ -123,6 +123,11 @@ ScfRun iterate(const Eigen::MatrixXd& S, const Eigen::MatrixXd& H, double e_nuc,
 }
 
 }  // namespace
+
+std::size_t rhf_working_bytes(std::size_t nbf, const ScfOptions& options) {
+  constexpr std::size_t kMatrices = 16;  // S, H, X, C, D, F, FDS, the error and their temporaries
+  return sizeof(double) * nbf * nbf * (kMatrices + 2 * static_cast<std::size_t>(options.diis_vectors));
+}
 
 ScfResult run_rhf(const Eigen::MatrixXd& S, const Eigen::MatrixXd& H, double e_nuc, int nocc,
                   FockBuilder& fock, const ScfOptions& options,

@@ -37,6 +37,9 @@ struct ScfResult {
   std::vector<ScfIteration> iterations;
 };
 
+// What run_rhf holds beside the Fock builder: its matrices and the DIIS history (bytes).
+std::size_t rhf_working_bytes(std::size_t nbf, const ScfOptions& options);
+
 // Closed-shell RHF. The first Fock matrix comes from guess_density_factor (D = F Fᵀ) or, when
 // that is empty, from the core Hamiltonian. Throws InputError when not converged within
 // max_iterations, or when fewer orbitals than occupied remain after removing linear dependencies.
