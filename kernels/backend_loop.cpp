@@ -9,7 +9,6 @@
 #include <memory>
 
 #include "kernels/backends.hpp"
-#include "kernels/energy_reduction.hpp"
 #include "kernels/gemm_engine.hpp"
 #include "kernels/pair_schedule.hpp"
 
@@ -24,7 +23,7 @@ EnergyResult loop_energy(const PairSpace<Real>& pairs, std::span<const double> e
   ThreadScope scope(options.threads);
   const auto chunks = plan_loop_chunks({pairs.rows.nocc, pairs.cols.nocc, pairs.triangular}, nvir,
                                        sizeof(Real), options.memory_bytes);
-  Progress progress(options.progress, chunks.size());
+  ProgressCounter progress(options.progress, chunks.size());
 
   std::size_t t_flat_elems = 0;
   for (const auto& c : chunks) t_flat_elems = std::max(t_flat_elems, (c.i1 - c.i0) * (c.j1 - c.j0) * nvir * nvir);
@@ -44,10 +43,9 @@ EnergyResult loop_energy(const PairSpace<Real>& pairs, std::span<const double> e
     for (std::size_t i = c.i0; i < c.i1; ++i)
       for (std::size_t j = c.j0; j < c.j1; ++j) {
         if (!pairs.needed(i, j)) continue;  // above the diagonal: T_ji = T_ijᵀ
-        const PairEnergy e = reduce_pair(T + (i - c.i0) * nvir * ldt + (j - c.j0) * nvir, ldt, nvir,
-                                         pairs.eps_rows[i] + pairs.eps_cols[j], eps_vir.data());
-        e_os += pairs.weight(i, j) * e.os;
-        e_ss += pairs.weight(i, j) * e.ss;
+        const PairEnergy e = pairs.energy(i, j, T + (i - c.i0) * nvir * ldt + (j - c.j0) * nvir, ldt, eps_vir);
+        e_os += e.os;
+        e_ss += e.ss;
       }
     const auto t2 = clock::now();
     r.gemm_seconds += std::chrono::duration<double>(t1 - t0).count();

@@ -2,6 +2,7 @@
 // here, and register it in mp2_energy.cpp (name table + dispatch).
 #pragma once
 
+#include "kernels/energy_reduction.hpp"
 #include "kernels/mp2_energy.hpp"
 
 namespace dfmp2::kernels::detail {
@@ -18,6 +19,11 @@ struct PairSpace {
   bool needed(std::size_t i, std::size_t j) const { return !triangular || j <= i; }
   std::size_t cols_needed(std::size_t i) const { return triangular ? i + 1 : cols.nocc; }
   double weight(std::size_t i, std::size_t j) const { return triangular && i == j ? 1.0 : 2.0; }
+  // The pair's share of E_OS and E_SS from its T_ij (T[a·ldt + b]), counted with its weight.
+  PairEnergy energy(std::size_t i, std::size_t j, const Real* T, std::size_t ldt, std::span<const double> eps_vir) const {
+    const PairEnergy e = reduce_pair(T, ldt, rows.nvir, eps_rows[i] + eps_cols[j], eps_vir.data());
+    return {weight(i, j) * e.os, weight(i, j) * e.ss};
+  }
 };
 
 // Arguments are validated by the dispatcher (mp2_energy.cpp); backends fill e_os, e_ss,

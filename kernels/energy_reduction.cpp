@@ -89,21 +89,17 @@ HWY_EXPORT(ReducePairF64);
 HWY_EXPORT(ReducePairF32);
 HWY_EXPORT(CompiledTarget);
 
-template <>
-PairEnergy reduce_pair<double>(const double* T, std::size_t ldt, std::size_t nvir, double eps_ij,
-                               const double* eps_vir) {
+template <typename Real>
+PairEnergy reduce_pair(const Real* T, std::size_t ldt, std::size_t nvir, double eps_ij, const double* eps_vir) {
   double out[2];
-  HWY_DYNAMIC_DISPATCH(ReducePairF64)(T, ldt, nvir, eps_ij, eps_vir, out);
+  if constexpr (std::is_same_v<Real, double>)
+    HWY_DYNAMIC_DISPATCH(ReducePairF64)(T, ldt, nvir, eps_ij, eps_vir, out);
+  else
+    HWY_DYNAMIC_DISPATCH(ReducePairF32)(T, ldt, nvir, eps_ij, eps_vir, out);
   return {out[0], out[1]};
 }
-
-template <>
-PairEnergy reduce_pair<float>(const float* T, std::size_t ldt, std::size_t nvir, double eps_ij,
-                              const double* eps_vir) {
-  double out[2];
-  HWY_DYNAMIC_DISPATCH(ReducePairF32)(T, ldt, nvir, eps_ij, eps_vir, out);
-  return {out[0], out[1]};
-}
+template PairEnergy reduce_pair<double>(const double*, std::size_t, std::size_t, double, const double*);
+template PairEnergy reduce_pair<float>(const float*, std::size_t, std::size_t, double, const double*);
 
 const char* reduction_simd_target() { return hwy::TargetName(HWY_DYNAMIC_DISPATCH(CompiledTarget)()); }
 

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "kernels/backends.hpp"
+#include "kernels/named_choices.hpp"
 #include "kernels/pair_schedule.hpp"
 
 namespace dfmp2::kernels {
@@ -25,13 +26,6 @@ constexpr std::array<std::pair<Precision, const char*>, 2> kPrecisionNames{{
     {Precision::fp64, "fp64"},
     {Precision::fp32, "fp32"},
 }};
-
-template <typename Enum, std::size_t N>
-std::string list_names(const std::array<std::pair<Enum, const char*>, N>& table) {
-  std::string s;
-  for (const auto& [value, name] : table) s += (s.empty() ? "" : ", ") + std::string(name);
-  return s;
-}
 
 }  // namespace
 
@@ -68,34 +62,13 @@ std::size_t energy_workspace_bytes(Backend backend, Precision precision, std::si
   return std::size_t(std::max(threads, 1)) * tile * elem;
 }
 
-std::span<const std::pair<Backend, const char*>> backend_names() { return kBackendNames; }
-std::span<const std::pair<Precision, const char*>> precision_names() { return kPrecisionNames; }
+NamedChoices<Backend> backend_names() { return kBackendNames; }
+NamedChoices<Precision> precision_names() { return kPrecisionNames; }
 
-Backend parse_backend(const std::string& name) {
-  for (const auto& [value, n] : kBackendNames)
-    if (name == n) return value;
-  throw std::invalid_argument("unknown energy backend '" + name + "' (expected one of: " +
-                              list_names(kBackendNames) + ")");
-}
-
-std::string to_string(Backend backend) {
-  for (const auto& [value, n] : kBackendNames)
-    if (value == backend) return n;
-  throw std::invalid_argument("invalid Backend value " + std::to_string(int(backend)));
-}
-
-Precision parse_precision(const std::string& name) {
-  for (const auto& [value, n] : kPrecisionNames)
-    if (name == n) return value;
-  throw std::invalid_argument("unknown precision '" + name + "' (expected one of: " +
-                              list_names(kPrecisionNames) + ")");
-}
-
-std::string to_string(Precision precision) {
-  for (const auto& [value, n] : kPrecisionNames)
-    if (value == precision) return n;
-  throw std::invalid_argument("invalid Precision value " + std::to_string(int(precision)));
-}
+Backend parse_backend(const std::string& name) { return parse_in(backend_names(), name, "energy backend"); }
+std::string to_string(Backend backend) { return name_in(backend_names(), backend); }
+Precision parse_precision(const std::string& name) { return parse_in(precision_names(), name, "precision"); }
+std::string to_string(Precision precision) { return name_in(precision_names(), precision); }
 
 double needed_flops(std::size_t nocc, std::size_t nvir, std::size_t naux) {
   return 2.0 * (double(nocc) * double(nocc + 1) / 2.0) * double(nvir) * double(nvir) * double(naux);

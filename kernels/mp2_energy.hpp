@@ -15,14 +15,16 @@
 #include <string>
 #include <utility>
 
+#include "kernels/named_choices.hpp"
+
 namespace dfmp2::kernels {
 
 enum class Backend { reference, loop, fused, automatic };
 enum class Precision { fp64, fp32 };
 
 // The registry's names, in the order users see them (the command line lists these).
-std::span<const std::pair<Backend, const char*>> backend_names();
-std::span<const std::pair<Precision, const char*>> precision_names();
+NamedChoices<Backend> backend_names();
+NamedChoices<Precision> precision_names();
 Backend parse_backend(const std::string& name);      // throws std::invalid_argument
 std::string to_string(Backend backend);
 Precision parse_precision(const std::string& name);  // throws std::invalid_argument

@@ -63,15 +63,15 @@ ThreadScope::~ThreadScope() {
   if (threads_ != saved_) omp_set_num_threads(saved_);
 }
 
-Progress::Progress(const std::function<void(double)>& callback, std::size_t total)
+ProgressCounter::ProgressCounter(const std::function<void(double)>& callback, std::size_t total)
     : callback_(callback), total_(std::max<std::size_t>(1, total)), last_(std::chrono::steady_clock::now()) {}
 
-void Progress::add(std::size_t done) {
+void ProgressCounter::add(std::size_t done) {
 #pragma omp atomic
   done_ += done;
 }
 
-void Progress::report() {
+void ProgressCounter::report() {
   if (!callback_) return;
   const auto now = std::chrono::steady_clock::now();
   if (now - last_ < std::chrono::milliseconds(200)) return;
@@ -82,7 +82,7 @@ void Progress::report() {
   callback_(std::min(1.0, double(done) / double(total_)));
 }
 
-void Progress::finish() {
+void ProgressCounter::finish() {
   if (callback_) callback_(1.0);
 }
 

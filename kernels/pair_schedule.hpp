@@ -53,9 +53,9 @@ class ThreadScope {
 
 // Rate-limited progress callback. Any thread may add finished work; only the thread that calls
 // report() (the backends use OpenMP thread 0 or the serial caller) invokes the callback.
-class Progress {
+class ProgressCounter {
  public:
-  Progress(const std::function<void(double)>& callback, std::size_t total);
+  ProgressCounter(const std::function<void(double)>& callback, std::size_t total);
   void add(std::size_t done);  // thread-safe
   void report();               // call from one thread only
   void finish();               // serial: reports 1.0

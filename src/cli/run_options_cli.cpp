@@ -14,12 +14,9 @@ template <typename Enum>
 void add_choice(CLI::App& app, const std::string& flag, Enum& value, NamedChoices<Enum> choices,
                 const std::string& help) {
   std::map<std::string, Enum> by_name;
-  std::string names;
-  for (const auto& [choice, name] : choices) {
-    by_name.emplace(name, choice);
-    names += (names.empty() ? "" : "|") + std::string(name);
-  }
-  app.add_option(flag, value, help + " (" + names + "; default " + name_of(choices, value) + ")")
+  for (const auto& [choice, name] : choices) by_name.emplace(name, choice);
+  app.add_option(flag, value,
+                 help + " (" + kernels::list_names(choices) + "; default " + kernels::name_in(choices, value) + ")")
       ->transform(CLI::CheckedTransformer(by_name));
 }
 

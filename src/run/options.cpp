@@ -14,12 +14,12 @@ NamedChoices<ScfType> scf_type_names() { return kScfTypes; }
 NamedChoices<ScfGuess> scf_guess_names() { return kScfGuesses; }
 
 template <>
-std::string name_of(ScfType value) { return name_of(scf_type_names(), value); }
+std::string name_of(ScfType value) { return kernels::name_in(scf_type_names(), value); }
 template <>
-std::string name_of(ScfGuess value) { return name_of(scf_guess_names(), value); }
+std::string name_of(ScfGuess value) { return kernels::name_in(scf_guess_names(), value); }
 template <>
-std::string name_of(kernels::Backend value) { return name_of(backend_names(), value); }
+std::string name_of(kernels::Backend value) { return kernels::name_in(backend_names(), value); }
 template <>
-std::string name_of(kernels::Precision value) { return name_of(precision_names(), value); }
+std::string name_of(kernels::Precision value) { return kernels::name_in(precision_names(), value); }
 
 }  // namespace dfmp2

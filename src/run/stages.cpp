@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <tuple>
 #include <type_traits>
 
 #include <omp.h>
@@ -83,6 +84,22 @@ std::size_t energy_peak_bytes(std::size_t nocc, std::size_t nvir, std::size_t na
          kernels::energy_workspace_bytes(context.options.backend, precision, mine / (nvir * naux), nvir,
                                          omp_get_max_threads(), 0) +
          visiting_chunk_bytes(nocc, nvir, naux, elem, context.comm);
+}
+
+// B in precision Real: the stored tensor, or a converted copy drawn from the budget when it was
+// stored in the other precision.
+template <typename Real>
+const Real* tensor_in(const DFTensor& df, LargeArray<Real>& copy, MemoryBudget& budget) {
+  const auto& [same, other] = [&] {
+    if constexpr (std::is_same_v<Real, double>)
+      return std::tie(df.B64, df.B32);
+    else
+      return std::tie(df.B32, df.B64);
+  }();
+  if (!same.empty()) return same.data();
+  copy = budget.allocate<Real>(other.size(), "B_ia^P converted to the precision asked for");
+  std::copy(other.begin(), other.end(), copy.begin());
+  return copy.data();
 }
 
 }  // namespace
@@ -205,23 +222,13 @@ Mp2Energy mp2_energy(const DFTensor& df, kernels::Backend backend, kernels::Prec
     energy.backend = backend;
     energy.distributed = distributed_mp2_energy(backend, B, df, options, context.comm);
   };
-  // B in the precision asked for; a converted copy, drawn from the budget, only when the stored
-  // one differs.
   if (precision == kernels::Precision::fp32) {
-    LargeArray<float> narrowed;
-    if (df.B32.empty()) {
-      narrowed = context.budget.allocate<float>(df.B64.size(), "B_ia^P in fp32");
-      std::copy(df.B64.begin(), df.B64.end(), narrowed.begin());
-    }
-    run(df.B32.empty() ? narrowed.data() : df.B32.data());
+    LargeArray<float> copy;
+    run(tensor_in(df, copy, context.budget));
     energy.work.flops_fp32 = flops;
   } else {
-    LargeArray<double> widened;
-    if (df.B64.empty()) {
-      widened = context.budget.allocate<double>(df.B32.size(), "B_ia^P in fp64");
-      std::copy(df.B32.begin(), df.B32.end(), widened.begin());
-    }
-    run(df.B64.empty() ? widened.data() : df.B64.data());
+    LargeArray<double> copy;
+    run(tensor_in(df, copy, context.budget));
     energy.work.flops_fp64 = flops;
   }
   return energy;
