@@ -47,20 +47,17 @@ std::size_t energy_workspace_bytes(Backend backend, Precision precision, std::si
   const std::size_t elem = precision == Precision::fp32 ? sizeof(float) : sizeof(double);
   if (backend == Backend::automatic) backend = resolve_automatic(precision, nocc, nvir, memory_bytes);
   const detail::PairShape shape{nocc, nocc, true};
-  std::size_t tile = 0;  // elements per thread (reference, fused) or of T_flat (loop)
+  const std::size_t per_thread = std::size_t(std::max(threads, 1)), pair = nvir * nvir * elem;
   switch (backend) {
-    case Backend::reference: tile = nvir * nvir; break;
-    case Backend::loop:
-      for (const auto& c : detail::plan_loop_chunks(shape, nvir, elem, memory_bytes))
-        tile = std::max(tile, (c.i1 - c.i0) * (c.j1 - c.j0) * nvir * nvir);
-      return tile * elem;
-    case Backend::fused:
-      for (const auto& p : detail::plan_pair_blocks(shape, nvir, threads))
-        tile = std::max(tile, (p.i1 - p.i0) * (p.j1 - p.j0) * nvir * nvir);
-      break;
+    case Backend::reference: return per_thread * pair;
+    case Backend::loop: return detail::loop_chunk_pairs(shape, nvir, elem, memory_bytes) * pair;
+    case Backend::fused: {
+      const std::size_t edge = detail::pair_block_edge(shape, nvir, threads);
+      return per_thread * edge * edge * pair;
+    }
     case Backend::automatic: break;
   }
-  return std::size_t(std::max(threads, 1)) * tile * elem;
+  return 0;
 }
 
 NamedChoices<Backend> backend_names() { return kBackendNames; }

@@ -47,6 +47,10 @@ RunOptionsCli::RunOptionsCli(CLI::App& app, bool energy_choices) {
   app.add_option("--max-iterations", options_.scf.max_iterations, "SCF iteration limit")
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();
+  app.add_option("--fp32-until", options_.scf.fp32_until_gradient,
+                 "DF-SCF builds the exchange in fp32 until the orbital-gradient RMS falls below this (0: never)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
 }
 
 RunOptions RunOptionsCli::options() const {
