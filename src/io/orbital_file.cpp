@@ -74,7 +74,7 @@ OrbitalBasis file_basis(const OrbitalFileData& file) {
 FunctionMap function_map(const libint2::BasisSet& basis, const std::vector<std::size_t>& order,
                          const std::function<ShellMap(std::size_t shell)>& shell_map) {
   FunctionMap map;
-  const auto first = basis.shell2bf();
+  const auto& first = basis.shell2bf();
   for (std::size_t s : order) map.append(static_cast<Eigen::Index>(first[s]), shell_map(s));
   return map;
 }
