@@ -84,6 +84,46 @@ struct ForeignConvention {
   std::function<void(int l, int k, double& normalization, int& libint2_index, double& scale)> ao;
 };
 
+// The basis and orbitals as a file in `convention` holds them, shells in libint2's order.
+struct ForeignBasis {
+  std::vector<int32_t> shell_atom, shell_l, prim_shell, ao_shell;
+  std::vector<double> shell_factor, exponent, coefficient, prim_factor, ao_norm;
+  Eigen::MatrixXd C;  // AOs × orbitals
+};
+
+ForeignBasis in_convention(const RunInput& in, const ForeignConvention& convention) {
+  const libint2::BasisSet& basis = in.orbital_basis->shells;
+  ForeignBasis b;
+  b.C.resize(in.orbitals->C.rows(), in.orbitals->C.cols());
+  for (std::size_t s = 0; s < basis.size(); ++s) {
+    const libint2::Shell& shell = basis[s];
+    for (std::size_t a = 0; a < in.molecule->atoms.size(); ++a)
+      if (in.molecule->atoms[a].r == shell.O) b.shell_atom.push_back(static_cast<int32_t>(a));
+    const int l = shell.contr[0].l;
+    b.shell_l.push_back(l);
+    double factor = 0.0;
+    std::vector<double> c, pf;
+    convention.radial(shell, factor, c, pf);
+    b.shell_factor.push_back(factor);
+    for (std::size_t p = 0; p < shell.nprim(); ++p) {
+      b.prim_shell.push_back(static_cast<int32_t>(s));
+      b.exponent.push_back(shell.alpha[p]);
+    }
+    b.coefficient.insert(b.coefficient.end(), c.begin(), c.end());
+    b.prim_factor.insert(b.prim_factor.end(), pf.begin(), pf.end());
+    for (int k = 0; k < static_cast<int>(shell.size()); ++k) {
+      double normalization = 1.0, scale = 1.0;
+      int index = 0;
+      convention.ao(l, k, normalization, index, scale);
+      b.C.row(static_cast<Eigen::Index>(b.ao_shell.size())) =
+          in.orbitals->C.row(static_cast<Eigen::Index>(basis.shell2bf()[s]) + index) / scale;
+      b.ao_shell.push_back(static_cast<int32_t>(s));
+      b.ao_norm.push_back(normalization);
+    }
+  }
+  return b;
+}
+
 // A TREXIO file of the molecule, basis and orbitals written with the library's own API, in
 // `convention`; occupations left out, so the reader takes them from the electron counts.
 void write_foreign_trexio(const std::string& path, back_end_t back_end, const RunInput& in,
@@ -91,65 +131,33 @@ void write_foreign_trexio(const std::string& path, back_end_t back_end, const Ru
   trexio_exit_code rc = TREXIO_SUCCESS;
   trexio_t* f = trexio_open(path.c_str(), 'w', back_end, &rc);
   REQUIRE(rc == TREXIO_SUCCESS);
-  const Molecule& mol = *in.molecule;
   std::vector<double> charge, coord;
-  for (const Atom& a : mol.atoms) {
+  for (const Atom& a : in.molecule->atoms) {
     charge.push_back(a.Z);
     coord.insert(coord.end(), a.r.begin(), a.r.end());
   }
-  const auto natom = static_cast<int32_t>(mol.atoms.size());
-  trexio_ok(trexio_write_nucleus_num(f, natom));
+  trexio_ok(trexio_write_nucleus_num(f, static_cast<int32_t>(charge.size())));
   trexio_ok(trexio_write_nucleus_charge(f, charge.data()));
   trexio_ok(trexio_write_nucleus_coord(f, coord.data()));
   trexio_ok(trexio_write_electron_up_num(f, in.orbitals->nocc));
   trexio_ok(trexio_write_electron_dn_num(f, in.orbitals->nocc));
-
-  const libint2::BasisSet& basis = in.orbital_basis->shells;
-  std::vector<int32_t> shell_atom, shell_l, prim_shell, ao_shell;
-  std::vector<double> shell_factor, exponent, coefficient, prim_factor, ao_norm;
-  Eigen::MatrixXd C_file(in.orbitals->C.rows(), in.orbitals->C.cols());
-  for (std::size_t s = 0; s < basis.size(); ++s) {
-    const libint2::Shell& shell = basis[s];
-    for (int32_t a = 0; a < natom; ++a)
-      if (mol.atoms[static_cast<std::size_t>(a)].r == shell.O) shell_atom.push_back(a);
-    const int l = shell.contr[0].l;
-    shell_l.push_back(l);
-    double factor = 0.0;
-    std::vector<double> c, pf;
-    convention.radial(shell, factor, c, pf);
-    shell_factor.push_back(factor);
-    for (std::size_t p = 0; p < shell.nprim(); ++p) {
-      prim_shell.push_back(static_cast<int32_t>(s));
-      exponent.push_back(shell.alpha[p]);
-    }
-    coefficient.insert(coefficient.end(), c.begin(), c.end());
-    prim_factor.insert(prim_factor.end(), pf.begin(), pf.end());
-    for (int k = 0; k < static_cast<int>(shell.size()); ++k) {
-      double normalization = 1.0, scale = 1.0;
-      int index = 0;
-      convention.ao(l, k, normalization, index, scale);
-      C_file.row(static_cast<Eigen::Index>(ao_shell.size())) =
-          in.orbitals->C.row(static_cast<Eigen::Index>(basis.shell2bf()[s]) + index) / scale;
-      ao_shell.push_back(static_cast<int32_t>(s));
-      ao_norm.push_back(normalization);
-    }
-  }
+  const ForeignBasis b = in_convention(in, convention);
   trexio_ok(trexio_write_basis_type(f, "Gaussian", 16));
-  trexio_ok(trexio_write_basis_shell_num(f, static_cast<int32_t>(basis.size())));
-  trexio_ok(trexio_write_basis_prim_num(f, static_cast<int32_t>(exponent.size())));
-  trexio_ok(trexio_write_basis_nucleus_index(f, shell_atom.data()));
-  trexio_ok(trexio_write_basis_shell_ang_mom(f, shell_l.data()));
-  trexio_ok(trexio_write_basis_shell_factor(f, shell_factor.data()));
-  trexio_ok(trexio_write_basis_shell_index(f, prim_shell.data()));
-  trexio_ok(trexio_write_basis_exponent(f, exponent.data()));
-  trexio_ok(trexio_write_basis_coefficient(f, coefficient.data()));
-  trexio_ok(trexio_write_basis_prim_factor(f, prim_factor.data()));
+  trexio_ok(trexio_write_basis_shell_num(f, static_cast<int32_t>(b.shell_l.size())));
+  trexio_ok(trexio_write_basis_prim_num(f, static_cast<int32_t>(b.exponent.size())));
+  trexio_ok(trexio_write_basis_nucleus_index(f, b.shell_atom.data()));
+  trexio_ok(trexio_write_basis_shell_ang_mom(f, b.shell_l.data()));
+  trexio_ok(trexio_write_basis_shell_factor(f, b.shell_factor.data()));
+  trexio_ok(trexio_write_basis_shell_index(f, b.prim_shell.data()));
+  trexio_ok(trexio_write_basis_exponent(f, b.exponent.data()));
+  trexio_ok(trexio_write_basis_coefficient(f, b.coefficient.data()));
+  trexio_ok(trexio_write_basis_prim_factor(f, b.prim_factor.data()));
   trexio_ok(trexio_write_ao_cartesian(f, convention.cartesian ? 1 : 0));
-  trexio_ok(trexio_write_ao_num(f, static_cast<int32_t>(ao_shell.size())));
-  trexio_ok(trexio_write_ao_shell(f, ao_shell.data()));
-  trexio_ok(trexio_write_ao_normalization(f, ao_norm.data()));
-  trexio_ok(trexio_write_mo_num(f, static_cast<int32_t>(C_file.cols())));
-  trexio_ok(trexio_write_mo_coefficient(f, C_file.data()));  // [mo][ao]: column-major C_file
+  trexio_ok(trexio_write_ao_num(f, static_cast<int32_t>(b.ao_shell.size())));
+  trexio_ok(trexio_write_ao_shell(f, b.ao_shell.data()));
+  trexio_ok(trexio_write_ao_normalization(f, b.ao_norm.data()));
+  trexio_ok(trexio_write_mo_num(f, static_cast<int32_t>(b.C.cols())));
+  trexio_ok(trexio_write_mo_coefficient(f, b.C.data()));  // [mo][ao]: column-major AOs × orbitals
   trexio_ok(trexio_write_mo_energy(f, in.orbitals->eps.data()));
   trexio_ok(trexio_close(f));
 }
