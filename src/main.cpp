@@ -29,7 +29,7 @@ bool is_xyz(const std::string& path) {
   return ext == ".xyz";
 }
 
-// XYZ by its name; Molden and TREXIO by their content (a directory is TREXIO's text back end);
+// XYZ by its name; Molden and TREXIO (HDF5 file or text-back-end directory) by their content;
 // any other file is our HDF5 layout.
 RunInput read_input(const std::string& path) {
   if (!std::filesystem::exists(path)) throw InputError("input file '" + path + "' does not exist");
@@ -59,7 +59,6 @@ void check_output_paths(const std::string& input, const std::vector<std::pair<st
 }
 
 // Writes through a temporary beside `path`, renamed when complete, so a failure leaves neither.
-// (The hardening branch's OutputFiles takes the same writers.)
 void write_output(const std::string& path, const std::function<void(const std::string&)>& write) {
   const std::string temporary = path + ".tmp-" + std::to_string(getpid());
   try {
