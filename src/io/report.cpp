@@ -30,7 +30,7 @@ void print_report(std::ostream& out, const RunResult& r) {
       out << "  " << std::setw(2) << std::left << element_symbol(atom.Z) << std::right << "  "
           << std::setw(14) << fixed(atom.r[0], 8) << std::setw(14) << fixed(atom.r[1], 8)
           << std::setw(14) << fixed(atom.r[2], 8) << "  bohr\n";
-    out << "Basis " << r.basis << "   DF (MP2) " << r.df_basis;
+    out << "Basis " << (r.basis.empty() ? "given with the orbitals" : r.basis) << "   DF (MP2) " << r.df_basis;
     if (!r.jk_basis.empty()) out << "   DF (SCF) " << r.jk_basis;
     out << "\n";
   } else {

@@ -35,6 +35,7 @@ void describe_problem(const Problem& problem, RunResult& r) {
   r.basis = problem.basis;
   r.df_basis = problem.df_basis;
   r.jk_basis = problem.jk_basis;
+  r.orbital_basis = OrbitalBasis{problem.obs, problem.orbital_basis.pure};
   r.scf_type = name_of(problem.jk_aux ? ScfType::df : ScfType::exact);
   r.nbf = static_cast<int>(problem.obs.nbf());
   r.naux = static_cast<int>(problem.aux.nbf());

@@ -8,6 +8,7 @@
 #include "kernels/gemm_rate.hpp"
 #include "src/common/memory.hpp"
 #include "src/molecule/molecule.hpp"
+#include "src/molecule/orbital_basis.hpp"
 #include "src/scf/orbitals.hpp"
 #include "src/scf/rhf.hpp"
 
@@ -34,6 +35,7 @@ struct RunResult {
   double e_ss = 0.0, e_os = 0.0, e_corr = 0.0, e_scs_corr = 0.0, e_total = 0.0;
   std::vector<ScfIteration> scf_iterations;
   std::optional<Orbitals> orbitals;
+  std::optional<OrbitalBasis> orbital_basis;  // the orbitals' basis, for Molden and TREXIO output
   std::string backend, precision;
   int threads = 0;
   std::string blas_kernels;    // OpenBLAS kernel set the GEMMs ran on

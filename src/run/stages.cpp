@@ -24,6 +24,14 @@ std::string choose(const std::optional<std::string>& option, const std::string& 
   return fallback;
 }
 
+// The auxiliary set Psi4 pairs with the orbital basis; an orbital basis given without a name
+// (Molden, TREXIO) has none, so the user must name it.
+std::string default_auxiliary(const std::string& basis, std::string (*rule)(const std::string&), const RunInput& input,
+                              const std::string& option) {
+  if (!basis.empty()) return rule(basis);
+  throw InputError("'" + input.path + "' does not name its orbital basis: give the auxiliary set with " + option);
+}
+
 void check_given_orbitals(const Orbitals& orbitals, std::size_t nbf, int nocc) {
   if (static_cast<std::size_t>(orbitals.C.rows()) != nbf)
     throw InputError("given orbitals have " + std::to_string(orbitals.C.rows()) + " rows but the basis has " +
@@ -55,13 +63,25 @@ Problem define_problem(const RunInput& input, const RunContext& context) {
   p.nfrozen = options.frozen_core ? frozen_core_orbitals(p.molecule) : 0;
   if (p.nfrozen >= p.nocc) throw InputError("frozen core leaves no active occupied orbital");
 
+  if (input.orbital_basis && options.basis)
+    throw InputError("the orbital basis comes with the orbitals in '" + input.path + "': --basis cannot replace it");
   p.basis = choose(options.basis, input.basis, "");
-  if (p.basis.empty()) throw InputError("no basis set given: use --basis NAME or the 'basis' attribute");
-  p.df_basis = choose(options.df_basis, input.df_basis, default_df_basis(p.basis));
-  if (options.scf_type == ScfType::df) p.jk_basis = choose(options.jk_basis, input.jk_basis, default_jk_basis(p.basis));
+  if (p.basis.empty() && !input.orbital_basis)
+    throw InputError("no basis set given: use --basis NAME or the 'basis' attribute");
+  p.df_basis = choose(options.df_basis, input.df_basis, "");
+  if (p.df_basis.empty()) p.df_basis = default_auxiliary(p.basis, default_df_basis, input, "--df-basis NAME");
+  if (options.scf_type == ScfType::df) {
+    p.jk_basis = choose(options.jk_basis, input.jk_basis, "");
+    if (p.jk_basis.empty()) p.jk_basis = default_auxiliary(p.basis, default_jk_basis, input, "--jk-basis NAME (or --scf exact)");
+  }
   // Every basis set is loaded and placed before any integral, so a bad one fails at once.
-  p.orbital_basis = load_basis(p.basis);
-  p.obs = place_on(p.orbital_basis, p.molecule);
+  if (input.orbital_basis) {  // only its spherical/Cartesian choice is needed (no SAD guess: orbitals given)
+    p.orbital_basis.pure = input.orbital_basis->pure;
+    p.obs = input.orbital_basis->shells;
+  } else {
+    p.orbital_basis = load_basis(p.basis);
+    p.obs = place_on(p.orbital_basis, p.molecule);
+  }
   p.aux = place_on(load_basis(p.df_basis), p.molecule);
   // As Psi4 1.3 does, the SCF fitting set takes the orbital set's spherical/Cartesian choice.
   if (!p.jk_basis.empty()) p.jk_aux = place_on(load_basis(p.jk_basis), p.molecule, p.orbital_basis.pure);

@@ -40,7 +40,8 @@ struct Problem {
   Molecule molecule;
   std::string name;                          // the molecule's name, or its formula
   std::string basis, df_basis, jk_basis;     // as resolved (jk_basis empty for exact SCF)
-  BasisSetData orbital_basis;                // the orbital set's data, for the SAD guess
+  BasisSetData orbital_basis;                // the orbital set's data, for the SAD guess (only
+                                             // `pure` for a basis given with the orbitals)
   libint2::BasisSet obs, aux;                // orbital and DF-MP2 auxiliary sets
   std::optional<libint2::BasisSet> jk_aux;   // DF-SCF auxiliary set
   int nocc = 0, nfrozen = 0;                 // doubly occupied, and frozen of those
