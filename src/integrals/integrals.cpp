@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include <libint2.hpp>
 #include <omp.h>
@@ -24,6 +25,13 @@ std::size_t max_nprim(const libint2::BasisSet& a, const libint2::BasisSet& b) {
 
 int max_l(const libint2::BasisSet& a, const libint2::BasisSet& b) {
   return std::max(a.max_l(), b.max_l());
+}
+
+// The bra-ket is fixed at construction: an engine built for the default four-centre kind and
+// switched later refuses auxiliary shells above the four-centre limit, below the 2-/3-centre one.
+Engine coulomb_engine(std::size_t max_nprim, int max_l, BraKet braket) {
+  return Engine(Operator::coulomb, max_nprim, max_l, 0, std::numeric_limits<double>::epsilon(),
+                libint2::operator_traits<Operator::coulomb>::default_params(), braket);
 }
 
 // One-electron operator matrix, OpenMP over shell pairs (s1 ≥ s2).
@@ -100,9 +108,7 @@ Eigen::MatrixXd coulomb_metric(const libint2::BasisSet& aux) {
   const auto shell2bf = aux.shell2bf();
   const std::size_t nshell = aux.size();
   Eigen::MatrixXd J = Eigen::MatrixXd::Zero(aux.nbf(), aux.nbf());
-  Engine prototype(Operator::coulomb, aux.max_nprim(), aux.max_l());
-  prototype.set(BraKet::xs_xs);
-  auto engines = engines_per_thread(prototype);
+  auto engines = engines_per_thread(coulomb_engine(aux.max_nprim(), aux.max_l(), BraKet::xs_xs));
   const Shell& unit = Shell::unit();
 #pragma omp parallel for schedule(dynamic)
   for (std::size_t s1 = 0; s1 < nshell; ++s1) {
@@ -139,9 +145,8 @@ void three_index_integrals(const libint2::BasisSet& aux, std::size_t first_shell
   for (const auto& pair : pairs.pairs)
     if (in_rows(pair.first) || in_rows(pair.second)) row_pairs.push_back(pair);
 
-  Engine prototype(Operator::coulomb, max_nprim(aux, obs), max_l(aux, obs));
-  prototype.set(BraKet::xs_xx);
-  auto engines = engines_per_thread(prototype);
+  auto engines =
+      engines_per_thread(coulomb_engine(max_nprim(aux, obs), max_l(aux, obs), BraKet::xs_xx));
   const Shell& unit = Shell::unit();
   const std::size_t npairs = row_pairs.size();
   const std::size_t nwork = (last_shell - first_shell) * npairs;

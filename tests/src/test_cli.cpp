@@ -156,6 +156,31 @@ TEST_CASE("bad input: one error line, non-zero exit, no output") {
   expect_rejected(dir, water + " --basis cc-pvdz --max-iterations 2", "did not converge");
 }
 
+TEST_CASE("the def2 fitting sets' i shells (3d metals) are computed: DF-SCF of ZnH2 near exact") {
+  TempDir dir;
+  const std::string znh2 = dir.write("znh2.xyz", "3\nzinc hydride\nZn 0 0 0\nH 0 0 1.54\nH 0 0 -1.54\n");
+  const CommandResult df = run_dfmp2(znh2 + " --basis def2-svp --quiet --json " + dir.path("df.json"));
+  REQUIRE(df.exit_code == 0);
+  const CommandResult exact =
+      run_dfmp2(znh2 + " --basis def2-svp --scf exact --quiet --json " + dir.path("exact.json"));
+  REQUIRE(exact.exit_code == 0);
+  const auto e_df = nlohmann::json::parse(read_text(dir.path("df.json")))["e_scf"].get<double>();
+  const auto e_exact = nlohmann::json::parse(read_text(dir.path("exact.json")))["e_scf"].get<double>();
+  CHECK(std::abs(e_df - e_exact) < 5e-4);  // the fitting error; 1.0e-4 Eh when written
+}
+
+TEST_CASE("an output path equal to the input is refused before anything runs") {
+  TempDir dir;
+  const std::string h5 = dir.path("water.h5");
+  REQUIRE(run_dfmp2("convert " + dir.write("w.xyz", kWater) + " --basis cc-pvdz -o " + h5)
+              .exit_code == 0);
+  const std::string before = read_text(h5);
+  const CommandResult r = run_dfmp2(h5 + " --quiet --output " + h5);
+  CHECK(r.exit_code != 0);
+  CHECK_THAT(r.err, Catch::Contains("overwrite the input"));
+  CHECK(read_text(h5) == before);
+}
+
 TEST_CASE("an output path equal to the input is refused before anything runs") {
   TempDir dir;
   const std::string h5 = dir.path("water.h5");
