@@ -130,13 +130,13 @@ PreparedRun prepare(const RunInput& input, const RunOptions& given_options, Prog
   if (result.scf_type == "df")
     result.jk_basis = choose(options.jk_basis, input.jk_basis, default_jk_basis(result.basis));
 
-  const BasisSetData orbital_basis = load_basis(result.basis);
+  const BasisSetData orbital_basis = load_basis(result.basis, BasisRole::orbital);
   const libint2::BasisSet obs = place_on(orbital_basis, mol);
-  const libint2::BasisSet aux = place_on(load_basis(result.df_basis), mol);
+  const libint2::BasisSet aux = place_on(load_basis(result.df_basis, BasisRole::auxiliary), mol);
   // As Psi4 1.3 does, the SCF fitting set takes the orbital set's spherical/Cartesian choice.
   std::optional<libint2::BasisSet> jk_aux;
   if (!result.jk_basis.empty())
-    jk_aux = place_on(load_basis(result.jk_basis), mol, orbital_basis.pure);
+    jk_aux = place_on(load_basis(result.jk_basis, BasisRole::auxiliary), mol, orbital_basis.pure);
   result.nbf = static_cast<int>(obs.nbf());
   result.naux = static_cast<int>(aux.nbf());
   result.naux_jk = jk_aux ? static_cast<int>(jk_aux->nbf()) : 0;

@@ -154,6 +154,23 @@ TEST_CASE("bad input: one error line, non-zero exit, no output") {
   expect_rejected(dir, water + " --basis cc-pvdz --memory lots", "invalid memory size 'lots'");
   expect_rejected(dir, water + " --basis cc-pvdz --memory 1KB", "raise --memory");
   expect_rejected(dir, water + " --basis cc-pvdz --max-iterations 2", "did not converge");
+  const std::string h_block = "spherical\n****\nH 0\nS 1 1.00\n nan 1.0\n****\n";
+  expect_rejected(dir, water + " --basis " + dir.write("nan.gbs", h_block),
+                  "nan.gbs), line 5: the exponent must be a finite number");
+  expect_rejected(dir, water + " --basis " + dir.write("i.gbs", "spherical\n****\nO 0\nI 1 1.00\n 1.0 1.0\n****\n"),
+                  "line 4: angular momentum 6 (I shell) is above 5");
+}
+
+TEST_CASE("a broken auxiliary basis is refused before the SCF runs") {
+  TempDir dir;
+  const std::string twice =
+      "spherical\n****\nH 0\nS 1 1.00\n 1.0 1.0\n****\nO 0\nS 1 1.00\n 1.0 1.0\n****\n"
+      "H 0\nS 1 1.00\n 0.5 1.0\n****\n";
+  const CommandResult r = run_dfmp2(dir.write("water.xyz", kWater) + " --basis cc-pvdz --df-basis " +
+                                    dir.write("twice.gbs", twice));
+  CHECK(r.exit_code == 1);
+  CHECK(r.err == "dfmp2: error: basis '" + dir.path("twice.gbs") + "' (" + dir.path("twice.gbs") +
+                     "), line 11: element H is given twice (first on line 3)\n");
 }
 
 TEST_CASE("the def2 fitting sets' i shells (3d metals) are computed: DF-SCF of ZnH2 near exact") {
@@ -167,18 +184,6 @@ TEST_CASE("the def2 fitting sets' i shells (3d metals) are computed: DF-SCF of Z
   const auto e_df = nlohmann::json::parse(read_text(dir.path("df.json")))["e_scf"].get<double>();
   const auto e_exact = nlohmann::json::parse(read_text(dir.path("exact.json")))["e_scf"].get<double>();
   CHECK(std::abs(e_df - e_exact) < 5e-4);  // the fitting error; 1.0e-4 Eh when written
-}
-
-TEST_CASE("an output path equal to the input is refused before anything runs") {
-  TempDir dir;
-  const std::string h5 = dir.path("water.h5");
-  REQUIRE(run_dfmp2("convert " + dir.write("w.xyz", kWater) + " --basis cc-pvdz -o " + h5)
-              .exit_code == 0);
-  const std::string before = read_text(h5);
-  const CommandResult r = run_dfmp2(h5 + " --quiet --output " + h5);
-  CHECK(r.exit_code != 0);
-  CHECK_THAT(r.err, Catch::Contains("overwrite the input"));
-  CHECK(read_text(h5) == before);
 }
 
 TEST_CASE("an output path equal to the input is refused before anything runs") {
