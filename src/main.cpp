@@ -9,6 +9,7 @@
 #include "src/run/driver.hpp"
 #include "src/common/errors.hpp"
 #include "src/io/hdf5_io.hpp"
+#include "src/io/output_file.hpp"
 #include "src/common/memory.hpp"
 #include "src/common/parallel.hpp"
 #include "src/io/report.hpp"
@@ -35,15 +36,9 @@ RunInput read_input(const std::string& path) {
 
 // Outputs must not clobber the input, and must not share one path.
 void check_output_paths(const std::string& input, const std::string& json, const std::string& h5) {
-  namespace fs = std::filesystem;
-  auto same = [](const std::string& a, const std::string& b) {
-    std::error_code ec;
-    return !a.empty() && !b.empty() &&
-           (fs::weakly_canonical(a, ec) == fs::weakly_canonical(b, ec));
-  };
-  if (same(input, json) || same(input, h5))
+  if (same_file(input, json) || same_file(input, h5))
     throw InputError("an output file would overwrite the input '" + input + "'");
-  if (same(json, h5)) throw InputError("--json and --output name the same file");
+  if (same_file(json, h5)) throw InputError("--json and --output name the same file");
 }
 
 }  // namespace
@@ -126,7 +121,9 @@ int main(int argc, char** argv) {
       mol.charge = convert_charge;
       validate(mol);
       check_output_paths(convert_xyz, convert_out, "");
-      write_hdf5_input(convert_out, mol, convert_basis, convert_df_basis, convert_jk_basis);
+      write_output_file(convert_out, [&](const std::string& file) {
+        write_hdf5_input(file, mol, convert_basis, convert_df_basis, convert_jk_basis);
+      });
       return 0;
     }
     if (input_path.empty()) throw InputError("no input file given (see dfmp2 --help)");
@@ -150,8 +147,12 @@ int main(int argc, char** argv) {
 
     if (comm.is_root()) {
       print_report(std::cout, result);
-      if (!json_path.empty()) write_json(json_path, result);
-      if (!output_path.empty()) write_hdf5_results(output_path, result);
+      OutputFiles outputs;  // both or neither
+      if (!json_path.empty())
+        outputs.add(json_path, [&](const std::string& file) { write_json(file, result); });
+      if (!output_path.empty())
+        outputs.add(output_path, [&](const std::string& file) { write_hdf5_results(file, result); });
+      outputs.commit();
     }
     return 0;
   } catch (const InputError& e) {

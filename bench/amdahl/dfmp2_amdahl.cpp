@@ -11,8 +11,6 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -28,6 +26,7 @@
 #include "src/common/memory.hpp"
 #include "src/molecule/molecule.hpp"
 #include "src/common/parallel.hpp"
+#include "src/io/output_file.hpp"
 #include "src/io/xyz.hpp"
 
 namespace {
@@ -186,9 +185,7 @@ int main(int argc, char** argv) {
     if (json_path.empty()) {
       std::cout << text;
     } else {  // written whole, then renamed: a reader never sees half a file
-      const std::string partial = json_path + ".partial";
-      std::ofstream(partial) << text;
-      std::filesystem::rename(partial, json_path);
+      dfmp2::write_output_file(json_path, [&](const std::string& file) { dfmp2::write_text(file, text); });
     }
     return 0;
   } catch (const std::exception& e) {

@@ -13,7 +13,6 @@
 #include <utility>
 
 #include <hdf5.h>
-#include <unistd.h>
 
 #include "src/common/errors.hpp"
 
@@ -378,8 +377,8 @@ DFTensor read_df(const Reader& in) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Writing. Helpers throw std::runtime_error naming the object; write_atomically turns that
-// into one InputError naming the file.
+// Writing. Helpers throw std::runtime_error naming the object; OutputFiles turns that into one
+// InputError naming the file.
 
 void check(bool ok, const std::string& what) {
   if (!ok) throw std::runtime_error(what);
@@ -516,37 +515,14 @@ void write_df(hid_t file, const DFTensor& df) {
                 df.eps_vir.data());
 }
 
-// Writes to "<path>.tmp-<pid>" and renames onto path only when complete, so a reader never
-// sees a half-written file and a failure leaves neither a partial file nor the temporary.
-void write_atomically(const std::string& path, const std::function<void(hid_t)>& body) {
+// Creates the file at `path` (OutputFiles makes that a temporary) and fills it.
+void write_file(const std::string& path, const std::function<void(hid_t)>& body) {
   silence_hdf5_errors();
-  const std::string temporary = path + ".tmp-" + std::to_string(getpid());
-  auto fail = [&](const std::string& why) -> void {
-    std::error_code ignored;
-    std::filesystem::remove(temporary, ignored);
-    throw InputError("cannot write '" + path + "': " + why);
-  };
-  {
-    const std::filesystem::path parent = std::filesystem::path(path).parent_path();
-    std::error_code ec;
-    if (!parent.empty() && !std::filesystem::is_directory(parent, ec))
-      fail("directory '" + parent.string() + "' does not exist");
-  }
   errno = 0;
-  Handle file =
-      file_handle(H5Fcreate(temporary.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
-  if (!file.valid())
-    fail("cannot create '" + temporary + "'" +
-         (errno != 0 ? std::string(": ") + std::strerror(errno) : std::string()));
-  try {
-    body(file);
-  } catch (const std::exception& e) {
-    file.close();
-    fail(e.what());
-  }
-  if (!file.close()) fail("cannot finish '" + temporary + "' (disk full?)");
-  if (std::rename(temporary.c_str(), path.c_str()) != 0)
-    fail(std::string("cannot rename the temporary file: ") + std::strerror(errno));
+  Handle file = file_handle(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
+  check(file.valid(), errno != 0 ? std::strerror(errno) : "HDF5 cannot create the file");
+  body(file);
+  check(file.close(), "cannot finish the file (disk full?)");
 }
 
 }  // namespace
@@ -574,18 +550,18 @@ RunInput read_hdf5_input(const std::string& path) {
 
 void write_hdf5_input(const std::string& path, const Molecule& mol, const std::string& basis,
                       const std::string& df_basis, const std::string& jk_basis) {
-  write_atomically(path, [&](hid_t file) {
+  write_file(path, [&](hid_t file) {
     write_molecule(file, mol);
     write_basis_names(file, basis, df_basis, jk_basis);
   });
 }
 
 void write_hdf5_df_input(const std::string& path, const DFTensor& df) {
-  write_atomically(path, [&](hid_t file) { write_df(file, df); });
+  write_file(path, [&](hid_t file) { write_df(file, df); });
 }
 
 void write_hdf5_results(const std::string& path, const RunResult& r) {
-  write_atomically(path, [&](hid_t file) {
+  write_file(path, [&](hid_t file) {
     write_string_attribute(file, "molecule", r.molecule);
     write_basis_names(file, r.basis, r.df_basis, r.jk_basis);
     write_string_attribute(file, "scf_type", r.scf_type);

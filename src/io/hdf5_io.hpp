@@ -1,5 +1,7 @@
 // HDF5 files: the input layout of docs/input-format.md and the results file.
-// Readers never write to the input; writers go to a temporary name renamed when complete.
+// Readers never write to the input. Writers create the file at the path they are given and throw
+// std::runtime_error naming what failed: outputs go through OutputFiles (src/io/output_file.hpp),
+// which gives them a temporary name and renames it when complete.
 #pragma once
 
 #include <string>
