@@ -163,6 +163,8 @@ TEST_CASE("bad input: one error line, non-zero exit, no output") {
   const std::string water = dir.write("water.xyz", kWater);
   expect_rejected(dir, dir.path("missing.h5"), "does not exist");
   expect_rejected(dir, dir.write("text.h5", "not hdf5\n"), "not an HDF5 file");
+  expect_rejected(dir, std::string(DFMP2_SOURCE_DIR) + "/tests/fuzz/regressions/hdf5/local-heap-crash.h5",
+                  "is damaged: the HDF5 library crashes reading it");
   expect_rejected(dir, write_broken_h5(dir, "nocoord.h5", false), "coordinates");
   expect_rejected(dir, write_broken_h5(dir, "shape.h5", true), "coordinates");
   expect_rejected(dir, dir.write("xx.xyz", "1\nx\nXx 0 0 0\n") + " --basis cc-pvdz",
@@ -229,7 +231,7 @@ TEST_CASE("an output path equal to the input is refused before anything runs") {
   CHECK(read_text(h5) == before);
 }
 
-TEST_CASE("--json, --output and the input are compared as files, not as spellings") {
+TEST_CASE("the input and the outputs are compared as files, not as spellings") {
   TempDir dir;
   const std::string h5 = dir.path("water.h5");
   REQUIRE(run_dfmp2("convert " + dir.write("w.xyz", kWater) + " --basis sto-3g -o " + h5).exit_code == 0);

@@ -403,3 +403,16 @@ TEST_CASE("a failed write, as an output file, throws InputError naming it and le
   CHECK_FALSE(any_temporary_in(dir.path("")));
   CHECK(H5Fget_obj_count(H5F_OBJ_ALL, H5F_OBJ_ALL) == 0);
 }
+
+TEST_CASE("files on which libhdf5 itself crashes or loops are refused as damaged") {
+  // Found by tests/fuzz: read directly, libhdf5 1.10 dereferences NULL in each of the first
+  // three (a local heap, an object header, an attribute's value) and loops in the last.
+  const std::string dir = std::string(DFMP2_SOURCE_DIR) + "/tests/fuzz/regressions/hdf5/";
+  for (const char* name : {"local-heap-crash.h5", "object-header-crash.h5", "attribute-read-crash.h5"}) {
+    INFO(name);
+    CHECK_THROWS_WITH(read_hdf5_input(dir + name),
+                      "'" + dir + name + "' is damaged: the HDF5 library crashes reading it");
+  }
+  CHECK_THROWS_WITH(read_hdf5_input(dir + "global-heap-loop.h5"),
+                    "'" + dir + "global-heap-loop.h5' is damaged: the HDF5 library loops reading it");
+}
