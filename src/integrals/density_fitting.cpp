@@ -27,6 +27,9 @@ CoulombFitting::CoulombFitting(const Eigen::MatrixXd& metric, double condition) 
 }
 
 void CoulombFitting::apply(double* data, std::size_t ncols) const {
+  // A rank holding no occupied orbital passes an empty block (null data): Eigen would bind a
+  // reference to it (undefined behaviour UBSan reports), and there is nothing to fit.
+  if (ncols == 0) return;
   // Row-major [naux][ncols] is the column-major ncols × naux matrix A(x, P); B = A Mᵀ.
   Eigen::Map<Eigen::MatrixXd> A(data, static_cast<Eigen::Index>(ncols), factor_.rows());
   if (cholesky_) {
