@@ -265,7 +265,7 @@ TEST_CASE("a failing --output leaves no --json file, and an older one as it was"
   CHECK(names_in(dir.path("")) == std::vector<std::string>{"out.json", "water.xyz"});
 }
 
-TEST_CASE("an output given as a symlink is written through it; the link stays") {
+TEST_CASE("an output given as a symlink is written through it, and the link stays") {
   TempDir dir;
   std::filesystem::create_directory(dir.path("results"));
   std::filesystem::create_symlink("results/w.json", dir.path("w.json"));  // dangling until written
@@ -303,7 +303,7 @@ TEST_CASE("SIGINT or SIGTERM while computing: the usual death, no output") {
   }
 }
 
-TEST_CASE("SIGTERM while writing an output removes the temporary; an ignored SIGINT stays ignored") {
+TEST_CASE("SIGTERM while writing an output removes the temporary, and an ignored SIGINT stays ignored") {
   TempDir dir, logs;
   const std::string water = dir.write("water.xyz", kWater);
   const std::string json = dir.path("w.json");

@@ -148,7 +148,7 @@ TEST_CASE("write_hdf5_input then read_hdf5_input gives the same molecule and bas
   CHECK_FALSE(input.df);
 }
 
-TEST_CASE("coordinates with units=\"Angstrom\" are converted; defaults apply to charge") {
+TEST_CASE("coordinates with units=\"Angstrom\" are converted, and defaults apply to charge") {
   TempDir dir;
   const std::string path = raw_input(dir, "a.h5", [](RawFile& f) {
     f.dataset<int>("/molecule/atomic_numbers", {2}, H5T_NATIVE_INT, {1, 1});

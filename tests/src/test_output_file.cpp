@@ -92,7 +92,7 @@ TEST_CASE("a rename failing at commit removes the outputs already renamed") {
   CHECK_FALSE(fs::exists(dir.path("a.json")));
 }
 
-TEST_CASE("an output that is a symlink is written through it; the link stays") {
+TEST_CASE("an output that is a symlink is written through it, and the link stays") {
   TempDir dir;
   fs::create_directory(dir.path("data"));
   dir.write("data/old.json", "old\n");
