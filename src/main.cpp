@@ -4,8 +4,6 @@
 #include <functional>
 #include <iostream>
 
-#include <unistd.h>
-
 #include <CLI/CLI.hpp>
 
 #include "src/cli/run_options_cli.hpp"
@@ -13,6 +11,7 @@
 #include "src/common/errors.hpp"
 #include "src/io/hdf5_io.hpp"
 #include "src/io/molden.hpp"
+#include "src/io/output_file.hpp"
 #include "src/io/trexio_io.hpp"
 #include "src/common/memory.hpp"
 #include "src/common/parallel.hpp"
@@ -44,30 +43,11 @@ RunInput read_input(const std::string& path) {
 
 // Outputs must not clobber the input, and must not share one path.
 void check_output_paths(const std::string& input, const std::vector<std::pair<std::string, std::string>>& outputs) {
-  namespace fs = std::filesystem;
-  auto same = [](const std::string& a, const std::string& b) {
-    std::error_code ec;
-    return !a.empty() && !b.empty() &&
-           (fs::weakly_canonical(a, ec) == fs::weakly_canonical(b, ec));
-  };
   for (std::size_t i = 0; i < outputs.size(); ++i) {
-    if (same(input, outputs[i].second)) throw InputError("an output file would overwrite the input '" + input + "'");
+    if (same_file(input, outputs[i].second)) throw InputError("an output file would overwrite the input '" + input + "'");
     for (std::size_t j = 0; j < i; ++j)
-      if (same(outputs[i].second, outputs[j].second))
+      if (same_file(outputs[i].second, outputs[j].second))
         throw InputError(outputs[j].first + " and " + outputs[i].first + " name the same file");
-  }
-}
-
-// Writes through a temporary beside `path`, renamed when complete, so a failure leaves neither.
-void write_output(const std::string& path, const std::function<void(const std::string&)>& write) {
-  const std::string temporary = path + ".tmp-" + std::to_string(getpid());
-  try {
-    write(temporary);
-    std::filesystem::rename(temporary, path);
-  } catch (const std::exception& e) {
-    std::error_code ignored;
-    std::filesystem::remove_all(temporary, ignored);
-    throw InputError("cannot write '" + path + "': " + e.what());
   }
 }
 
@@ -127,7 +107,9 @@ int main(int argc, char** argv) {
       mol.charge = convert_charge;
       validate(mol);
       check_output_paths(convert_xyz, {{"-o", convert_out}});
-      write_hdf5_input(convert_out, mol, convert_basis, convert_df_basis, convert_jk_basis);
+      write_output_file(convert_out, [&](const std::string& file) {
+        write_hdf5_input(file, mol, convert_basis, convert_df_basis, convert_jk_basis);
+      });
       return 0;
     }
     if (input_path.empty()) throw InputError("no input file given (see dfmp2 --help)");
@@ -145,10 +127,15 @@ int main(int argc, char** argv) {
 
     if (comm.is_root()) {
       print_report(std::cout, result);
-      if (!json_path.empty()) write_json(json_path, result);
-      if (!output_path.empty()) write_hdf5_results(output_path, result);
-      if (!molden_path.empty()) write_output(molden_path, [&](const std::string& file) { write_molden(file, result); });
-      if (!trexio_path.empty()) write_output(trexio_path, [&](const std::string& file) { write_trexio(file, result); });
+      OutputFiles outputs;  // all or none
+      const std::pair<const std::string&, FileWriter> writers[] = {
+          {json_path, [&](const std::string& file) { write_json(file, result); }},
+          {output_path, [&](const std::string& file) { write_hdf5_results(file, result); }},
+          {molden_path, [&](const std::string& file) { write_molden(file, result); }},
+          {trexio_path, [&](const std::string& file) { write_trexio(file, result); }}};
+      for (const auto& [path, write] : writers)
+        if (!path.empty()) outputs.add(path, write);
+      outputs.commit();
     }
     return 0;
   } catch (const InputError& e) {

@@ -10,8 +10,6 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -25,6 +23,7 @@
 #include "src/cli/run_options_cli.hpp"
 #include "src/run/driver.hpp"
 #include "src/common/parallel.hpp"
+#include "src/io/output_file.hpp"
 #include "src/io/xyz.hpp"
 
 namespace {
@@ -140,9 +139,7 @@ int main(int argc, char** argv) {
     if (json_path.empty()) {
       std::cout << text;
     } else {  // written whole, then renamed: a reader never sees half a file
-      const std::string partial = json_path + ".partial";
-      std::ofstream(partial) << text;
-      std::filesystem::rename(partial, json_path);
+      dfmp2::write_output_file(json_path, [&](const std::string& file) { dfmp2::write_text(file, text); });
     }
     return 0;
   } catch (const std::exception& e) {

@@ -18,9 +18,7 @@ Eigen::MatrixXd coulomb_metric(const libint2::BasisSet& aux) {
   using libint2::Operator;
   const std::size_t nshell = aux.size();
   Eigen::MatrixXd J = Eigen::MatrixXd::Zero(aux.nbf(), aux.nbf());
-  libint2::Engine prototype(Operator::coulomb, aux.max_nprim(), aux.max_l());
-  prototype.set(BraKet::xs_xs);
-  auto engines = engines_per_thread(prototype);
+  auto engines = engines_per_thread(coulomb_engine(aux.max_nprim(), aux.max_l(), BraKet::xs_xs));
   const libint2::Shell& unit = libint2::Shell::unit();
 #pragma omp parallel for schedule(dynamic)
   for (std::size_t s1 = 0; s1 < nshell; ++s1) {

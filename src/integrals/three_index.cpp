@@ -34,10 +34,7 @@ void write_block(const double* values, std::size_t nP, std::size_t n1, std::size
 }
 
 libint2::Engine three_index_engine(const libint2::BasisSet& aux, const libint2::BasisSet& obs) {
-  libint2::Engine engine(Operator::coulomb, std::max(aux.max_nprim(), obs.max_nprim()),
-                         std::max(aux.max_l(), obs.max_l()));
-  engine.set(BraKet::xs_xx);
-  return engine;
+  return coulomb_engine(std::max(aux.max_nprim(), obs.max_nprim()), std::max(aux.max_l(), obs.max_l()), BraKet::xs_xx);
 }
 
 // Every sampled triplet of compute() once every kSampleStride computed ones: about 1 %.

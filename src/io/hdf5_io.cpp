@@ -5,16 +5,20 @@
 #include <cctype>
 #include <cerrno>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
+#include <limits>
 #include <stdexcept>
 #include <type_traits>
 #include <utility>
 
+#include <fcntl.h>
 #include <hdf5.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "src/common/errors.hpp"
@@ -80,7 +84,56 @@ std::string lower(std::string s) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Surviving libhdf5 on damaged files
+
+// libhdf5 1.10 trusts a file's structures: a damaged file can make it dereference NULL or loop
+// forever inside H5Fopen, H5Lexists, H5Aread and the like (fuzzing found dozens of such files),
+// which no check of ours can see coming. So a forked child first has libhdf5 go over every
+// structure the reader touches, attribute values included, with none of our code; the file is
+// read only when the child came through. The datasets' data is left to the reader, so that a
+// large B_ia^P is read once.
+
+// Walking a dfmp2 input's few objects takes milliseconds; this long means libhdf5 is looping.
+constexpr unsigned kWalkSeconds = 10;
+
+herr_t touch_object(hid_t root, const char* name, const H5O_info_t* info, void*) {
+  const Handle object{H5Oopen(root, name, H5P_DEFAULT), H5Oclose};
+  if (!object.valid()) return 0;
+  for (hsize_t k = 0; k < info->num_attrs; ++k) {
+    const Handle attribute = attribute_handle(
+        H5Aopen_by_idx(object, ".", H5_INDEX_NAME, H5_ITER_NATIVE, k, H5P_DEFAULT, H5P_DEFAULT));
+    const Handle type = type_handle(H5Aget_type(attribute));
+    const Handle space = space_handle(H5Aget_space(attribute));
+    const hssize_t count = H5Sget_simple_extent_npoints(space);
+    const std::size_t size = H5Tget_size(type);
+    // Read as stored (variable-length values land in memory libhdf5 allocates, never freed:
+    // the child ends right after), unless it claims more than an attribute can hold.
+    if (count > 0 && size > 0 && static_cast<hsize_t>(count) * size <= (hsize_t{1} << 26)) {
+      std::vector<char> value(static_cast<std::size_t>(count) * size);
+      H5Aread(attribute, type, value.data());
+    }
+  }
+  if (info->type == H5O_TYPE_DATASET) {
+    const Handle type = type_handle(H5Dget_type(object));
+    const Handle space = space_handle(H5Dget_space(object));
+    const Handle plist = plist_handle(H5Dget_create_plist(object));
+    H5D_space_status_t status{};
+    H5Dget_space_status(object, &status);
+    H5Dget_storage_size(object);
+    H5Pget_nfilters(plist);
+  }
+  return 0;
+}
+
+
+// ---------------------------------------------------------------------------------------------
 // Reading
+
+std::string dims_text(const std::vector<hsize_t>& dims) {
+  std::string text;
+  for (hsize_t d : dims) text.append("[").append(std::to_string(d)).append("]");
+  return text;
+}
 
 // The open input file; every error names the file (and the object) in one line.
 class Reader {
@@ -93,6 +146,7 @@ class Reader {
       throw InputError("cannot open '" + path + "'");
     const htri_t is_hdf5 = H5Fis_hdf5(path.c_str());
     if (is_hdf5 == 0) throw InputError("'" + path + "' is not an HDF5 file");
+    require_hdf5_survives(path);
     // Read-only: the input must never be modified.
     file_ = file_handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
     if (is_hdf5 < 0 || !file_.valid()) throw InputError("cannot open '" + path + "'");
@@ -142,7 +196,33 @@ class Reader {
            std::to_string(std::max(found_rank, 0)));
     dims.assign(static_cast<std::size_t>(rank), 0);
     H5Sget_simple_extent_dims(space, dims.data(), nullptr);
+    require_stored(dataset, name, dims, H5Tget_size(type));
     return dataset;
+  }
+
+  // What a dataset declares must be stored in this file: a damaged or hostile file must not
+  // make the reader allocate on its word alone, nor read other files (external storage).
+  void require_stored(const Handle& dataset, const std::string& name,
+                      const std::vector<hsize_t>& dims, std::size_t element_size) const {
+    const Handle plist = plist_handle(H5Dget_create_plist(dataset));
+    if (!plist.valid() || element_size == 0) fail("cannot read dataset " + name);
+    if (H5Pget_layout(plist) == H5D_VIRTUAL || H5Pget_external_count(plist) != 0)
+      fail("dataset " + name + " keeps its data in other files; only self-contained files are read");
+    hsize_t bytes = element_size;
+    for (hsize_t d : dims) {
+      if (d != 0 && bytes > std::numeric_limits<std::size_t>::max() / d)
+        fail("dataset " + name + " is too large: " + dims_text(dims));
+      bytes *= d;
+    }
+    if (bytes == 0) return;
+    H5D_space_status_t status{};
+    if (H5Dget_space_status(dataset, &status) < 0 || status != H5D_SPACE_STATUS_ALLOCATED)
+      fail("dataset " + name + " holds no data (created but never written)");
+    // Compressed data may take less room than it declares, uncompressed data cannot.
+    if (H5Pget_nfilters(plist) == 0 && H5Dget_storage_size(dataset) < bytes)
+      fail("dataset " + name + " declares " + dims_text(dims) + " but the file holds only " +
+           std::to_string(H5Dget_storage_size(dataset)) + " of its " + std::to_string(bytes) +
+           " bytes");
   }
 
   template <typename T>
@@ -228,6 +308,8 @@ class Reader {
       return value;
     }
     const std::size_t size = H5Tget_size(type);
+    // A damaged type can declare any length: no more than the attribute stores.
+    if (size > H5Aget_storage_size(attribute)) fail("cannot read " + label);
     std::string value(size, '\0');
     if (size > 0 && H5Aread(attribute, type, value.data()) < 0) fail("cannot read " + label);
     value.resize(std::strlen(value.c_str()));  // null-terminated or null-padded
@@ -262,12 +344,6 @@ class Reader {
   std::string path_;
   Handle file_;
 };
-
-std::string dims_text(const std::vector<hsize_t>& dims) {
-  std::string text;
-  for (hsize_t d : dims) text.append("[").append(std::to_string(d)).append("]");
-  return text;
-}
 
 Molecule read_molecule(const Reader& in) {
   std::vector<hsize_t> zdims, rdims;
@@ -398,8 +474,8 @@ GivenDFTensor read_df(const Reader& in) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Writing. Helpers throw std::runtime_error naming the object; write_atomically turns that
-// into one InputError naming the file.
+// Writing. Helpers throw std::runtime_error naming the object; OutputFiles turns that into one
+// InputError naming the file.
 
 void check(bool ok, const std::string& what) {
   if (!ok) throw std::runtime_error(what);
@@ -536,40 +612,41 @@ void write_df(hid_t file, const DFTensor& df) {
                 df.eps_vir.data());
 }
 
-// Writes to "<path>.tmp-<pid>" and renames onto path only when complete, so a reader never
-// sees a half-written file and a failure leaves neither a partial file nor the temporary.
-void write_atomically(const std::string& path, const std::function<void(hid_t)>& body) {
+// Creates the file at `path` (OutputFiles makes that a temporary) and fills it.
+void write_file(const std::string& path, const std::function<void(hid_t)>& body) {
   silence_hdf5_errors();
-  const std::string temporary = path + ".tmp-" + std::to_string(getpid());
-  auto fail = [&](const std::string& why) -> void {
-    std::error_code ignored;
-    std::filesystem::remove(temporary, ignored);
-    throw InputError("cannot write '" + path + "': " + why);
-  };
-  {
-    const std::filesystem::path parent = std::filesystem::path(path).parent_path();
-    std::error_code ec;
-    if (!parent.empty() && !std::filesystem::is_directory(parent, ec))
-      fail("directory '" + parent.string() + "' does not exist");
-  }
   errno = 0;
-  Handle file =
-      file_handle(H5Fcreate(temporary.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
-  if (!file.valid())
-    fail("cannot create '" + temporary + "'" +
-         (errno != 0 ? std::string(": ") + std::strerror(errno) : std::string()));
-  try {
-    body(file);
-  } catch (const std::exception& e) {
-    file.close();
-    fail(e.what());
-  }
-  if (!file.close()) fail("cannot finish '" + temporary + "' (disk full?)");
-  if (std::rename(temporary.c_str(), path.c_str()) != 0)
-    fail(std::string("cannot rename the temporary file: ") + std::strerror(errno));
+  Handle file = file_handle(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
+  check(file.valid(), errno != 0 ? std::strerror(errno) : "HDF5 cannot create the file");
+  body(file);
+  check(file.close(), "cannot finish the file (disk full?)");
 }
 
 }  // namespace
+
+void require_hdf5_survives(const std::string& path) {
+  const pid_t child = fork();
+  if (child == 0) {
+    // A crash here is the answer, not news: it ends the child quietly, whatever handlers
+    // (sanitizers, OpenMPI) the process had.
+    for (int signal : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGALRM}) std::signal(signal, SIG_DFL);
+    const int null = open("/dev/null", O_WRONLY);
+    if (null >= 0) dup2(null, STDERR_FILENO);
+    alarm(kWalkSeconds);
+    silence_hdf5_errors();
+    const Handle file = file_handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+    if (file.valid())
+      H5Ovisit2(file, H5_INDEX_NAME, H5_ITER_NATIVE, touch_object, nullptr,
+                H5O_INFO_BASIC | H5O_INFO_NUM_ATTRS);
+    _exit(0);
+  }
+  int status = 0;
+  if (child < 0 || waitpid(child, &status, 0) != child) return;  // no check: read as before
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    throw InputError("'" + path + "' is damaged: the HDF5 library " +
+                     (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM ? "loops" : "crashes") +
+                     " reading it");
+}
 
 RunInput read_hdf5_input(const std::string& path) {
   const Reader in(path);
@@ -594,18 +671,18 @@ RunInput read_hdf5_input(const std::string& path) {
 
 void write_hdf5_input(const std::string& path, const Molecule& mol, const std::string& basis,
                       const std::string& df_basis, const std::string& jk_basis) {
-  write_atomically(path, [&](hid_t file) {
+  write_file(path, [&](hid_t file) {
     write_molecule(file, mol);
     write_basis_names(file, basis, df_basis, jk_basis);
   });
 }
 
 void write_hdf5_df_input(const std::string& path, const DFTensor& df) {
-  write_atomically(path, [&](hid_t file) { write_df(file, df); });
+  write_file(path, [&](hid_t file) { write_df(file, df); });
 }
 
 void write_hdf5_results(const std::string& path, const RunResult& r) {
-  write_atomically(path, [&](hid_t file) {
+  write_file(path, [&](hid_t file) {
     write_string_attribute(file, "molecule", r.molecule);
     write_basis_names(file, r.basis, r.df_basis, r.jk_basis);
     write_string_attribute(file, "scf_type", r.scf_type);

@@ -2,13 +2,10 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <iomanip>
-#include <unistd.h>
 
-#include "src/common/errors.hpp"
 #include "src/common/memory.hpp"
+#include "src/io/output_file.hpp"
 
 namespace dfmp2 {
 namespace {
@@ -151,22 +148,7 @@ nlohmann::json to_json(const RunResult& r) {
 }
 
 void write_json(const std::string& path, const RunResult& result) {
-  const std::string temporary = path + ".tmp-" + std::to_string(getpid());
-  {
-    std::ofstream out(temporary);
-    out << to_json(result).dump(2) << "\n";
-    if (!out) {
-      std::error_code ignored;
-      std::filesystem::remove(temporary, ignored);
-      throw InputError("cannot write JSON file '" + path + "'");
-    }
-  }
-  std::error_code error;
-  std::filesystem::rename(temporary, path, error);
-  if (error) {
-    std::filesystem::remove(temporary, error);
-    throw InputError("cannot write JSON file '" + path + "'");
-  }
+  write_text(path, to_json(result).dump(2) + "\n");
 }
 
 }  // namespace dfmp2

@@ -12,6 +12,7 @@ extern "C" {  // trexio.h declares C functions without a C++ guard
 }
 
 #include "src/common/errors.hpp"
+#include "src/io/hdf5_io.hpp"
 #include "src/io/orbital_file.hpp"
 
 namespace dfmp2 {
@@ -226,6 +227,7 @@ bool is_trexio(const std::string& path) {
     return std::filesystem::is_regular_file(std::filesystem::path(path) / "metadata.txt", ec);
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
   if (H5Fis_hdf5(path.c_str()) <= 0) return false;
+  require_hdf5_survives(path);
   const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
   if (file < 0) return false;
   const bool trexio = H5Lexists(file, "metadata", H5P_DEFAULT) > 0;

@@ -2,9 +2,15 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+
+#include <libint2/util/generated/libint2_params.h>
 
 #include "src/common/errors.hpp"
 
@@ -38,24 +44,85 @@ std::string basis_dir() {
   return DFMP2_BASIS_DIR;
 }
 
+// The highest angular momentum the installed libint2 computes in each role. An orbital set enters
+// the one-electron integrals, the four-centre Coulomb integrals (Schwarz bounds, exact SCF,
+// atomic guess) and the two orbital centres of the three-centre ones; an auxiliary set the
+// two-centre metric and the fitting centre of the three-centre integrals.
+#if LIBINT2_CENTER_DEPENDENT_MAX_AM_3eri
+constexpr int kThreeCentreOrbitalMaxL = LIBINT2_MAX_AM_default;
+#else
+constexpr int kThreeCentreOrbitalMaxL = LIBINT2_MAX_AM_3eri;
+#endif
+constexpr int kOrbitalMaxL = std::min({LIBINT2_MAX_AM_overlap, LIBINT2_MAX_AM_kinetic,
+                                       LIBINT2_MAX_AM_elecpot, LIBINT2_MAX_AM_eri,
+                                       kThreeCentreOrbitalMaxL});
+constexpr int kAuxiliaryMaxL = std::min(LIBINT2_MAX_AM_2eri, LIBINT2_MAX_AM_3eri);
+
+const std::string kShellLetters = "spdfghik";
+
+// Published basis sets keep their exponents within 1e-5..1e10; far beyond that, past about
+// 1e±50 here, libint2's double arithmetic overflows into NaN integrals.
+constexpr double kMinExponent = 1e-20, kMaxExponent = 1e20;
+
 int angular_momentum(char letter) {
-  static const std::string kLetters = "spdfghik";
-  const auto pos = kLetters.find(static_cast<char>(std::tolower(letter)));
+  const auto pos = kShellLetters.find(static_cast<char>(std::tolower(letter)));
   return pos == std::string::npos ? -1 : static_cast<int>(pos);
 }
 
-double parse_number(std::string token) {
+// A whole token as a number, Fortran's "1.0D+01" included; nullopt when it is not one.
+std::optional<double> parse_number(std::string token) {
   std::replace(token.begin(), token.end(), 'D', 'E');
   std::replace(token.begin(), token.end(), 'd', 'e');
-  std::size_t used = 0;
-  const double value = std::stod(token, &used);
-  if (used != token.size()) throw std::invalid_argument(token);
+  char* end = nullptr;
+  errno = 0;
+  const double value = std::strtod(token.c_str(), &end);
+  if (token.empty() || end != token.c_str() + token.size() || errno == ERANGE) return std::nullopt;
   return value;
+}
+
+// A primitive count: decimal digits only, so "3.7" or "3e0" is not taken for 3.
+std::optional<int> parse_count(const std::string& token) {
+  int value = 0;
+  const char* end = token.data() + token.size();
+  const auto [stop, error] = std::from_chars(token.data(), end, value);
+  if (error != std::errc() || stop != end || value < 1) return std::nullopt;
+  return value;
+}
+
+double largest_magnitude(const std::vector<double>& values) {
+  double largest = 0.0;
+  for (double v : values) largest = std::max(largest, std::abs(v));
+  return largest;
+}
+
+// ⟨φ|φ⟩ of a contraction over normalized primitives, next to the same sum taken in absolute
+// values: a norm that vanishes beside its parts means the coefficients are zero or cancel.
+// Written so that no exponent or coefficient a double holds overflows it.
+bool contraction_vanishes(const ContractedShell& shell) {
+  const double largest = largest_magnitude(shell.coefficients);
+  if (largest == 0.0) return true;
+  double norm = 0.0, scale = 0.0;
+  for (std::size_t i = 0; i < shell.exponents.size(); ++i)
+    for (std::size_t j = 0; j < shell.exponents.size(); ++j) {
+      const double a = shell.exponents[i], b = shell.exponents[j];
+      // ⟨g_a|g_b⟩ = (2√(ab)/(a+b))^(l+3/2)
+      const double overlap = std::pow(2.0 / (std::sqrt(a / b) + std::sqrt(b / a)), shell.l + 1.5);
+      const double term =
+          shell.coefficients[i] / largest * (shell.coefficients[j] / largest) * overlap;
+      norm += term;
+      scale += std::abs(term);
+    }
+  return !(norm > 1e-10 * scale);
 }
 
 }  // namespace
 
-BasisSetData parse_gbs(const std::string& text, const std::string& name, const std::string& path) {
+int max_angular_momentum(BasisRole role) {
+  return role == BasisRole::orbital ? kOrbitalMaxL : kAuxiliaryMaxL;
+}
+
+BasisSetData parse_gbs(const std::string& text, const std::string& name, const std::string& path,
+                       BasisRole role) {
   BasisSetData basis;
   basis.name = name;
   basis.path = path;
@@ -65,6 +132,7 @@ BasisSetData parse_gbs(const std::string& text, const std::string& name, const s
   int current_Z = 0;
   bool header_seen = false;
   bool in_ecp_section = false;
+  std::map<int, int> element_line;  // where each element's block starts
   auto fail = [&](const std::string& why) {
     throw InputError("basis '" + name + "' (" + path + "), line " + std::to_string(line_no) +
                      ": " + why);
@@ -108,40 +176,67 @@ BasisSetData parse_gbs(const std::string& text, const std::string& name, const s
       } catch (const InputError&) {
         fail("expected an element symbol, got '" + word + "'");
       }
+      // A second block would silently add its functions to the first.
+      if (const auto [first, added] = element_line.emplace(current_Z, line_no); !added)
+        fail("element " + element_symbol(current_Z) + " is given twice (first on line " +
+             std::to_string(first->second) + ")");
       basis.shells_by_Z[current_Z];
       continue;
     }
     // shell header: "S 3 1.00" or "SP 3 1.00"
-    std::string nprim_text;
-    fields >> nprim_text;
-    int nprim = 0;
-    try {
-      nprim = static_cast<int>(parse_number(nprim_text));
-    } catch (const std::exception&) {
-      fail("bad shell header '" + line + "'");
-    }
+    std::string count_text, scale_text, extra;
+    fields >> count_text >> scale_text >> extra;
+    const std::optional<int> nprim = parse_count(count_text);
     std::vector<int> ls;
     for (char c : word) ls.push_back(angular_momentum(c));
-    if (ls.empty() || nprim < 1 || std::count(ls.begin(), ls.end(), -1) > 0)
-      fail("bad shell header '" + line + "'");
+    if (scale_text.empty() || !extra.empty() || std::count(ls.begin(), ls.end(), -1) > 0)
+      fail("bad shell header '" + line + "' (expected e.g. 'S 3 1.00': shell type, primitive "
+           "count, scale factor)");
+    if (!nprim) fail("the primitive count '" + count_text + "' is not a positive whole number");
+    // Psi4 and Gaussian read the scale factor differently (contraction or exponents): only the
+    // value both agree on is accepted.
+    if (parse_number(scale_text) != 1.0) fail("scale factor '" + scale_text + "' is not supported, only 1.00");
+    const int limit = max_angular_momentum(role);
+    for (std::size_t s = 0; s < ls.size(); ++s)
+      if (ls[s] > limit)
+        fail("angular momentum " + std::to_string(ls[s]) + " (" +
+             static_cast<char>(std::toupper(kShellLetters[ls[s]])) +
+             " shell) is above " + std::to_string(limit) + ", the most libint2 computes for " +
+             (role == BasisRole::orbital ? "an orbital" : "an auxiliary") + " basis");
+    const int header_line = line_no;
     std::vector<ContractedShell> shells(ls.size());
     for (std::size_t s = 0; s < ls.size(); ++s) shells[s].l = ls[s];
-    for (int p = 0; p < nprim; ++p) {
+    for (int p = 0; p < *nprim; ++p) {
       if (!next_data_line(line)) fail("file ends inside a shell");
       std::istringstream prim(line);
       std::string token;
       std::vector<double> values;
-      try {
-        while (prim >> token) values.push_back(parse_number(token));
-      } catch (const std::exception&) {
-        fail("bad number in '" + line + "'");
+      while (prim >> token) {
+        const std::optional<double> value = parse_number(token);
+        if (!value) fail("bad number '" + token + "' in '" + line + "'");
+        values.push_back(*value);
       }
       if (values.size() != ls.size() + 1) fail("expected exponent and coefficients: '" + line + "'");
+      // libint2 takes these as given: a NaN or non-positive exponent crashes or reads out of
+      // bounds inside it.
+      if (!(values[0] >= kMinExponent && values[0] <= kMaxExponent)) {
+        std::ostringstream why;
+        why << "the exponent must be a finite number between " << kMinExponent << " and "
+            << kMaxExponent << ": '" << line << "'";
+        fail(why.str());
+      }
+      if (!std::all_of(values.begin() + 1, values.end(), [](double c) { return std::isfinite(c); }))
+        fail("a contraction coefficient is not finite: '" + line + "'");
       for (std::size_t s = 0; s < ls.size(); ++s) {
         shells[s].exponents.push_back(values[0]);
         shells[s].coefficients.push_back(values[s + 1]);
       }
     }
+    for (const ContractedShell& shell : shells)
+      if (contraction_vanishes(shell)) {
+        line_no = header_line;  // the message points at the shell, not its last primitive
+        fail("the contracted function is zero: its coefficients are all zero or cancel out");
+      }
     auto& list = basis.shells_by_Z[current_Z];
     list.insert(list.end(), shells.begin(), shells.end());
   }
@@ -150,7 +245,7 @@ BasisSetData parse_gbs(const std::string& text, const std::string& name, const s
   return basis;
 }
 
-BasisSetData load_basis(const std::string& name_or_path) {
+BasisSetData load_basis(const std::string& name_or_path, BasisRole role) {
   namespace fs = std::filesystem;
   fs::path path = name_or_path;
   const bool looks_like_path =
@@ -163,7 +258,7 @@ BasisSetData load_basis(const std::string& name_or_path) {
   }
   std::ostringstream text;
   text << in.rdbuf();
-  return parse_gbs(text.str(), name_or_path, path.string());
+  return parse_gbs(text.str(), name_or_path, path.string(), role);
 }
 
 std::string default_df_basis(const std::string& orbital_basis) {
@@ -198,7 +293,11 @@ libint2::BasisSet place_on(const BasisSetData& basis, const Molecule& mol, std::
 
 libint2::Shell make_shell(const ContractedShell& shell, bool pure, const std::array<double, 3>& origin) {
   libint2::svector<double> alpha(shell.exponents.begin(), shell.exponents.end());
-  libint2::svector<double> coeff(shell.coefficients.begin(), shell.coefficients.end());
+  // Normalization removes any common factor of the coefficients; dividing it out first keeps
+  // libint2's sums of their products (1e300² in a valid file) from overflowing.
+  const double largest = largest_magnitude(shell.coefficients);
+  libint2::svector<double> coeff;
+  for (double c : shell.coefficients) coeff.push_back(c / largest);
   // s and p functions are the same in both conventions; libint2 wants them flagged Cartesian.
   return libint2::Shell(std::move(alpha),
                         libint2::svector<libint2::Shell::Contraction>{{shell.l, pure && shell.l >= 2, coeff}}, origin);

@@ -28,11 +28,19 @@ struct BasisSetData {
   std::set<int> ecp_elements;  // elements whose core the set replaces by a potential
 };
 
+// What a set is used for: an auxiliary (fitting) set may go to a higher angular momentum.
+enum class BasisRole { orbital, auxiliary };
+// The highest l the installed libint2 computes dfmp2's integrals for, in this role.
+int max_angular_momentum(BasisRole role);
+
 // A name ("cc-pVDZ", "6-31G*", case-insensitive) looked up in the basis directory, or a path to
 // a .gbs file. The directory is $DFMP2_BASIS_PATH when set, else the one built in.
-// Throws InputError naming the basis when it is unknown or malformed.
-BasisSetData load_basis(const std::string& name_or_path);
-BasisSetData parse_gbs(const std::string& text, const std::string& name, const std::string& path);
+// Throws InputError naming the basis, and the file and line, when it is unknown or malformed:
+// also for what libint2 cannot take (exponents ≤ 0 or not finite, coefficients not finite, a
+// zero contraction, l above max_angular_momentum(role)) and an element given twice.
+BasisSetData load_basis(const std::string& name_or_path, BasisRole role);
+BasisSetData parse_gbs(const std::string& text, const std::string& name, const std::string& path,
+                       BasisRole role);
 
 // Psi4's defaults: X → X-ri for DF-MP2, X → X-jkfit for DF-SCF (Pople and STO sets borrow).
 std::string default_df_basis(const std::string& orbital_basis);

@@ -79,12 +79,13 @@ Problem define_problem(const RunInput& input, const RunContext& context) {
     p.orbital_basis.pure = input.orbital_basis->pure;
     p.obs = input.orbital_basis->shells;
   } else {
-    p.orbital_basis = load_basis(p.basis);
+    p.orbital_basis = load_basis(p.basis, BasisRole::orbital);
     p.obs = place_on(p.orbital_basis, p.molecule);
   }
-  p.aux = place_on(load_basis(p.df_basis), p.molecule);
+  p.aux = place_on(load_basis(p.df_basis, BasisRole::auxiliary), p.molecule);
   // As Psi4 1.3 does, the SCF fitting set takes the orbital set's spherical/Cartesian choice.
-  if (!p.jk_basis.empty()) p.jk_aux = place_on(load_basis(p.jk_basis), p.molecule, p.orbital_basis.pure);
+  if (!p.jk_basis.empty())
+    p.jk_aux = place_on(load_basis(p.jk_basis, BasisRole::auxiliary), p.molecule, p.orbital_basis.pure);
   context.progress.message("dfmp2: " + p.name + ", nbf " + std::to_string(p.obs.nbf()) + ", naux " +
                            std::to_string(p.aux.nbf()) + ", nocc " + std::to_string(p.nocc));
   return p;

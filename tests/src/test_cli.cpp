@@ -3,7 +3,12 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
+#include <functional>
+#include <thread>
+
+#include <sys/stat.h>
 
 #include <hdf5.h>
 #include <hdf5_hl.h>
@@ -56,6 +61,32 @@ std::string write_broken_h5(const TempDir& dir, const std::string& name, bool wi
   H5Gclose(group);
   H5Fclose(file);
   return path;
+}
+
+// Every name in the directory, sorted.
+std::vector<std::string> names_in(const std::string& directory) {
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(directory))
+    names.push_back(entry.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// Polls `done` every 10 ms for up to two minutes (sanitizer builds are slow).
+bool eventually(const std::function<bool()>& done) {
+  for (int tries = 0; tries < 12000; ++tries) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+// True while `pid` holds `path` open.
+bool holds_open(pid_t pid, const std::string& path) {
+  std::error_code ec;
+  for (const auto& fd : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec))
+    if (std::filesystem::read_symlink(fd.path(), ec) == path) return true;
+  return false;
 }
 
 }  // namespace
@@ -143,6 +174,8 @@ TEST_CASE("bad input: one error line, non-zero exit, no output") {
   const std::string water = dir.write("water.xyz", kWater);
   expect_rejected(dir, dir.path("missing.h5"), "does not exist");
   expect_rejected(dir, dir.write("text.h5", "not hdf5\n"), "not an HDF5 file");
+  expect_rejected(dir, std::string(DFMP2_SOURCE_DIR) + "/tests/fuzz/regressions/hdf5/local-heap-crash.h5",
+                  "is damaged: the HDF5 library crashes reading it");
   expect_rejected(dir, write_broken_h5(dir, "nocoord.h5", false), "coordinates");
   expect_rejected(dir, write_broken_h5(dir, "shape.h5", true), "coordinates");
   expect_rejected(dir, dir.write("xx.xyz", "1\nx\nXx 0 0 0\n") + " --basis cc-pvdz",
@@ -165,6 +198,36 @@ TEST_CASE("bad input: one error line, non-zero exit, no output") {
   expect_rejected(dir, water + " --basis cc-pvdz --memory lots", "invalid memory size 'lots'");
   expect_rejected(dir, water + " --basis cc-pvdz --memory 1KB", "raise --memory");
   expect_rejected(dir, water + " --basis cc-pvdz --max-iterations 2", "did not converge");
+  const std::string h_block = "spherical\n****\nH 0\nS 1 1.00\n nan 1.0\n****\n";
+  expect_rejected(dir, water + " --basis " + dir.write("nan.gbs", h_block),
+                  "nan.gbs), line 5: the exponent must be a finite number");
+  expect_rejected(dir, water + " --basis " + dir.write("i.gbs", "spherical\n****\nO 0\nI 1 1.00\n 1.0 1.0\n****\n"),
+                  "line 4: angular momentum 6 (I shell) is above 5");
+}
+
+TEST_CASE("a broken auxiliary basis is refused before the SCF runs") {
+  TempDir dir;
+  const std::string twice =
+      "spherical\n****\nH 0\nS 1 1.00\n 1.0 1.0\n****\nO 0\nS 1 1.00\n 1.0 1.0\n****\n"
+      "H 0\nS 1 1.00\n 0.5 1.0\n****\n";
+  const CommandResult r = run_dfmp2(dir.write("water.xyz", kWater) + " --basis cc-pvdz --df-basis " +
+                                    dir.write("twice.gbs", twice));
+  CHECK(r.exit_code == 1);
+  CHECK(r.err == "dfmp2: error: basis '" + dir.path("twice.gbs") + "' (" + dir.path("twice.gbs") +
+                     "), line 11: element H is given twice (first on line 3)\n");
+}
+
+TEST_CASE("the def2 fitting sets' i shells (3d metals) are computed: DF-SCF of ZnH2 near exact") {
+  TempDir dir;
+  const std::string znh2 = dir.write("znh2.xyz", "3\nzinc hydride\nZn 0 0 0\nH 0 0 1.54\nH 0 0 -1.54\n");
+  const CommandResult df = run_dfmp2(znh2 + " --basis def2-svp --quiet --json " + dir.path("df.json"));
+  REQUIRE(df.exit_code == 0);
+  const CommandResult exact =
+      run_dfmp2(znh2 + " --basis def2-svp --scf exact --quiet --json " + dir.path("exact.json"));
+  REQUIRE(exact.exit_code == 0);
+  const auto e_df = nlohmann::json::parse(read_text(dir.path("df.json")))["e_scf"].get<double>();
+  const auto e_exact = nlohmann::json::parse(read_text(dir.path("exact.json")))["e_scf"].get<double>();
+  CHECK(std::abs(e_df - e_exact) < 5e-4);  // the fitting error; 1.0e-4 Eh when written
 }
 
 TEST_CASE("an output path equal to the input is refused before anything runs") {
@@ -177,4 +240,109 @@ TEST_CASE("an output path equal to the input is refused before anything runs") {
   CHECK(r.exit_code != 0);
   CHECK_THAT(r.err, Catch::Contains("overwrite the input"));
   CHECK(read_text(h5) == before);
+}
+
+TEST_CASE("the input and the outputs are compared as files, not as spellings") {
+  TempDir dir;
+  const std::string h5 = dir.path("water.h5");
+  REQUIRE(run_dfmp2("convert " + dir.write("w.xyz", kWater) + " --basis sto-3g -o " + h5).exit_code == 0);
+  const std::string before = read_text(h5);
+  std::filesystem::create_symlink(h5, dir.path("link.json"));
+  const std::string in_dir = "cd " + dir.path("") + " && " + DFMP2_EXE + " ";
+  for (const auto& [args, problem] : std::vector<std::pair<std::string, std::string>>{
+           {"water.h5 --json x.out --output " + dir.path("x.out"), "--json and --output name the same file"},
+           {"water.h5 --json ./sub/../x.out --output x.out", "--json and --output name the same file"},
+           {"water.h5 --output " + h5, "overwrite the input"},
+           {h5 + " --json link.json", "overwrite the input"}}) {
+    INFO(args);
+    const CommandResult r = run_command(in_dir + args + " --quiet");
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.err, Catch::StartsWith("dfmp2: error: ") && Catch::Contains(problem));
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  }
+  CHECK(read_text(h5) == before);
+  CHECK(names_in(dir.path("")) == std::vector<std::string>{"link.json", "w.xyz", "water.h5"});
+}
+
+TEST_CASE("a failing --output leaves no --json file, and an older one as it was") {
+  TempDir dir;
+  const std::string json = dir.write("out.json", "older\n");
+  const CommandResult r = run_dfmp2(dir.write("water.xyz", kWater) + " --basis sto-3g --quiet --json " +
+                                    json + " --output " + dir.path("missing/out.h5"));
+  CHECK(r.exit_code == 1);
+  CHECK(r.err == "dfmp2: error: cannot write '" + dir.path("missing/out.h5") + "': directory '" +
+                     dir.path("missing") + "' does not exist\n");
+  CHECK(read_text(json) == "older\n");
+  CHECK(names_in(dir.path("")) == std::vector<std::string>{"out.json", "water.xyz"});
+}
+
+TEST_CASE("an output given as a symlink is written through it, and the link stays") {
+  TempDir dir;
+  std::filesystem::create_directory(dir.path("results"));
+  std::filesystem::create_symlink("results/w.json", dir.path("w.json"));  // dangling until written
+  std::filesystem::create_symlink(dir.path("results/w.h5"), dir.path("w.h5"));
+  dir.write("results/w.h5", "older");
+  const CommandResult r = run_dfmp2(dir.write("water.xyz", kWater) + " --basis sto-3g --quiet --json " +
+                                    dir.path("w.json") + " --output " + dir.path("w.h5"));
+  REQUIRE(r.exit_code == 0);
+  CHECK(std::filesystem::is_symlink(dir.path("w.json")));
+  CHECK(std::filesystem::is_symlink(dir.path("w.h5")));
+  CHECK(nlohmann::json::parse(read_text(dir.path("results/w.json")))["nbf"] == 7);
+  CHECK(H5Fis_hdf5(dir.path("results/w.h5").c_str()) > 0);
+  CHECK(names_in(dir.path("results")) == std::vector<std::string>{"w.h5", "w.json"});
+}
+
+TEST_CASE("SIGINT or SIGTERM while computing: the usual death, no output") {
+  for (int signal : {SIGINT, SIGTERM}) {
+    INFO("signal " << signal);
+    TempDir dir, logs;
+    const std::string benzene =
+        dir.write("benzene.xyz", "12\nbenzene\nC 0 1.3968 0\nC 1.2097 0.6984 0\nC 1.2097 -0.6984 0\n"
+                                 "C 0 -1.3968 0\nC -1.2097 -0.6984 0\nC -1.2097 0.6984 0\nH 0 2.4842 0\n"
+                                 "H 2.1514 1.2421 0\nH 2.1514 -1.2421 0\nH 0 -2.4842 0\n"
+                                 "H -2.1514 -1.2421 0\nH -2.1514 1.2421 0\n");
+    BackgroundDfmp2 run({benzene, "--basis", "cc-pvdz", "--json", dir.path("b.json"), "--output",
+                         dir.path("b.h5")},
+                        logs);
+    run.start();
+    REQUIRE(eventually([&] { return run.err().find("SCF iter") != std::string::npos || !run.running(); }));
+    kill(run.pid(), signal);
+    const int status = run.wait();
+    CHECK(WIFSIGNALED(status));
+    CHECK(WTERMSIG(status) == signal);
+    CHECK(names_in(dir.path("")) == std::vector<std::string>{"benzene.xyz"});
+  }
+}
+
+TEST_CASE("SIGTERM while writing an output removes the temporary, and an ignored SIGINT stays ignored") {
+  TempDir dir, logs;
+  const std::string water = dir.write("water.xyz", kWater);
+  const std::string json = dir.path("w.json");
+  BackgroundDfmp2 run({water, "--basis", "cc-pvdz", "--quiet", "--json", json, "--output", dir.path("w.h5")},
+                      logs, SIGINT);
+  // The JSON temporary is made a full pipe, so dfmp2 blocks inside its write.
+  const std::string temporary = std::filesystem::canonical(dir.path("")).string() + "/w.json.tmp-" +
+                                std::to_string(run.pid());
+  REQUIRE(mkfifo(temporary.c_str(), 0600) == 0);
+  const int reader = open(temporary.c_str(), O_RDONLY | O_NONBLOCK);
+  const int filler = open(temporary.c_str(), O_WRONLY | O_NONBLOCK);
+  REQUIRE(reader >= 0);
+  REQUIRE(filler >= 0);
+  fcntl(filler, F_SETPIPE_SZ, 4096);
+  const std::string block(4096, 'x');
+  while (write(filler, block.data(), block.size()) > 0) {
+  }
+  run.start();
+  REQUIRE(eventually([&] { return holds_open(run.pid(), temporary) || !run.running(); }));
+  REQUIRE(run.running());
+  kill(run.pid(), SIGINT);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  CHECK(run.running());
+  kill(run.pid(), SIGTERM);
+  const int status = run.wait();
+  CHECK(WIFSIGNALED(status));
+  CHECK(WTERMSIG(status) == SIGTERM);
+  CHECK(names_in(dir.path("")) == std::vector<std::string>{"water.xyz"});
+  close(reader);
+  close(filler);
 }

@@ -27,7 +27,8 @@ Molecule water() { return read_xyz(std::string(DFMP2_SOURCE_DIR) + "/inputs/wate
 TEST_CASE("packed (P|μν) equals libint2's own integrals, for all rows and for a part of them") {
   const Libint2Session session;
   const Molecule mol = water();
-  const libint2::BasisSet obs = place_on(load_basis("cc-pvdz"), mol), aux = place_on(load_basis("cc-pvdz-ri"), mol);
+  const libint2::BasisSet obs = place_on(load_basis("cc-pvdz", BasisRole::orbital), mol),
+                          aux = place_on(load_basis("cc-pvdz-ri", BasisRole::auxiliary), mol);
   const ShellPairs pairs = significant_shell_pairs(obs);
   const ThreeIndexIntegrals integrals(aux, obs, pairs, coulomb_metric(aux), 0.0);  // nothing screened
   const std::size_t nbf = obs.nbf(), naux = aux.nbf();

@@ -23,7 +23,7 @@ Molecule source_molecule(const std::string& name) {
 
 TEST_CASE("SAD guess: each atom's block holds that neutral atom's electrons") {
   const Molecule mol = source_molecule("formaldehyde");
-  const BasisSetData basis = load_basis("cc-pvdz");
+  const BasisSetData basis = load_basis("cc-pvdz", BasisRole::orbital);
   Libint2Session session;
   const libint2::BasisSet obs = place_on(basis, mol);
   const Eigen::MatrixXd F = atomic_density_guess(basis, mol);
@@ -44,7 +44,7 @@ TEST_CASE("SAD guess: each atom's block holds that neutral atom's electrons") {
 TEST_CASE("SAD guess: an open-shell atom is spherical (carbon's 2p pair spread over px, py, pz)") {
   Molecule carbon;
   carbon.atoms = {{6, {0.0, 0.0, 0.0}}};
-  const BasisSetData basis = load_basis("cc-pvdz");
+  const BasisSetData basis = load_basis("cc-pvdz", BasisRole::orbital);
   Libint2Session session;
   const libint2::BasisSet obs = place_on(basis, carbon);
   const Eigen::MatrixXd F = atomic_density_guess(basis, carbon);

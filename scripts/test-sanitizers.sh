@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The test suite under AddressSanitizer + UndefinedBehaviorSanitizer (gcc, MPI on as in the
+# normal build), built into build-asan/. Any report fails the test it comes from: UBSan does not
+# recover, and ASan's leak checker runs at every exit with OpenMPI's own leaks suppressed.
+# Runs everything but the slowest energy comparisons (see README.md, "Tests").
+set -euo pipefail
+cd "$(dirname "$0")/.."
+sanitizers="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS="$sanitizers" \
+  -DCMAKE_EXE_LINKER_FLAGS="$sanitizers" >/dev/null
+cmake --build build-asan -j "$(nproc)"
+# Full unwinding at each allocation: OpenMPI's libraries have no frame pointers, and a leak's
+# stack must reach them for the suppressions to see whose it is.
+export ASAN_OPTIONS="detect_leaks=1:fast_unwind_on_malloc=0"
+export LSAN_OPTIONS="suppressions=$PWD/tests/sanitizers/lsan-openmpi.supp:print_suppressions=0"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+cd build-asan
+OMP_NUM_THREADS="${OMP_NUM_THREADS:-2}" ctest --output-on-failure -j 1 \
+  -E "^energies:(DF-RHF / RHF and DF-MP2 energies match Psi4|every backend and precision agrees)"
