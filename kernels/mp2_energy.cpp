@@ -79,6 +79,13 @@ double needed_flops(std::size_t nocc, std::size_t nvir, std::size_t naux) {
   return 2.0 * (double(nocc) * double(nocc + 1) / 2.0) * double(nvir) * double(nvir) * double(naux);
 }
 
+double needed_flops_unrestricted(std::size_t nocc_alpha, std::size_t nvir_alpha, std::size_t nocc_beta,
+                                 std::size_t nvir_beta, std::size_t naux) {
+  const double opposite_spin =
+      2.0 * double(nocc_alpha) * double(nocc_beta) * double(nvir_alpha) * double(nvir_beta) * double(naux);
+  return needed_flops(nocc_alpha, nvir_alpha, naux) + needed_flops(nocc_beta, nvir_beta, naux) + opposite_spin;
+}
+
 namespace {
 
 template <typename Real>
@@ -95,23 +102,29 @@ void check_block(const char* what, const DFTensorView<Real>& B, std::span<const 
     throw std::invalid_argument(name + ": B has no data");
 }
 
+template <typename Real>
+void check_same_naux(const char* what, const DFTensorView<Real>& rows, const DFTensorView<Real>& cols) {
+  if (rows.naux != cols.naux)
+    throw std::invalid_argument(std::string(what) + ": blocks have naux " + std::to_string(rows.naux) + " and " +
+                                std::to_string(cols.naux));
+}
+
 // The registry: one line per backend.
 template <typename Real>
-EnergyResult dispatch(Backend backend, const detail::PairSpace<Real>& pairs, std::span<const double> eps_vir,
-                      const EnergyOptions& options) {
+EnergyResult dispatch(Backend backend, const detail::PairSpace<Real>& pairs, const EnergyOptions& options) {
   if (options.threads < 0) throw std::invalid_argument("mp2_energy: threads must be >= 0");
   if (backend == Backend::automatic)
     backend = resolve_automatic(std::is_same_v<Real, float> ? Precision::fp32 : Precision::fp64, pairs.cols.nocc,
                                 pairs.rows.nvir, options.memory_bytes);
   const auto start = std::chrono::steady_clock::now();
   EnergyResult r;
-  if (pairs.rows.nocc == 0 || pairs.cols.nocc == 0 || pairs.rows.nvir == 0) {
+  if (pairs.rows.nocc == 0 || pairs.cols.nocc == 0 || pairs.rows.nvir == 0 || pairs.cols.nvir == 0) {
     r.backend = backend;  // nothing to correlate
   } else {
     switch (backend) {
-      case Backend::reference: r = detail::reference_energy(pairs, eps_vir, options); break;
-      case Backend::loop: r = detail::loop_energy(pairs, eps_vir, options); break;
-      case Backend::fused: r = detail::fused_energy(pairs, eps_vir, options); break;
+      case Backend::reference: r = detail::reference_energy(pairs, options); break;
+      case Backend::loop: r = detail::loop_energy(pairs, options); break;
+      case Backend::fused: r = detail::fused_energy(pairs, options); break;
       case Backend::automatic: break;  // resolved above
     }
   }
@@ -125,7 +138,7 @@ template <typename Real>
 EnergyResult mp2_energy(Backend backend, const DFTensorView<Real>& B, std::span<const double> eps_occ,
                         std::span<const double> eps_vir, const EnergyOptions& options) {
   check_block("mp2_energy", B, eps_occ, eps_vir);
-  return dispatch<Real>(backend, {B, B, eps_occ, eps_occ, true}, eps_vir, options);
+  return dispatch<Real>(backend, {B, B, eps_occ, eps_occ, eps_vir, eps_vir, true, true}, options);
 }
 
 template <typename Real>
@@ -135,10 +148,20 @@ EnergyResult mp2_energy_cross(Backend backend, const DFTensorView<Real>& B_I,
                               const EnergyOptions& options) {
   check_block("mp2_energy_cross (I)", B_I, eps_I, eps_vir);
   check_block("mp2_energy_cross (J)", B_J, eps_J, eps_vir);
-  if (B_I.naux != B_J.naux)
-    throw std::invalid_argument("mp2_energy_cross: blocks have naux " + std::to_string(B_I.naux) + " and " +
-                                std::to_string(B_J.naux));
-  return dispatch<Real>(backend, {B_I, B_J, eps_I, eps_J, false}, eps_vir, options);
+  check_same_naux("mp2_energy_cross", B_I, B_J);
+  return dispatch<Real>(backend, {B_I, B_J, eps_I, eps_J, eps_vir, eps_vir, false, true}, options);
+}
+
+template <typename Real>
+EnergyResult mp2_energy_opposite_spin(Backend backend, const DFTensorView<Real>& B_alpha,
+                                      std::span<const double> eps_occ_alpha, std::span<const double> eps_vir_alpha,
+                                      const DFTensorView<Real>& B_beta, std::span<const double> eps_occ_beta,
+                                      std::span<const double> eps_vir_beta, const EnergyOptions& options) {
+  check_block("mp2_energy_opposite_spin (alpha)", B_alpha, eps_occ_alpha, eps_vir_alpha);
+  check_block("mp2_energy_opposite_spin (beta)", B_beta, eps_occ_beta, eps_vir_beta);
+  check_same_naux("mp2_energy_opposite_spin", B_alpha, B_beta);
+  return dispatch<Real>(
+      backend, {B_alpha, B_beta, eps_occ_alpha, eps_occ_beta, eps_vir_alpha, eps_vir_beta, false, false}, options);
 }
 
 #define DFMP2_INSTANTIATE_ENTRY_POINTS(Real)                                                             \
@@ -147,7 +170,10 @@ EnergyResult mp2_energy_cross(Backend backend, const DFTensorView<Real>& B_I,
   template EnergyResult mp2_energy_cross<Real>(Backend, const DFTensorView<Real>&,                      \
                                                std::span<const double>, const DFTensorView<Real>&,      \
                                                std::span<const double>, std::span<const double>,        \
-                                               const EnergyOptions&);
+                                               const EnergyOptions&);                                   \
+  template EnergyResult mp2_energy_opposite_spin<Real>(                                                 \
+      Backend, const DFTensorView<Real>&, std::span<const double>, std::span<const double>,             \
+      const DFTensorView<Real>&, std::span<const double>, std::span<const double>, const EnergyOptions&);
 DFMP2_INSTANTIATE_ENTRY_POINTS(double)
 DFMP2_INSTANTIATE_ENTRY_POINTS(float)
 

@@ -6,11 +6,9 @@
 
 namespace dfmp2::kernels::detail {
 
-std::vector<PairBlock> plan_loop_chunks(const PairShape& shape, std::size_t nvir, std::size_t elem_bytes,
-                                        std::size_t memory_bytes) {
+std::vector<PairBlock> plan_loop_chunks(const PairShape& shape, std::size_t pair_bytes, std::size_t memory_bytes) {
   std::vector<PairBlock> chunks;
-  const std::size_t pair_bytes = std::max<std::size_t>(1, nvir * nvir * elem_bytes);  // one T_ij
-  const std::size_t budget_pairs = std::max<std::size_t>(1, memory_bytes / pair_bytes);
+  const std::size_t budget_pairs = std::max<std::size_t>(1, memory_bytes / std::max<std::size_t>(1, pair_bytes));
   // A triangular chunk's GEMM also forms the pairs j > i of its diagonal square, rows²/2 of
   // them: at most 1/kMinChunks of the needed nrows²/2 pairs when chunks have ≤ nrows/kMinChunks rows.
   constexpr std::size_t kMinChunks = 16;
