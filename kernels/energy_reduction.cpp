@@ -104,38 +104,38 @@ HWY_EXPORT(ReduceOppositeSpinF64);
 HWY_EXPORT(ReduceOppositeSpinF32);
 HWY_EXPORT(CompiledTarget);
 
+// Calls one exported kernel, which writes os and ss to its last argument.
+template <typename Kernel, typename... Args>
+PairEnergy call(Kernel&& kernel, Args... args) {
+  double out[2];
+  kernel(args..., out);
+  return {out[0], out[1]};
+}
+
 template <>
 PairEnergy reduce_pair<double>(const double* T, std::size_t ldt, std::size_t nvir, double eps_ij,
                                const double* eps_vir) {
-  double out[2];
-  HWY_DYNAMIC_DISPATCH(ReducePairF64)(T, ldt, nvir, eps_ij, eps_vir, out);
-  return {out[0], out[1]};
+  return call(HWY_DYNAMIC_DISPATCH(ReducePairF64), T, ldt, nvir, eps_ij, eps_vir);
 }
 
 template <>
 PairEnergy reduce_pair<float>(const float* T, std::size_t ldt, std::size_t nvir, double eps_ij,
                               const double* eps_vir) {
-  double out[2];
-  HWY_DYNAMIC_DISPATCH(ReducePairF32)(T, ldt, nvir, eps_ij, eps_vir, out);
-  return {out[0], out[1]};
+  return call(HWY_DYNAMIC_DISPATCH(ReducePairF32), T, ldt, nvir, eps_ij, eps_vir);
 }
 
 template <>
 PairEnergy reduce_pair_opposite_spin<double>(const double* T, std::size_t ldt, std::size_t nvir_a,
                                              std::size_t nvir_b, double eps_ij, const double* eps_a,
                                              const double* eps_b) {
-  double out[2];
-  HWY_DYNAMIC_DISPATCH(ReduceOppositeSpinF64)(T, ldt, nvir_a, nvir_b, eps_ij, eps_a, eps_b, out);
-  return {out[0], out[1]};
+  return call(HWY_DYNAMIC_DISPATCH(ReduceOppositeSpinF64), T, ldt, nvir_a, nvir_b, eps_ij, eps_a, eps_b);
 }
 
 template <>
 PairEnergy reduce_pair_opposite_spin<float>(const float* T, std::size_t ldt, std::size_t nvir_a,
                                             std::size_t nvir_b, double eps_ij, const double* eps_a,
                                             const double* eps_b) {
-  double out[2];
-  HWY_DYNAMIC_DISPATCH(ReduceOppositeSpinF32)(T, ldt, nvir_a, nvir_b, eps_ij, eps_a, eps_b, out);
-  return {out[0], out[1]};
+  return call(HWY_DYNAMIC_DISPATCH(ReduceOppositeSpinF32), T, ldt, nvir_a, nvir_b, eps_ij, eps_a, eps_b);
 }
 
 const char* reduction_simd_target() { return hwy::TargetName(HWY_DYNAMIC_DISPATCH(CompiledTarget)()); }

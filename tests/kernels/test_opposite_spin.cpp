@@ -119,7 +119,7 @@ TEST_CASE("one spin's same-spin energy is half of e_ss") {
   }
 }
 
-TEST_CASE("opposite-spin blocks that do not fit together are refused; an empty one gives zero") {
+TEST_CASE("opposite-spin blocks that do not fit together are refused, and an empty one gives zero") {
   const Spin alpha(2, 3, 4, 1), beta(2, 2, 5, 2), empty(0, 2, 4, 3);
   CHECK_THROWS_AS(opposite_spin(Backend::fused, alpha, beta, {}), std::invalid_argument);  // naux 4 vs 5
   CHECK_THROWS_AS(mp2_energy_opposite_spin(Backend::fused, alpha.view(), alpha.eps_occ, beta.eps_vir, empty.view(),
