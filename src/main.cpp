@@ -51,7 +51,7 @@ void check_output_paths(const std::string& input, const std::string& json, const
 int main(int argc, char** argv) {
   MpiSession mpi(argc, argv);
   Communicator& comm = Communicator::world();
-  CLI::App app{"dfmp2: density-fitted MP2 energies (RHF → DF-MP2)", "dfmp2"};
+  CLI::App app{"dfmp2: density-fitted MP2 energies (RHF or UHF → DF-MP2)", "dfmp2"};
   app.set_version_flag("--version", "dfmp2 0.1.0");
 
   std::string input_path, json_path, output_path;
@@ -63,13 +63,14 @@ int main(int argc, char** argv) {
   app.add_flag("--quiet,-q", quiet, "no progress on stderr");
 
   std::string convert_xyz, convert_out, convert_basis, convert_df_basis, convert_jk_basis;
-  int convert_charge = 0;
+  int convert_charge = 0, convert_multiplicity = 1;
   auto* convert = app.add_subcommand("convert", "write an HDF5 input from an XYZ file");
   convert->add_option("xyz", convert_xyz, "molecule.xyz (Ångström)")->required();
   convert->add_option("--basis", convert_basis, "orbital basis name stored in the file")->required();
   convert->add_option("--df-basis", convert_df_basis, "auxiliary basis for DF-MP2");
   convert->add_option("--jk-basis", convert_jk_basis, "auxiliary basis for DF-SCF");
   convert->add_option("--charge", convert_charge, "molecular charge");
+  convert->add_option("--multiplicity", convert_multiplicity, "spin multiplicity 2S+1 (default 1)");
   convert->add_option("-o,--output", convert_out, "the HDF5 file to write")->required();
 
   try {
@@ -97,6 +98,7 @@ int main(int argc, char** argv) {
       if (!comm.is_root()) return 0;
       Molecule mol = read_xyz(convert_xyz);
       mol.charge = convert_charge;
+      mol.multiplicity = convert_multiplicity;
       validate(mol);
       check_output_paths(convert_xyz, convert_out, "");
       write_hdf5_input(convert_out, mol, convert_basis, convert_df_basis, convert_jk_basis);

@@ -16,12 +16,15 @@ namespace dfmp2 {
 
 enum class ScfType { df, exact };
 enum class ScfGuess { sad, core };
+// automatic: RHF for multiplicity 1, UHF otherwise.
+enum class Reference { automatic, rhf, uhf };
 
 template <typename Enum>
 using NamedChoices = std::span<const std::pair<Enum, const char*>>;
 
 NamedChoices<ScfType> scf_type_names();
 NamedChoices<ScfGuess> scf_guess_names();
+NamedChoices<Reference> reference_names();
 inline NamedChoices<kernels::Backend> backend_names() { return kernels::backend_names(); }
 inline NamedChoices<kernels::Precision> precision_names() { return kernels::precision_names(); }
 
@@ -37,7 +40,8 @@ std::string name_of(Enum value);  // from the table of Enum
 // What the command line may set; unset optionals fall back to the input file, then defaults.
 struct RunOptions {
   std::optional<std::string> basis, df_basis, jk_basis;
-  std::optional<int> charge;
+  std::optional<int> charge, multiplicity;
+  Reference reference = Reference::automatic;
   ScfType scf_type = ScfType::df;
   ScfGuess guess = ScfGuess::sad;
   bool frozen_core = false;
