@@ -9,6 +9,8 @@ optionally Psi4's DF-MP2 with the same settings, and writes to --out (default re
   amdahl.md                   the same as Markdown tables (for docs/benchmarks.md)
   amdahl_speedup.png          measured vs predicted speedups (and dfmp2 over Psi4) vs nbf
   amdahl_stages.png           wall time per stage per molecule
+  amdahl_floors.png           every stage's wall time over its floor, and what reaching it would
+                              give the whole run (Amdahl)
   amdahl_gflops.png           energy-step GFLOP/s beside the machine's DGEMM/SGEMM rate
   psi4_series.json            Psi4 results, reused by later runs (--rerun-psi4 to redo)
 
@@ -34,7 +36,8 @@ SERIES = ["water", "benzene", "naphthalene", "anthracene", "tetracene", "pentace
 QUICK_SERIES = SERIES[:3]
 BACKENDS = ["reference", "loop", "fused"]
 PRECISIONS = ["fp64", "fp32"]
-STAGES = ["integrals", "scf", "df_transform"]
+STAGES = ["setup", "integrals", "scf", "df_transform"]
+FLOORED = ["integrals", "scf", "df_transform", "energy"]  # stages whose work has a floor
 TOLERANCE = 0.10      # predicted vs measured speedup: flagged beyond this relative difference
 PSI4_ENERGY_TOL = 1e-6  # Eh
 
@@ -114,7 +117,7 @@ set {{
   basis {basis}
   df_basis_scf {jk_basis}
   df_basis_mp2 {df_basis}
-  scf_type df
+  scf_type {scf_type}
   mp2_type df
   e_convergence 1e-10
   d_convergence 1e-8
@@ -129,14 +132,15 @@ with open('psi4_energies.json', 'w') as f:
 """
 
 
-def run_psi4(xyz, args):
-    """Psi4 DF-MP2 with dfmp2's settings: wall time (process and Psi4's own) and energies."""
+def run_psi4(xyz, args, scf_type="df"):
+    """Psi4 DF-MP2 with dfmp2's settings (scf_type df, or pk for exact integrals): wall time
+    (process and Psi4's own), SCF iterations and energies."""
     atoms = "\n".join(" ".join(a) for a in read_xyz(xyz))
     memory = args.memory.lower().replace("gb", " gb").replace("mb", " mb")
     with tempfile.TemporaryDirectory(prefix="amdahl_psi4_") as tmp:
         (Path(tmp) / "in.dat").write_text(PSI4_INPUT.format(
             memory=memory, atoms=atoms, basis=args.basis, jk_basis=args.jk_basis,
-            df_basis=args.df_basis))
+            df_basis=args.df_basis, scf_type=scf_type))
         env = dict(os.environ, PSI_SCRATCH=tmp)
         start = time.perf_counter()
         subprocess.run(["psi4", "-n", str(args.threads), "in.dat", "out.dat"], cwd=tmp, env=env,
@@ -146,13 +150,41 @@ def run_psi4(xyz, args):
         text = (Path(tmp) / "out.dat").read_text()
     m = re.search(r"Psi4 wall time for execution: (\d+):(\d+):([\d.]+)", text)
     wall = int(m.group(1)) * 3600 + int(m.group(2)) * 60 + float(m.group(3)) if m else None
+    # "@DF-RHF iter SAD:" is the guess's Fock build, as dfmp2's iteration 1 is.
+    iterations = len(re.findall(r"@(?:DF-)?RHF iter", text))
     return {"threads": args.threads, "memory": args.memory, "openblas_coretype": openblas_coretype(),
-            "wall_seconds": wall, "process_seconds": process_seconds, **energies}
+            "scf_type": scf_type, "wall_seconds": wall, "process_seconds": process_seconds,
+            "scf_iterations": iterations, **energies}
 
 
 def openblas_coretype():
     """The OpenBLAS kernel set forced on both programs (they load the same libopenblas), or None."""
     return os.environ.get("OPENBLAS_CORETYPE")
+
+
+def stage_seconds(mol, stage):
+    """A stage's wall time (runs before the setup stage existed have none)."""
+    return mol["stages"].get(stage, 0.0)
+
+
+def floor_rows(mol):
+    """Every floored stage of the default run (fused fp64 energy step): its wall time, its floor,
+    and what the whole run would gain if that stage alone ran at its floor (Amdahl)."""
+    fused = next((r for r in mol["runs"] if (r["backend"], r["precision"]) == ("fused", "fp64")), None)
+    if fused is None or "floors" not in mol:
+        return []
+    wall = {s: stage_seconds(mol, s) for s in STAGES}
+    wall["energy"] = fused["energy_seconds"]
+    floor = dict(mol["floors"], energy=fused.get("energy_floor_seconds", 0.0))
+    whole = sum(wall.values())
+    rows = []
+    for stage in FLOORED:
+        if floor.get(stage, 0.0) > 0.0:
+            rows.append({"molecule": mol["name"], "nbf": mol["nbf"], "stage": stage, "wall_s": wall[stage],
+                         "floor_s": floor[stage], "ratio": wall[stage] / floor[stage],
+                         "share": wall[stage] / whole,
+                         "whole_if_floor": whole / (whole - wall[stage] + floor[stage])})
+    return rows
 
 
 def speedup(f, s):
@@ -161,7 +193,7 @@ def speedup(f, s):
 
 def analyse(mol, psi4):
     """One row per backend x precision: Amdahl f, s, predicted and measured speedups."""
-    stages = sum(mol["stages"][s] for s in STAGES)
+    stages = sum(stage_seconds(mol, s) for s in STAGES)
     runs = {(r["backend"], r["precision"]): r for r in mol["runs"]}
     gemm_rate = {"fp64": mol["machine_gemm"]["dgemm_gflops"], "fp32": mol["machine_gemm"]["sgemm_gflops"]}
     rows = []
@@ -169,7 +201,7 @@ def analyse(mol, psi4):
         ref = runs.get(("reference", precision))
         row = {"molecule": mol["name"], "natom": mol["natom"], "nbf": mol["nbf"], "naux": mol["naux"],
                "nocc": mol["nocc"], "nvir": mol["nvir"], "backend": backend, "precision": precision,
-               **{f"{s}_s": mol["stages"][s] for s in STAGES},
+               **{f"{s}_s": stage_seconds(mol, s) for s in STAGES},
                "energy_s": run["energy_seconds"], "gemm_s": run["gemm_seconds"],
                "reduction_s": run["reduction_seconds"], "whole_s": stages + run["energy_seconds"],
                "gflops": run["gflops"], "machine_gemm_gflops": gemm_rate[precision],
@@ -243,6 +275,19 @@ def plot(out, molecules, rows, machine, basis):
     import matplotlib.pyplot as plt
 
     title = f"{basis}, {machine['cores']} threads, {machine['cpu']}"
+
+    def label_axes(ax, ylabel, axes_title, legend_size=8):
+        ax.set_xlabel("basis functions (nbf)")
+        ax.set_ylabel(ylabel)
+        ax.set_title(axes_title)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=legend_size)
+
+    def save(fig, name, suptitle=title):
+        fig.suptitle(suptitle, fontsize=9)
+        fig.tight_layout()
+        fig.savefig(out / name, dpi=110)
+        plt.close(fig)
     styles = {("loop", "fp64"): ("tab:blue", "o"), ("fused", "fp64"): ("tab:red", "s"),
               ("loop", "fp32"): ("tab:cyan", "^"), ("fused", "fp32"): ("tab:orange", "D"),
               ("reference", "fp64"): ("tab:gray", "x"), ("reference", "fp32"): ("tab:olive", "+")}
@@ -264,11 +309,8 @@ def plot(out, molecules, rows, machine, basis):
             ax.plot(x, y, color=color, marker=marker, linestyle="--", fillstyle="none",
                     label=f"{backend} {precision} Amdahl")
         ax.axhline(1.0, color="black", linewidth=0.8)
-        ax.set_xlabel("basis functions (nbf)")
-        ax.set_ylabel("speedup over reference (same precision)")
-        ax.set_title(f"Speedup of the {label}")
-        ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=7)
+        label_axes(ax, "speedup over reference (same precision)", f"Speedup of the {label}", 7)
+    axes[1].get_legend().remove()
     if have_psi4:
         ax = axes[2]
         for (backend, precision), (color, marker) in styles.items():
@@ -277,25 +319,19 @@ def plot(out, molecules, rows, machine, basis):
                 ax.plot(x, y, color=color, marker=marker, label=f"{backend} {precision}",
                         linewidth=2.5 if (backend, precision) == ("fused", "fp64") else 1)
         ax.axhline(1.0, color="black", linewidth=0.8)
-        ax.set_xlabel("basis functions (nbf)")
-        ax.set_ylabel("Psi4 wall time / dfmp2 wall time")
-        ax.set_title("dfmp2 over Psi4 DF-MP2 (whole run)")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
-    fig.suptitle(title, fontsize=9)
-    fig.tight_layout()
-    fig.savefig(out / "amdahl_speedup.png", dpi=110)
-    plt.close(fig)
+        label_axes(ax, "Psi4 wall time / dfmp2 wall time", "dfmp2 over Psi4 DF-MP2 (whole run)", 7)
+    save(fig, "amdahl_speedup.png")
 
     # Stages: absolute seconds with the default backend, and shares with reference vs fused.
     mols = sorted(molecules, key=lambda m: m["nbf"])
     energy = {(m["name"], r["backend"], r["precision"]): r["energy_seconds"] for m in mols for r in m["runs"]}
     names = [f"{m['name']}\n{m['nbf']}" for m in mols]
-    colors = {"integrals": "tab:green", "scf": "tab:purple", "df_transform": "tab:brown", "energy": "tab:red"}
+    colors = {"setup": "tab:gray", "integrals": "tab:green", "scf": "tab:purple", "df_transform": "tab:brown",
+              "energy": "tab:red"}
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(14, 5))
     bottom = [0.0] * len(mols)
     for stage in STAGES + ["energy"]:
-        h = [m["stages"][stage] if stage != "energy" else energy[(m["name"], "fused", "fp64")] for m in mols]
+        h = [stage_seconds(m, stage) if stage != "energy" else energy[(m["name"], "fused", "fp64")] for m in mols]
         ax1.bar(range(len(mols)), h, bottom=bottom, color=colors[stage],
                 label=stage if stage != "energy" else "energy (fused fp64)")
         bottom = [b + v for b, v in zip(bottom, h)]
@@ -307,10 +343,10 @@ def plot(out, molecules, rows, machine, basis):
     width = 0.38
     for k, backend in enumerate(["reference", "fused"]):
         xs = [i + (k - 0.5) * width for i in range(len(mols))]
-        totals = [sum(m["stages"][s] for s in STAGES) + energy[(m["name"], backend, "fp64")] for m in mols]
+        totals = [sum(stage_seconds(m, s) for s in STAGES) + energy[(m["name"], backend, "fp64")] for m in mols]
         bottom = [0.0] * len(mols)
         for stage in STAGES + ["energy"]:
-            h = [100 * (m["stages"][stage] if stage != "energy" else energy[(m["name"], backend, "fp64")]) / t
+            h = [100 * (stage_seconds(m, stage) if stage != "energy" else energy[(m["name"], backend, "fp64")]) / t
                  for m, t in zip(mols, totals)]
             ax2.bar(xs, h, width, bottom=bottom, color=colors[stage], hatch="//" if backend == "reference" else None,
                     edgecolor="white")
@@ -318,10 +354,7 @@ def plot(out, molecules, rows, machine, basis):
     ax2.set_xticks(range(len(mols)), names, fontsize=7)
     ax2.set_ylabel("share of the whole run (%)")
     ax2.set_title("Share per stage: reference (hatched, left) vs fused (right), fp64")
-    fig.suptitle(title, fontsize=9)
-    fig.tight_layout()
-    fig.savefig(out / "amdahl_stages.png", dpi=110)
-    plt.close(fig)
+    save(fig, "amdahl_stages.png")
 
     fig, ax = plt.subplots(figsize=(8, 5))
     for (backend, precision), (color, marker) in styles.items():
@@ -332,15 +365,24 @@ def plot(out, molecules, rows, machine, basis):
         pts = sorted((m["nbf"], m["machine_gemm"][key]) for m in mols)
         if any(r["precision"] == ("fp64" if key == "dgemm_gflops" else "fp32") for r in rows):
             ax.plot([p[0] for p in pts], [p[1] for p in pts], color="black", linestyle=style, label=label)
-    ax.set_xlabel("basis functions (nbf)")
-    ax.set_ylabel("GFLOP/s (needed flops / energy-step wall time)")
-    ax.set_title("Energy step rate vs the machine's GEMM rate (M=N=4·nvir, K=naux)")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.suptitle(title, fontsize=9)
-    fig.tight_layout()
-    fig.savefig(out / "amdahl_gflops.png", dpi=110)
-    plt.close(fig)
+    label_axes(ax, "GFLOP/s (needed flops / energy-step wall time)",
+               "Energy step rate vs the machine's GEMM rate (M=N=4·nvir, K=naux)")
+    save(fig, "amdahl_gflops.png")
+
+    floors = [row for m in mols for row in floor_rows(m)]
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 4.8))
+    for stage in FLOORED:
+        pts = sorted((r["nbf"], r["ratio"], r["whole_if_floor"]) for r in floors if r["stage"] == stage)
+        if pts:
+            ax1.plot([p[0] for p in pts], [p[1] for p in pts], color=colors[stage], marker="o", label=stage)
+            ax2.plot([p[0] for p in pts], [p[2] for p in pts], color=colors[stage], marker="o", label=stage)
+    ax1.axhline(1.0, color="black", linewidth=0.8)
+    ax1.axhline(1.5, color="black", linewidth=0.8, linestyle=":")
+    label_axes(ax1, "wall time / floor", "Each stage against its floor (GEMM work at the start-up GEMM rate + libint2 time)")
+    ax2.axhline(1.0, color="black", linewidth=0.8)
+    label_axes(ax2, "whole-run speedup if this stage alone ran at its floor",
+               "Amdahl: what each stage's distance from its floor costs the run")
+    save(fig, "amdahl_floors.png", title + "; energy step: fused fp64")
 
 
 def fmt(value, spec):
@@ -379,11 +421,21 @@ def write_markdown(path, molecules, rows, machine, settings):
             continue
         lines.append(
             f"| {m['name']} | {m['natom']} | {m['nbf']} | {m['naux']} | {m['nocc']} | {m['nvir']} | "
-            f"{m['stages']['integrals']:.3f} | {m['stages']['scf']:.3f} | {m['stages']['df_transform']:.3f} | "
+            f"{stage_seconds(m, 'integrals'):.3f} | {stage_seconds(m, 'scf'):.3f} | {stage_seconds(m, 'df_transform'):.3f} | "
             f"{ref['energy_s']:.3f} | {fused['energy_s']:.3f} | {fused['whole_s']:.3f} | "
             f"{cell(fused.get('psi4_s'), '.2f')} | {cell(fused.get('speedup_vs_psi4'), '.2f')} | "
             f"{cell(fused.get('de_scf'), '.1e')} | {cell(fused.get('de_corr'), '.1e')} | "
             f"{max(m['loadavg_1min']):.1f} |")
+    lines += ["", "### Every stage against its floor (energy step: fused fp64)", "",
+              "Floor: the stage's GEMM work at the GEMM rate measured at start-up plus libint2's own time for "
+              "its integrals (a timed sample); whole-run bound: the whole run's speedup if that stage alone "
+              "ran at its floor.", "",
+              "| molecule | nbf | stage | wall (s) | floor (s) | wall / floor | share of run | whole-run bound |",
+              "|---" * 8 + "|"]
+    for m in molecules:
+        for r in floor_rows(m):
+            lines.append(f"| {r['molecule']} | {r['nbf']} | {r['stage']} | {r['wall_s']:.3f} | {r['floor_s']:.3f} | "
+                         f"{r['ratio']:.2f} | {100 * r['share']:.0f} % | {r['whole_if_floor']:.3f}× |")
     lines += ["", "### Amdahl: each backend against reference (same precision)", "",
               "| molecule | nbf | backend | precision | energy step (s) | GEMM (s) | reduction (s) | "
               "ref GEMM (s) | ref reduction (s) | accelerated part | f | s | GEMM ratio ref/backend | "
@@ -513,7 +565,7 @@ def write_outputs(out, machine, settings, molecules, rows, failed, final=True):
             if precision == "fp64" and spread > 1e-8:
                 print(f"amdahl.py: warning: {mol['name']} fp64 backends disagree: {spread:.1e} relative")
     print(f"amdahl.py: wrote {out}/amdahl.csv, amdahl.json, amdahl.md, amdahl_speedup.png, amdahl_stages.png, "
-          f"amdahl_gflops.png", file=sys.stderr)
+          f"amdahl_gflops.png, amdahl_floors.png", file=sys.stderr)
 
 
 if __name__ == "__main__":

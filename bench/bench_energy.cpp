@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/comma_list.hpp"
 #include "bench/synthetic_shapes.hpp"
 #include "kernels/blas_kernels.hpp"
 #include "kernels/energy_reduction.hpp"
@@ -31,14 +32,6 @@ namespace b = dfmp2::bench;
 using clock_type = std::chrono::steady_clock;
 
 namespace {
-
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  for (std::string item; std::getline(in, item, ',');)
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
 
 // CPU seconds this process has used (user + system): with wall time it tells whether the run had
 // the cores to itself (the machine is shared; other sandboxes' work is invisible to ps).
@@ -214,9 +207,9 @@ int main(int argc, char** argv) try {
       if (a + 1 >= argc) throw std::invalid_argument(arg + " needs a value");
       return argv[++a];
     };
-    if (arg == "--shapes") shapes = split(value());
-    else if (arg == "--backends") backends = split(value());
-    else if (arg == "--precisions") precisions = split(value());
+    if (arg == "--shapes") shapes = b::comma_list(value());
+    else if (arg == "--backends") backends = b::comma_list(value());
+    else if (arg == "--precisions") precisions = b::comma_list(value());
     else if (arg == "--out") out = value();
     else if (arg == "--reps") reps = std::stoi(value());
     else if (arg == "--retries") retries = std::stoi(value());

@@ -24,7 +24,7 @@ EnergyResult fused_energy(const PairSpace<Real>& pairs, const EnergyOptions& opt
       plan_pair_blocks({pairs.rows.nocc, pairs.cols.nocc, pairs.triangular}, nvir_a, scope.threads());
   std::size_t tile_elems = 0;
   for (const auto& p : blocks) tile_elems = std::max(tile_elems, (p.i1 - p.i0) * (p.j1 - p.j0) * nvir_a * nvir_b);
-  Progress progress(options.progress, blocks.size());
+  ProgressCounter progress(options.progress, blocks.size());
   double e_os = 0.0, e_ss = 0.0;
   int team = 1;
 
@@ -50,9 +50,9 @@ EnergyResult fused_energy(const PairSpace<Real>& pairs, const EnergyOptions& opt
       }
       for (std::size_t i = p.i0; i < p.i1; ++i)
         for (std::size_t j = p.j0; j < std::min(p.j1, pairs.cols_needed(i)); ++j) {
-          const PairEnergy e = pairs.reduce(tile.get() + (i - p.i0) * nvir_a * ldt + (j - p.j0) * nvir_b, ldt, i, j);
-          e_os += pairs.weight(i, j) * e.os;
-          e_ss += pairs.weight(i, j) * e.ss;
+          const PairEnergy e = pairs.energy(i, j, tile.get() + (i - p.i0) * nvir_a * ldt + (j - p.j0) * nvir_b, ldt);
+          e_os += e.os;
+          e_ss += e.ss;
         }
       progress.add(1);
       if (omp_get_thread_num() == 0) progress.report();

@@ -22,7 +22,7 @@ EnergyResult loop_energy(const PairSpace<Real>& pairs, const EnergyOptions& opti
   ThreadScope scope(options.threads);
   const auto chunks = plan_loop_chunks({pairs.rows.nocc, pairs.cols.nocc, pairs.triangular},
                                        nvir_a * nvir_b * sizeof(Real), options.memory_bytes);
-  Progress progress(options.progress, chunks.size());
+  ProgressCounter progress(options.progress, chunks.size());
 
   std::size_t t_flat_elems = 0;
   for (const auto& c : chunks) t_flat_elems = std::max(t_flat_elems, (c.i1 - c.i0) * (c.j1 - c.j0) * nvir_a * nvir_b);
@@ -42,9 +42,9 @@ EnergyResult loop_energy(const PairSpace<Real>& pairs, const EnergyOptions& opti
     for (std::size_t i = c.i0; i < c.i1; ++i)
       for (std::size_t j = c.j0; j < c.j1; ++j) {
         if (!pairs.needed(i, j)) continue;  // above the diagonal: T_ji = T_ijᵀ
-        const PairEnergy e = pairs.reduce(T + (i - c.i0) * nvir_a * ldt + (j - c.j0) * nvir_b, ldt, i, j);
-        e_os += pairs.weight(i, j) * e.os;
-        e_ss += pairs.weight(i, j) * e.ss;
+        const PairEnergy e = pairs.energy(i, j, T + (i - c.i0) * nvir_a * ldt + (j - c.j0) * nvir_b, ldt);
+        e_os += e.os;
+        e_ss += e.ss;
       }
     const auto t2 = clock::now();
     r.gemm_seconds += std::chrono::duration<double>(t1 - t0).count();

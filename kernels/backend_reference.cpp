@@ -21,7 +21,7 @@ EnergyResult reference_energy(const PairSpace<Real>& pairs, const EnergyOptions&
   ThreadScope scope(options.threads);
   std::size_t npairs = 0;
   for (std::size_t i = 0; i < nrows; ++i) npairs += pairs.cols_needed(i);
-  Progress progress(options.progress, npairs);
+  ProgressCounter progress(options.progress, npairs);
   double e_os = 0.0, e_ss = 0.0;
   // Thread-seconds in GEMMs and in the loop, to split the wall time between them (Amdahl).
   double gemm_thread_seconds = 0.0, reduce_thread_seconds = 0.0;

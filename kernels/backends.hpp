@@ -26,11 +26,14 @@ struct PairSpace {
   bool needed(std::size_t i, std::size_t j) const { return !triangular || j <= i; }
   std::size_t cols_needed(std::size_t i) const { return triangular ? i + 1 : cols.nocc; }
   double weight(std::size_t i, std::size_t j) const { return !same_spin || (triangular && i == j) ? 1.0 : 2.0; }
-  // The pair's os and ss from T_ij (T_ab at T[a * ldt + b]) with the shared SIMD kernel.
-  PairEnergy reduce(const Real* T, std::size_t ldt, std::size_t i, std::size_t j) const {
+  // The pair's share of E_OS and E_SS from its T_ij (T[a·ldt + b]), counted with its weight, by
+  // the shared SIMD kernel.
+  PairEnergy energy(std::size_t i, std::size_t j, const Real* T, std::size_t ldt) const {
     const double eps_ij = eps_rows[i] + eps_cols[j];
-    if (same_spin) return reduce_pair(T, ldt, rows.nvir, eps_ij, eps_vir_rows.data());
-    return reduce_pair_opposite_spin(T, ldt, rows.nvir, cols.nvir, eps_ij, eps_vir_rows.data(), eps_vir_cols.data());
+    const PairEnergy e = same_spin ? reduce_pair(T, ldt, rows.nvir, eps_ij, eps_vir_rows.data())
+                                   : reduce_pair_opposite_spin(T, ldt, rows.nvir, cols.nvir, eps_ij,
+                                                               eps_vir_rows.data(), eps_vir_cols.data());
+    return {weight(i, j) * e.os, weight(i, j) * e.ss};
   }
 };
 

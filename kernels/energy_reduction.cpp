@@ -106,37 +106,34 @@ HWY_EXPORT(CompiledTarget);
 
 // Calls one exported kernel, which writes os and ss to its last argument.
 template <typename Kernel, typename... Args>
-PairEnergy call(Kernel&& kernel, Args... args) {
+PairEnergy run_kernel(Kernel&& kernel, Args... args) {
   double out[2];
   kernel(args..., out);
   return {out[0], out[1]};
 }
 
-template <>
-PairEnergy reduce_pair<double>(const double* T, std::size_t ldt, std::size_t nvir, double eps_ij,
-                               const double* eps_vir) {
-  return call(HWY_DYNAMIC_DISPATCH(ReducePairF64), T, ldt, nvir, eps_ij, eps_vir);
+template <typename Real>
+PairEnergy reduce_pair(const Real* T, std::size_t ldt, std::size_t nvir, double eps_ij, const double* eps_vir) {
+  if constexpr (std::is_same_v<Real, double>)
+    return run_kernel(HWY_DYNAMIC_DISPATCH(ReducePairF64), T, ldt, nvir, eps_ij, eps_vir);
+  else
+    return run_kernel(HWY_DYNAMIC_DISPATCH(ReducePairF32), T, ldt, nvir, eps_ij, eps_vir);
 }
 
-template <>
-PairEnergy reduce_pair<float>(const float* T, std::size_t ldt, std::size_t nvir, double eps_ij,
-                              const double* eps_vir) {
-  return call(HWY_DYNAMIC_DISPATCH(ReducePairF32), T, ldt, nvir, eps_ij, eps_vir);
+template <typename Real>
+PairEnergy reduce_pair_opposite_spin(const Real* T, std::size_t ldt, std::size_t nvir_a, std::size_t nvir_b,
+                                     double eps_ij, const double* eps_a, const double* eps_b) {
+  if constexpr (std::is_same_v<Real, double>)
+    return run_kernel(HWY_DYNAMIC_DISPATCH(ReduceOppositeSpinF64), T, ldt, nvir_a, nvir_b, eps_ij, eps_a, eps_b);
+  else
+    return run_kernel(HWY_DYNAMIC_DISPATCH(ReduceOppositeSpinF32), T, ldt, nvir_a, nvir_b, eps_ij, eps_a, eps_b);
 }
-
-template <>
-PairEnergy reduce_pair_opposite_spin<double>(const double* T, std::size_t ldt, std::size_t nvir_a,
-                                             std::size_t nvir_b, double eps_ij, const double* eps_a,
-                                             const double* eps_b) {
-  return call(HWY_DYNAMIC_DISPATCH(ReduceOppositeSpinF64), T, ldt, nvir_a, nvir_b, eps_ij, eps_a, eps_b);
-}
-
-template <>
-PairEnergy reduce_pair_opposite_spin<float>(const float* T, std::size_t ldt, std::size_t nvir_a,
-                                            std::size_t nvir_b, double eps_ij, const double* eps_a,
-                                            const double* eps_b) {
-  return call(HWY_DYNAMIC_DISPATCH(ReduceOppositeSpinF32), T, ldt, nvir_a, nvir_b, eps_ij, eps_a, eps_b);
-}
+template PairEnergy reduce_pair<double>(const double*, std::size_t, std::size_t, double, const double*);
+template PairEnergy reduce_pair<float>(const float*, std::size_t, std::size_t, double, const double*);
+template PairEnergy reduce_pair_opposite_spin<double>(const double*, std::size_t, std::size_t, std::size_t, double,
+                                                      const double*, const double*);
+template PairEnergy reduce_pair_opposite_spin<float>(const float*, std::size_t, std::size_t, std::size_t, double,
+                                                     const double*, const double*);
 
 const char* reduction_simd_target() { return hwy::TargetName(HWY_DYNAMIC_DISPATCH(CompiledTarget)()); }
 

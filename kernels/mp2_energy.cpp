@@ -9,6 +9,8 @@
 #include <utility>
 
 #include "kernels/backends.hpp"
+#include "kernels/named_choices.hpp"
+#include "kernels/pair_schedule.hpp"
 
 namespace dfmp2::kernels {
 
@@ -25,19 +27,13 @@ constexpr std::array<std::pair<Precision, const char*>, 2> kPrecisionNames{{
     {Precision::fp32, "fp32"},
 }};
 
-template <typename Enum, std::size_t N>
-std::string list_names(const std::array<std::pair<Enum, const char*>, N>& table) {
-  std::string s;
-  for (const auto& [value, name] : table) s += (s.empty() ? "" : ", ") + std::string(name);
-  return s;
-}
-
 }  // namespace
 
 // From the measurements (results/energy_backends*.md, results/amdahl*/amdahl.md, both OpenBLAS
-// kernel sets): in fp32 fused is fastest on every molecule and on the medium and large shapes;
-// in fp64 the two are within a few per cent, fused ahead below nvir ≈ 250, loop level or ahead
-// (up to 6 %) from nvir ≈ 300 — when its T_flat holds the nocc/16 rows it is designed for.
+// kernel sets): in fp32 fused is the fastest on every molecule and on the medium and large
+// shapes; in fp64 fused is ahead on water and benzene, and from nvir ≈ 150 the two are within 6 %
+// of each other, loop ahead by up to 6 % on most rows from nvir ≈ 300 (pentacene, the medium
+// shape) — when its T_flat holds the nocc/16 rows it is designed for.
 Backend resolve_automatic(Precision precision, std::size_t nocc, std::size_t nvir, std::size_t memory_bytes) {
   constexpr std::size_t kLoopFromNvir = 300;
   if (precision == Precision::fp32 || nvir < kLoopFromNvir) return Backend::fused;
@@ -46,34 +42,47 @@ Backend resolve_automatic(Precision precision, std::size_t nocc, std::size_t nvi
   return t_flat_bytes <= memory_bytes ? Backend::loop : Backend::fused;
 }
 
-std::span<const std::pair<Backend, const char*>> backend_names() { return kBackendNames; }
-std::span<const std::pair<Precision, const char*>> precision_names() { return kPrecisionNames; }
+namespace {
 
-Backend parse_backend(const std::string& name) {
-  for (const auto& [value, n] : kBackendNames)
-    if (name == n) return value;
-  throw std::invalid_argument("unknown energy backend '" + name + "' (expected one of: " +
-                              list_names(kBackendNames) + ")");
+// The backend's workspace on a pair space of this shape, nvir_rows × nvir_cols per pair.
+std::size_t workspace_bytes(Backend backend, Precision precision, const detail::PairShape& shape,
+                            std::size_t nvir_rows, std::size_t nvir_cols, int threads, std::size_t memory_bytes) {
+  const std::size_t elem = precision == Precision::fp32 ? sizeof(float) : sizeof(double);
+  if (backend == Backend::automatic) backend = resolve_automatic(precision, shape.ncols, nvir_rows, memory_bytes);
+  const std::size_t per_thread = std::size_t(std::max(threads, 1)), pair = nvir_rows * nvir_cols * elem;
+  switch (backend) {
+    case Backend::reference: return per_thread * pair;
+    case Backend::loop: return detail::loop_chunk_pairs(shape, pair, memory_bytes) * pair;
+    case Backend::fused: {
+      const std::size_t edge = detail::pair_block_edge(shape, nvir_rows, threads);
+      return per_thread * edge * edge * pair;
+    }
+    case Backend::automatic: break;
+  }
+  return 0;
 }
 
-std::string to_string(Backend backend) {
-  for (const auto& [value, n] : kBackendNames)
-    if (value == backend) return n;
-  throw std::invalid_argument("invalid Backend value " + std::to_string(int(backend)));
+}  // namespace
+
+std::size_t energy_workspace_bytes(Backend backend, Precision precision, std::size_t nocc, std::size_t nvir,
+                                   int threads, std::size_t memory_bytes) {
+  return workspace_bytes(backend, precision, {nocc, nocc, true}, nvir, nvir, threads, memory_bytes);
 }
 
-Precision parse_precision(const std::string& name) {
-  for (const auto& [value, n] : kPrecisionNames)
-    if (name == n) return value;
-  throw std::invalid_argument("unknown precision '" + name + "' (expected one of: " +
-                              list_names(kPrecisionNames) + ")");
+std::size_t energy_workspace_bytes_opposite_spin(Backend backend, Precision precision, std::size_t nocc_alpha,
+                                                 std::size_t nvir_alpha, std::size_t nocc_beta,
+                                                 std::size_t nvir_beta, int threads, std::size_t memory_bytes) {
+  return workspace_bytes(backend, precision, {nocc_alpha, nocc_beta, false}, nvir_alpha, nvir_beta, threads,
+                         memory_bytes);
 }
 
-std::string to_string(Precision precision) {
-  for (const auto& [value, n] : kPrecisionNames)
-    if (value == precision) return n;
-  throw std::invalid_argument("invalid Precision value " + std::to_string(int(precision)));
-}
+NamedChoices<Backend> backend_names() { return kBackendNames; }
+NamedChoices<Precision> precision_names() { return kPrecisionNames; }
+
+Backend parse_backend(const std::string& name) { return parse_in(backend_names(), name, "energy backend"); }
+std::string to_string(Backend backend) { return name_in(backend_names(), backend); }
+Precision parse_precision(const std::string& name) { return parse_in(precision_names(), name, "precision"); }
+std::string to_string(Precision precision) { return name_in(precision_names(), precision); }
 
 double needed_flops(std::size_t nocc, std::size_t nvir, std::size_t naux) {
   return 2.0 * (double(nocc) * double(nocc + 1) / 2.0) * double(nvir) * double(nvir) * double(naux);

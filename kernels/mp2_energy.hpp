@@ -20,14 +20,16 @@
 #include <string>
 #include <utility>
 
+#include "kernels/named_choices.hpp"
+
 namespace dfmp2::kernels {
 
 enum class Backend { reference, loop, fused, automatic };
 enum class Precision { fp64, fp32 };
 
 // The registry's names, in the order users see them (the command line lists these).
-std::span<const std::pair<Backend, const char*>> backend_names();
-std::span<const std::pair<Precision, const char*>> precision_names();
+NamedChoices<Backend> backend_names();
+NamedChoices<Precision> precision_names();
 Backend parse_backend(const std::string& name);      // throws std::invalid_argument
 std::string to_string(Backend backend);
 Precision parse_precision(const std::string& name);  // throws std::invalid_argument
@@ -61,6 +63,15 @@ struct EnergyResult {
 // The backend `automatic` runs for these sizes (nocc: the occupied orbitals each row pairs with)
 // and T_flat budget: fused, or loop in fp64 from nvir ≈ 300 when its T_flat fits.
 Backend resolve_automatic(Precision precision, std::size_t nocc, std::size_t nvir, std::size_t memory_bytes);
+
+// Extra memory the backend allocates for one block of nocc occupied orbitals (its workspace),
+// given the T_flat budget memory_bytes the loop backend sizes itself from.
+std::size_t energy_workspace_bytes(Backend backend, Precision precision, std::size_t nocc, std::size_t nvir,
+                                   int threads, std::size_t memory_bytes);
+// The same for the opposite-spin pairs of an α block (nocc_alpha, nvir_alpha) and a β block.
+std::size_t energy_workspace_bytes_opposite_spin(Backend backend, Precision precision, std::size_t nocc_alpha,
+                                                 std::size_t nvir_alpha, std::size_t nocc_beta,
+                                                 std::size_t nvir_beta, int threads, std::size_t memory_bytes);
 
 // The work that is needed, counting the i ≥ j symmetry: 2 · nocc(nocc+1)/2 · nvir² · naux.
 double needed_flops(std::size_t nocc, std::size_t nvir, std::size_t naux);

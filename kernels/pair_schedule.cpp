@@ -6,32 +6,44 @@
 
 namespace dfmp2::kernels::detail {
 
+namespace {
+
+// T_ij pairs the loop backend's budget holds, and the rows a triangular chunk may have: a
+// triangular chunk's GEMM also forms the pairs j > i of its diagonal square, rows²/2 of them: at
+// most 1/kMinChunks of the needed nrows²/2 pairs when chunks have ≤ nrows/kMinChunks rows.
+std::size_t budget_pairs(std::size_t pair_bytes, std::size_t memory_bytes) {
+  return std::max<std::size_t>(1, memory_bytes / std::max<std::size_t>(1, pair_bytes));
+}
+std::size_t max_chunk_rows(const PairShape& shape) {
+  constexpr std::size_t kMinChunks = 16;
+  return shape.triangular ? std::max<std::size_t>(1, shape.nrows / kMinChunks) : shape.nrows;
+}
+
+}  // namespace
+
 std::vector<PairBlock> plan_loop_chunks(const PairShape& shape, std::size_t pair_bytes, std::size_t memory_bytes) {
   std::vector<PairBlock> chunks;
-  const std::size_t budget_pairs = std::max<std::size_t>(1, memory_bytes / std::max<std::size_t>(1, pair_bytes));
-  // A triangular chunk's GEMM also forms the pairs j > i of its diagonal square, rows²/2 of
-  // them: at most 1/kMinChunks of the needed nrows²/2 pairs when chunks have ≤ nrows/kMinChunks rows.
-  constexpr std::size_t kMinChunks = 16;
-  const std::size_t max_rows =
-      shape.triangular ? std::max<std::size_t>(1, shape.nrows / kMinChunks) : shape.nrows;
+  const std::size_t budget = budget_pairs(pair_bytes, memory_bytes), max_rows = max_chunk_rows(shape);
   for (std::size_t i0 = 0; i0 < shape.nrows;) {
     std::size_t rows = 1;  // largest row count whose pair blocks fit the budget
-    while (i0 + rows < shape.nrows && rows < max_rows &&
-           (rows + 1) * shape.cols_below(i0 + rows + 1) <= budget_pairs)
+    while (i0 + rows < shape.nrows && rows < max_rows && (rows + 1) * shape.cols_below(i0 + rows + 1) <= budget)
       ++rows;
     const std::size_t i1 = i0 + rows, j1 = shape.cols_below(i1);
-    if (rows * j1 <= budget_pairs) {
+    if (rows * j1 <= budget) {
       chunks.push_back({i0, i1, 0, j1});
     } else {  // a single row i0 against all its columns is over budget: split j
-      for (std::size_t j0 = 0; j0 < j1; j0 += budget_pairs)
-        chunks.push_back({i0, i1, j0, std::min(j1, j0 + budget_pairs)});
+      for (std::size_t j0 = 0; j0 < j1; j0 += budget) chunks.push_back({i0, i1, j0, std::min(j1, j0 + budget)});
     }
     i0 = i1;
   }
   return chunks;
 }
 
-std::vector<PairBlock> plan_pair_blocks(const PairShape& shape, std::size_t nvir, int nthreads) {
+std::size_t loop_chunk_pairs(const PairShape& shape, std::size_t pair_bytes, std::size_t memory_bytes) {
+  return std::min(budget_pairs(pair_bytes, memory_bytes), max_chunk_rows(shape) * std::max<std::size_t>(1, shape.ncols));
+}
+
+std::size_t pair_block_edge(const PairShape& shape, std::size_t nvir, int nthreads) {
   // OpenBLAS single-threaded DGEMM/SGEMM is near peak once M = N ≳ 384 with K = naux in the
   // hundreds or more; T for such a block is ~1–4 MiB (fp64), in this thread's L2/L3 share.
   constexpr std::size_t kTargetEdge = 384;
@@ -42,7 +54,11 @@ std::vector<PairBlock> plan_pair_blocks(const PairShape& shape, std::size_t nvir
     return shape.triangular ? r * (r + 1) / 2 : r * c;
   };
   while (bs > 1 && nblocks(bs) < 4 * std::size_t(std::max(1, nthreads))) --bs;
+  return bs;
+}
 
+std::vector<PairBlock> plan_pair_blocks(const PairShape& shape, std::size_t nvir, int nthreads) {
+  const std::size_t bs = pair_block_edge(shape, nvir, nthreads);
   std::vector<PairBlock> blocks;
   for (std::size_t i0 = 0; i0 < shape.nrows; i0 += bs)
     for (std::size_t j0 = 0; j0 < (shape.triangular ? i0 + 1 : shape.ncols); j0 += bs)
@@ -61,15 +77,15 @@ ThreadScope::~ThreadScope() {
   if (threads_ != saved_) omp_set_num_threads(saved_);
 }
 
-Progress::Progress(const std::function<void(double)>& callback, std::size_t total)
+ProgressCounter::ProgressCounter(const std::function<void(double)>& callback, std::size_t total)
     : callback_(callback), total_(std::max<std::size_t>(1, total)), last_(std::chrono::steady_clock::now()) {}
 
-void Progress::add(std::size_t done) {
+void ProgressCounter::add(std::size_t done) {
 #pragma omp atomic
   done_ += done;
 }
 
-void Progress::report() {
+void ProgressCounter::report() {
   if (!callback_) return;
   const auto now = std::chrono::steady_clock::now();
   if (now - last_ < std::chrono::milliseconds(200)) return;
@@ -80,7 +96,7 @@ void Progress::report() {
   callback_(std::min(1.0, double(done) / double(total_)));
 }
 
-void Progress::finish() {
+void ProgressCounter::finish() {
   if (callback_) callback_(1.0);
 }
 

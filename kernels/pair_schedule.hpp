@@ -30,11 +30,16 @@ struct PairShape {
 // A chunk has at least one row; if one row against all its columns still does not fit, its j range
 // is split.
 std::vector<PairBlock> plan_loop_chunks(const PairShape& shape, std::size_t pair_bytes, std::size_t memory_bytes);
+// The most pairs one of those chunks holds (its T_flat is that many T_ij tiles), without listing
+// the chunks.
+std::size_t loop_chunk_pairs(const PairShape& shape, std::size_t pair_bytes, std::size_t memory_bytes);
 
 // Fused backend: square pair blocks of bs × bs occupied orbitals, bs chosen so that each GEMM has
 // an edge of a few hundred (near-peak single-threaded BLAS) while leaving enough blocks for
 // dynamic load balance over nthreads. Ordered most expensive first.
 std::vector<PairBlock> plan_pair_blocks(const PairShape& shape, std::size_t nvir, int nthreads);
+// Their edge bs (occupied orbitals per side).
+std::size_t pair_block_edge(const PairShape& shape, std::size_t nvir, int nthreads);
 
 // options.threads (0: OpenMP default) made current for the lifetime of the scope; OpenBLAS's
 // OpenMP build follows omp_get_max_threads(), so this also sets the BLAS thread count.
@@ -52,9 +57,9 @@ class ThreadScope {
 
 // Rate-limited progress callback. Any thread may add finished work; only the thread that calls
 // report() (the backends use OpenMP thread 0 or the serial caller) invokes the callback.
-class Progress {
+class ProgressCounter {
  public:
-  Progress(const std::function<void(double)>& callback, std::size_t total);
+  ProgressCounter(const std::function<void(double)>& callback, std::size_t total);
   void add(std::size_t done);  // thread-safe
   void report();               // call from one thread only
   void finish();               // serial: reports 1.0

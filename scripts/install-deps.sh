@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   g++ cmake make pkg-config
   libeigen3-dev libhdf5-dev libint2-dev libopenblas-openmp-dev
-  libhwy-dev catch2 libcli11-dev nlohmann-json3-dev
+  libhwy-dev catch2 libcli11-dev nlohmann-json3-dev libtrexio-dev
   libopenmpi-dev openmpi-bin
   python3 python3-matplotlib
 )

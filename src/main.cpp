@@ -1,7 +1,10 @@
 // dfmp2 command line: parse options, read the input, run, report. Every user-fixable problem
 // arrives here as one InputError and leaves as one line on stderr with a non-zero exit.
 #include <filesystem>
+#include <functional>
 #include <iostream>
+
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 
@@ -9,6 +12,8 @@
 #include "src/run/driver.hpp"
 #include "src/common/errors.hpp"
 #include "src/io/hdf5_io.hpp"
+#include "src/io/molden.hpp"
+#include "src/io/trexio_io.hpp"
 #include "src/common/memory.hpp"
 #include "src/common/parallel.hpp"
 #include "src/io/report.hpp"
@@ -24,8 +29,12 @@ bool is_xyz(const std::string& path) {
   return ext == ".xyz";
 }
 
+// XYZ by its name; Molden and TREXIO (HDF5 file or text-back-end directory) by their content;
+// any other file is our HDF5 layout.
 RunInput read_input(const std::string& path) {
   if (!std::filesystem::exists(path)) throw InputError("input file '" + path + "' does not exist");
+  if (is_molden(path)) return read_molden(path);
+  if (is_trexio(path)) return read_trexio(path);
   if (!is_xyz(path)) return read_hdf5_input(path);
   RunInput input;
   input.path = path;
@@ -34,16 +43,32 @@ RunInput read_input(const std::string& path) {
 }
 
 // Outputs must not clobber the input, and must not share one path.
-void check_output_paths(const std::string& input, const std::string& json, const std::string& h5) {
+void check_output_paths(const std::string& input, const std::vector<std::pair<std::string, std::string>>& outputs) {
   namespace fs = std::filesystem;
   auto same = [](const std::string& a, const std::string& b) {
     std::error_code ec;
     return !a.empty() && !b.empty() &&
            (fs::weakly_canonical(a, ec) == fs::weakly_canonical(b, ec));
   };
-  if (same(input, json) || same(input, h5))
-    throw InputError("an output file would overwrite the input '" + input + "'");
-  if (same(json, h5)) throw InputError("--json and --output name the same file");
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    if (same(input, outputs[i].second)) throw InputError("an output file would overwrite the input '" + input + "'");
+    for (std::size_t j = 0; j < i; ++j)
+      if (same(outputs[i].second, outputs[j].second))
+        throw InputError(outputs[j].first + " and " + outputs[i].first + " name the same file");
+  }
+}
+
+// Writes through a temporary beside `path`, renamed when complete, so a failure leaves neither.
+void write_output(const std::string& path, const std::function<void(const std::string&)>& write) {
+  const std::string temporary = path + ".tmp-" + std::to_string(getpid());
+  try {
+    write(temporary);
+    std::filesystem::rename(temporary, path);
+  } catch (const std::exception& e) {
+    std::error_code ignored;
+    std::filesystem::remove_all(temporary, ignored);
+    throw InputError("cannot write '" + path + "': " + e.what());
+  }
 }
 
 }  // namespace
@@ -54,12 +79,15 @@ int main(int argc, char** argv) {
   CLI::App app{"dfmp2: density-fitted MP2 energies (RHF or UHF → DF-MP2)", "dfmp2"};
   app.set_version_flag("--version", "dfmp2 0.1.0");
 
-  std::string input_path, json_path, output_path;
+  std::string input_path, json_path, output_path, molden_path, trexio_path;
   bool quiet = false;
-  app.add_option("input", input_path, "molecule.h5 (HDF5 input) or molecule.xyz (with --basis)");
+  app.add_option("input", input_path,
+                 "molecule.h5 (HDF5 input), molecule.xyz (with --basis), orbitals.molden or a TREXIO file");
   const RunOptionsCli run_options(app, true);
   app.add_option("--json", json_path, "write results as JSON to this file");
   app.add_option("--output", output_path, "write results and orbitals to this HDF5 file");
+  app.add_option("--molden", molden_path, "write the molecule, basis and orbitals as a Molden file");
+  app.add_option("--trexio", trexio_path, "write the molecule, basis and orbitals as a TREXIO (HDF5) file");
   app.add_flag("--quiet,-q", quiet, "no progress on stderr");
 
   std::string convert_xyz, convert_out, convert_basis, convert_df_basis, convert_jk_basis;
@@ -100,17 +128,24 @@ int main(int argc, char** argv) {
       mol.charge = convert_charge;
       mol.multiplicity = convert_multiplicity;
       validate(mol);
-      check_output_paths(convert_xyz, convert_out, "");
+      check_output_paths(convert_xyz, {{"-o", convert_out}});
       write_hdf5_input(convert_out, mol, convert_basis, convert_df_basis, convert_jk_basis);
       return 0;
     }
     if (input_path.empty()) throw InputError("no input file given (see dfmp2 --help)");
-    check_output_paths(input_path, json_path, output_path);
+    check_output_paths(input_path, {{"--json", json_path}, {"--output", output_path}, {"--molden", molden_path},
+                                    {"--trexio", trexio_path}});
     const RunOptions options = run_options.options();
 
     RunInput input = read_input(input_path);
     if (is_xyz(input_path) && !options.basis)
       throw InputError("an XYZ input needs --basis NAME");
+    if (input.df && !(molden_path.empty() && trexio_path.empty()))
+      throw InputError("--molden and --trexio write orbitals, which an energy-only /df input does not have");
+    // The Molden and TREXIO writers hold closed-shell orbitals only: refused before the run.
+    if (input.molecule && !(molden_path.empty() && trexio_path.empty()) &&
+        unrestricted(options.reference, options.multiplicity.value_or(input.molecule->multiplicity)))
+      throw InputError("--molden and --trexio write RHF orbitals only, and this run is UHF");
     Progress progress(quiet || !comm.is_root());
     const RunResult result = run(input, options, progress);
 
@@ -118,6 +153,8 @@ int main(int argc, char** argv) {
       print_report(std::cout, result);
       if (!json_path.empty()) write_json(json_path, result);
       if (!output_path.empty()) write_hdf5_results(output_path, result);
+      if (!molden_path.empty()) write_output(molden_path, [&](const std::string& file) { write_molden(file, result); });
+      if (!trexio_path.empty()) write_output(trexio_path, [&](const std::string& file) { write_trexio(file, result); });
     }
     return 0;
   } catch (const InputError& e) {

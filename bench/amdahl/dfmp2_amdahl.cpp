@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/comma_list.hpp"
 #include "kernels/mp2_energy.hpp"
 #include "kernels/gemm_rate.hpp"
 #include "src/cli/run_options_cli.hpp"
@@ -29,14 +30,6 @@
 namespace {
 
 using nlohmann::json;
-
-std::vector<std::string> split_list(const std::string& text) {
-  std::vector<std::string> items;
-  std::stringstream in(text);
-  for (std::string item; std::getline(in, item, ',');)
-    if (!item.empty()) items.push_back(item);
-  return items;
-}
 
 // Seconds (wall or floor) of a named stage.
 std::optional<double> timing(const dfmp2::RunResult& result, const std::string& stage, bool floor = false) {
@@ -70,8 +63,8 @@ int main(int argc, char** argv) {
     const dfmp2::RunOptions options = run_options.options();
     if (!options.basis) throw std::invalid_argument("--basis is required");
     std::vector<std::pair<dfmp2::kernels::Backend, dfmp2::kernels::Precision>> cases;
-    for (const auto& p : split_list(precisions))
-      for (const auto& b : split_list(backends))
+    for (const auto& p : dfmp2::bench::comma_list(precisions))
+      for (const auto& b : dfmp2::bench::comma_list(backends))
         cases.emplace_back(dfmp2::kernels::parse_backend(b), dfmp2::kernels::parse_precision(p));
     if (cases.empty()) throw std::invalid_argument("no backend or no precision given");
 

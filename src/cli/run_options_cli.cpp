@@ -14,12 +14,9 @@ template <typename Enum>
 void add_choice(CLI::App& app, const std::string& flag, Enum& value, NamedChoices<Enum> choices,
                 const std::string& help) {
   std::map<std::string, Enum> by_name;
-  std::string names;
-  for (const auto& [choice, name] : choices) {
-    by_name.emplace(name, choice);
-    names += (names.empty() ? "" : "|") + std::string(name);
-  }
-  app.add_option(flag, value, help + " (" + names + "; default " + name_of(choices, value) + ")")
+  for (const auto& [choice, name] : choices) by_name.emplace(name, choice);
+  app.add_option(flag, value,
+                 help + " (" + kernels::list_names(choices) + "; default " + kernels::name_in(choices, value) + ")")
       ->transform(CLI::CheckedTransformer(by_name));
 }
 
@@ -53,6 +50,10 @@ RunOptionsCli::RunOptionsCli(CLI::App& app, bool energy_choices) {
       ->check(CLI::PositiveNumber);
   app.add_option("--max-iterations", options_.scf.max_iterations, "SCF iteration limit")
       ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  app.add_option("--fp32-until", options_.scf.fp32_until_gradient,
+                 "DF-SCF builds the exchange in fp32 until the orbital-gradient RMS falls below this (0: never)")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
 }
 

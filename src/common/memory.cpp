@@ -98,8 +98,12 @@ void* map_pages(std::size_t bytes) {
 
 }  // namespace
 
+// Small allocations are not tracked one by one (libint2's engines, Eigen temporaries, MPI and
+// HDF5 buffers): a fixed allowance beside the baseline covers them.
+constexpr std::size_t kUntrackedBytes = std::size_t(16) << 20;
+
 MemoryBudget::MemoryBudget(std::size_t limit_bytes)
-    : limit_(limit_bytes), baseline_(current_rss_bytes()) {}
+    : limit_(limit_bytes), baseline_(current_rss_bytes() + kUntrackedBytes) {}
 
 MemoryBudget::~MemoryBudget() {
   for (const auto& [data, bytes] : free_) munmap(data, bytes);
@@ -107,8 +111,9 @@ MemoryBudget::~MemoryBudget() {
 
 std::size_t MemoryBudget::available() const {
   const std::lock_guard lock(mutex_);
-  const std::size_t used = baseline_ + drawn_;
-  return used < limit_ ? limit_ - used : 0;
+  const std::size_t used = baseline_ + drawn_, left = used < limit_ ? limit_ - used : 0;
+  const std::size_t page = left >= kHugePage ? kHugePage : kSmallPage;  // what allocate() rounds to
+  return left / page * page;
 }
 
 std::size_t MemoryBudget::round_up(std::size_t bytes) {

@@ -68,8 +68,9 @@ class LargeArray {
 };
 
 // The whole run's memory: what the process held when the budget was made (code, libraries,
-// BLAS buffers), the large arrays, and what stages reserve for their other holdings (matrices,
-// per-thread workspaces), together never more than the limit. Stages size their batches from
+// BLAS buffers) with an allowance for small allocations, the large arrays, and what stages
+// reserve for their other holdings (matrices, per-thread workspaces), together never more than
+// the limit. Stages size their batches from
 // available() and get one clear InputError, naming what needed how much, when even the
 // smallest batch does not fit. Allocation and release are for one thread at a time.
 class MemoryBudget {
@@ -80,7 +81,8 @@ class MemoryBudget {
   MemoryBudget& operator=(const MemoryBudget&) = delete;
 
   std::size_t limit() const { return limit_; }
-  // What can still be drawn: the limit less the baseline, the arrays held and the reservations.
+  // The largest array that can still be drawn: the limit less the baseline, the arrays held and
+  // the reservations (rounded down to allocate()'s page size).
   std::size_t available() const;
   // The most drawn at once (arrays and reservations), and the baseline it started from.
   std::size_t peak_drawn() const { return peak_drawn_; }

@@ -79,6 +79,8 @@ void CoulombFitting::apply(double* data, std::size_t ncols) const {
   }
 }
 
+std::size_t CoulombFitting::peak_bytes(std::size_t naux) { return 5 * sizeof(double) * naux * naux; }
+
 double CoulombFitting::flops(std::size_t ncols) const {
   const double n = static_cast<double>(factor_.rows());
   return (cholesky_ ? 1.0 : 2.0) * n * n * static_cast<double>(ncols);

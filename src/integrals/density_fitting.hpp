@@ -23,6 +23,9 @@ class CoulombFitting {
   void apply(double* data, std::size_t ncols) const;
   // Floating-point work of apply.
   double flops(std::size_t ncols) const;
+  // What making and holding the fit takes for naux functions: the metric, its eigenvectors and
+  // LAPACK's workspace, the factor (bytes).
+  static std::size_t peak_bytes(std::size_t naux);
 
  private:
   Eigen::MatrixXd factor_;  // lower Cholesky factor L, or J^-1/2

@@ -10,6 +10,12 @@
 
 namespace dfmp2 {
 
+std::size_t ShellPairs::bytes() const {
+  std::size_t total = sizeof(double) * static_cast<std::size_t>(schwarz.size()) + sizeof(long) * index.size();
+  for (const auto& pair : data) total += sizeof(pair) + pair.primpairs.size() * sizeof(pair.primpairs[0]);
+  return total;
+}
+
 ShellPairs significant_shell_pairs(const libint2::BasisSet& obs, double threshold) {
   using libint2::Operator;
   const std::size_t nshell = obs.size();

@@ -16,6 +16,7 @@ struct ShellPairs {
   std::vector<libint2::ShellPair> data;                     // one per pair
   Eigen::MatrixXd schwarz;                                  // nshell × nshell, symmetric
   std::vector<long> index;  // [s1 * nshell + s2] (s1 ≥ s2) → position in pairs, or −1
+  std::size_t bytes() const;  // memory held, mostly libint2's primitive-pair data
   long find(std::size_t s1, std::size_t s2) const {
     return index[s1 * static_cast<std::size_t>(schwarz.rows()) + s2];
   }

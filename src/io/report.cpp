@@ -90,7 +90,7 @@ void print_report(std::ostream& out, const RunResult& r) {
       out << "  " << std::setw(2) << std::left << element_symbol(atom.Z) << std::right << "  "
           << std::setw(14) << fixed(atom.r[0], 8) << std::setw(14) << fixed(atom.r[1], 8)
           << std::setw(14) << fixed(atom.r[2], 8) << "  bohr\n";
-    out << "Basis " << r.basis << "   DF (MP2) " << r.df_basis;
+    out << "Basis " << (r.basis.empty() ? "given with the orbitals" : r.basis) << "   DF (MP2) " << r.df_basis;
     if (!r.jk_basis.empty()) out << "   DF (SCF) " << r.jk_basis;
     out << "\n";
   } else {
@@ -184,7 +184,8 @@ nlohmann::json to_json(const RunResult& r) {
                     {"major_page_faults", r.resources.major_faults}};
   j["memory"] = {{"limit_bytes", r.memory_limit},
                  {"baseline_bytes", r.memory_baseline},
-                 {"peak_drawn_bytes", r.memory_peak_drawn}};
+                 {"peak_drawn_bytes", r.memory_peak_drawn},
+                 {"df_transform_batches", r.df_transform_batches}};
   j["scf_fp32_iterations"] = std::count_if(r.scf_iterations.begin(), r.scf_iterations.end(),
                                            [](const ScfIteration& it) { return it.fp32; });
   j["timings"] = timings;

@@ -191,16 +191,17 @@ libint2::BasisSet place_on(const BasisSetData& basis, const Molecule& mol, std::
     if (found == basis.shells_by_Z.end())
       throw InputError("basis '" + basis.name + "' has no functions for element " +
                        element_symbol(atom.Z));
-    for (const ContractedShell& cs : found->second) {
-      libint2::svector<double> alpha(cs.exponents.begin(), cs.exponents.end());
-      libint2::svector<double> coeff(cs.coefficients.begin(), cs.coefficients.end());
-      // s and p functions are the same in both conventions; libint2 wants them flagged Cartesian.
-      shells.emplace_back(std::move(alpha),
-                          libint2::svector<libint2::Shell::Contraction>{{cs.l, spherical && cs.l >= 2, coeff}},
-                          atom.r);
-    }
+    for (const ContractedShell& cs : found->second) shells.push_back(make_shell(cs, spherical, atom.r));
   }
   return libint2::BasisSet(std::move(shells));
+}
+
+libint2::Shell make_shell(const ContractedShell& shell, bool pure, const std::array<double, 3>& origin) {
+  libint2::svector<double> alpha(shell.exponents.begin(), shell.exponents.end());
+  libint2::svector<double> coeff(shell.coefficients.begin(), shell.coefficients.end());
+  // s and p functions are the same in both conventions; libint2 wants them flagged Cartesian.
+  return libint2::Shell(std::move(alpha),
+                        libint2::svector<libint2::Shell::Contraction>{{shell.l, pure && shell.l >= 2, coeff}}, origin);
 }
 
 }  // namespace dfmp2

@@ -38,6 +38,10 @@ BasisSetData parse_gbs(const std::string& text, const std::string& name, const s
 std::string default_df_basis(const std::string& orbital_basis);
 std::string default_jk_basis(const std::string& orbital_basis);
 
+// One contracted shell at `origin` as libint2 builds it: coefficients are those of normalised
+// primitives (libint2 normalises the contraction); spherical when `pure` and l ≥ 2.
+libint2::Shell make_shell(const ContractedShell& shell, bool pure, const std::array<double, 3>& origin);
+
 // Shells on every atom, in atom order, spherical or Cartesian as the set says unless `pure`
 // overrides it. Throws InputError naming the element the set lacks.
 libint2::BasisSet place_on(const BasisSetData& basis, const Molecule& mol,

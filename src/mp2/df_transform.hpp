@@ -27,10 +27,20 @@ struct DFTransformInput {
   const Eigen::VectorXd& eps_vir;
 };
 
+struct DFTransformStats {
+  StageWork work;
+  std::size_t batches = 0;  // of auxiliary shells: 1 unless the memory budget binds
+};
+
 // B in the layout the energy kernels take, row-major [i][a][P]; over MPI, B for this rank's
-// block of i (collective). progress(fraction) after each batch; may be empty. Adds the stage's
-// work to `work`. Throws InputError when even one auxiliary shell at a time does not fit.
+// share of i (collective). progress(fraction) after each batch; may be empty. Throws InputError
+// when even one auxiliary shell at a time does not fit.
 DFTensor build_df_tensor(const DFTransformInput& in, MemoryBudget& budget,
-                         const std::function<void(double)>& progress, Communicator& comm, StageWork& work);
+                         const std::function<void(double)>& progress, Communicator& comm, DFTransformStats& stats);
+
+// The least this rank must hold at once (one auxiliary shell's batch at a time), from the sizes
+// alone: for the run's up-front memory check. nocc: active occupied orbitals.
+std::size_t df_transform_peak_bytes(const libint2::BasisSet& obs, const libint2::BasisSet& aux, std::size_t nocc,
+                                    std::size_t nvir, const Communicator& comm);
 
 }  // namespace dfmp2

@@ -8,6 +8,21 @@
 namespace dfmp2 {
 namespace {
 
+// Visiting shares arrive in chunks of at most 1/8 of the largest share (at least one orbital),
+// so a rank holds little more than its own share of B.
+std::size_t chunk_rows(std::size_t nocc_total, int ranks) {
+  return std::max<std::size_t>(1, share_of(nocc_total, 0, ranks).size() / 8);
+}
+
+}  // namespace
+
+std::size_t visiting_chunk_bytes(std::size_t nocc_total, std::size_t nvir, std::size_t naux, std::size_t elem_bytes,
+                                 const Communicator& comm) {
+  return comm.size() == 1 ? 0 : chunk_rows(nocc_total, comm.size()) * nvir * naux * elem_bytes;
+}
+
+namespace {
+
 using ProgressFn = std::function<void(double)>;
 
 void add(kernels::EnergyResult& sum, const kernels::EnergyResult& part) {
@@ -34,8 +49,7 @@ struct Share {
   }
 };
 
-// Other ranks' shares of one spin's B, arriving in chunks of at most 1/8 of the largest share (at
-// least one orbital), so that a rank holds little more than its own share.
+// Other ranks' shares of one spin's B, arriving in chunks (chunk_rows).
 template <typename Real>
 class Visitors {
  public:
@@ -43,7 +57,7 @@ class Visitors {
       : mine_(mine),
         comm_(comm),
         nocc_total_(mine.df.eps_occ.size()),
-        chunk_(std::max<std::size_t>(1, share_of(nocc_total_, 0, comm.size()).size() / 8)),
+        chunk_(chunk_rows(nocc_total_, comm.size())),
         chunks_((share_of(nocc_total_, 0, comm.size()).size() + chunk_ - 1) / chunk_),
         buffer_(chunk_ * mine.row()) {}
 

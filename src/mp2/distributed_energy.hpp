@@ -25,6 +25,10 @@ struct DistributedEnergy {
   std::size_t peak_b_bytes = 0;   // B held by this rank at once: its shares plus a visiting chunk
 };
 
+// B held beyond this rank's own share: one visiting chunk (bytes; 0 on one rank).
+std::size_t visiting_chunk_bytes(std::size_t nocc_total, std::size_t nvir, std::size_t naux, std::size_t elem_bytes,
+                                 const Communicator& comm);
+
 // B: this rank's share, row-major [df.nocc][df.nvir][df.naux], of the precision Real.
 template <typename Real>
 DistributedEnergy distributed_mp2_energy(kernels::Backend backend, const Real* B, const DFTensor& df,

@@ -35,6 +35,7 @@ void describe_problem(const Problem& problem, RunResult& r) {
   r.basis = problem.basis;
   r.df_basis = problem.df_basis;
   r.jk_basis = problem.jk_basis;
+  r.orbital_basis = OrbitalBasis{problem.obs, problem.orbital_basis.pure};
   r.scf_type = name_of(problem.jk_aux ? ScfType::df : ScfType::exact);
   r.reference = name_of(problem.unrestricted ? Reference::uhf : Reference::rhf);
   r.nbf = static_cast<int>(problem.obs.nbf());
@@ -112,7 +113,12 @@ PreparedRun::PreparedRun(const RunInput& input, const RunOptions& options, Progr
     describe_given_tensor(input, r);
   } else {
     const Libint2Session libint2;
-    const Problem problem = timed(stages, r.gemm_rates, "setup", [&] { return define_problem(input, start_budget()); });
+    const Problem problem = timed(stages, r.gemm_rates, "setup", [&] {
+      const RunContext context = start_budget();
+      Problem problem = define_problem(input, context);
+      check_memory(problem, context);
+      return problem;
+    });
     const RunContext context = s.context();
     Integrals integrals = timed(stages, r.gemm_rates, "integrals", [&] { return compute_integrals(problem, context); });
     ScfSolution scf = timed(stages, r.gemm_rates, "scf",
@@ -122,6 +128,7 @@ PreparedRun::PreparedRun(const RunInput& input, const RunOptions& options, Progr
                            [&] { return transform_to_mo(problem, integrals, scf.orbitals, context); });
     s.df = std::move(mo.df);
     s.df_beta = std::move(mo.df_beta);
+    r.df_transform_batches = mo.batches;
     describe_problem(problem, r);
     describe_scf(std::move(scf), r);
   }

@@ -2,6 +2,8 @@
 
 #include <array>
 
+#include "src/common/errors.hpp"
+
 namespace dfmp2 {
 namespace {
 
@@ -16,15 +18,22 @@ NamedChoices<ScfType> scf_type_names() { return kScfTypes; }
 NamedChoices<ScfGuess> scf_guess_names() { return kScfGuesses; }
 NamedChoices<Reference> reference_names() { return kReferences; }
 
+bool unrestricted(Reference reference, int multiplicity) {
+  if (reference == Reference::rhf && multiplicity != 1)
+    throw InputError("--reference rhf needs a closed shell (multiplicity 1), not multiplicity " +
+                     std::to_string(multiplicity) + ": use --reference uhf");
+  return reference == Reference::uhf || multiplicity != 1;
+}
+
 template <>
-std::string name_of(ScfType value) { return name_of(scf_type_names(), value); }
+std::string name_of(ScfType value) { return kernels::name_in(scf_type_names(), value); }
 template <>
-std::string name_of(ScfGuess value) { return name_of(scf_guess_names(), value); }
+std::string name_of(ScfGuess value) { return kernels::name_in(scf_guess_names(), value); }
 template <>
-std::string name_of(Reference value) { return name_of(reference_names(), value); }
+std::string name_of(Reference value) { return kernels::name_in(reference_names(), value); }
 template <>
-std::string name_of(kernels::Backend value) { return name_of(backend_names(), value); }
+std::string name_of(kernels::Backend value) { return kernels::name_in(backend_names(), value); }
 template <>
-std::string name_of(kernels::Precision value) { return name_of(precision_names(), value); }
+std::string name_of(kernels::Precision value) { return kernels::name_in(precision_names(), value); }
 
 }  // namespace dfmp2

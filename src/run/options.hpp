@@ -5,7 +5,6 @@
 
 #include <cstddef>
 #include <optional>
-#include <span>
 #include <string>
 #include <utility>
 
@@ -18,24 +17,21 @@ enum class ScfType { df, exact };
 enum class ScfGuess { sad, core };
 // automatic: RHF for multiplicity 1, UHF otherwise.
 enum class Reference { automatic, rhf, uhf };
+// Whether a run with this reference and multiplicity is UHF; throws InputError for RHF asked for
+// an open shell.
+bool unrestricted(Reference reference, int multiplicity);
 
-template <typename Enum>
-using NamedChoices = std::span<const std::pair<Enum, const char*>>;
+using kernels::NamedChoices;
 
 NamedChoices<ScfType> scf_type_names();
 NamedChoices<ScfGuess> scf_guess_names();
 NamedChoices<Reference> reference_names();
-inline NamedChoices<kernels::Backend> backend_names() { return kernels::backend_names(); }
-inline NamedChoices<kernels::Precision> precision_names() { return kernels::precision_names(); }
+using kernels::backend_names;
+using kernels::precision_names;
 
+// The name of a choice, from its enumeration's table.
 template <typename Enum>
-std::string name_of(NamedChoices<Enum> choices, Enum value) {
-  for (const auto& [choice, name] : choices)
-    if (choice == value) return name;
-  return "?";
-}
-template <typename Enum>
-std::string name_of(Enum value);  // from the table of Enum
+std::string name_of(Enum value);
 
 // What the command line may set; unset optionals fall back to the input file, then defaults.
 struct RunOptions {

@@ -1,5 +1,5 @@
 // What a run starts from: a molecule with basis names, optionally converged orbitals, or
-// only a DF tensor for an energy-only run. Filled from an XYZ file or an HDF5 file.
+// only a DF tensor for an energy-only run. Filled from an XYZ, HDF5, Molden or TREXIO file.
 #pragma once
 
 #include <cstddef>
@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "src/molecule/molecule.hpp"
+#include "src/molecule/orbital_basis.hpp"
 #include "src/scf/orbitals.hpp"
 
 namespace dfmp2 {
@@ -28,6 +29,7 @@ struct RunInput {
   std::optional<Molecule> molecule;  // absent for an energy-only run
   std::string basis, df_basis, jk_basis;  // empty: not given (defaults apply)
   std::optional<Orbitals> orbitals;  // given orbitals: skip the SCF
+  std::optional<OrbitalBasis> orbital_basis;  // given with the orbitals (Molden, TREXIO), not named
   std::optional<GivenDFTensor> df;   // given DF tensor: energy only
 };
 

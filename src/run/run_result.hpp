@@ -8,6 +8,7 @@
 #include "kernels/gemm_rate.hpp"
 #include "src/common/memory.hpp"
 #include "src/molecule/molecule.hpp"
+#include "src/molecule/orbital_basis.hpp"
 #include "src/scf/orbitals.hpp"
 #include "src/scf/rhf.hpp"
 
@@ -39,6 +40,7 @@ struct RunResult {
   double e_aa = 0.0, e_bb = 0.0;  // UHF: e_ss by spin (e_os is E_αβ)
   std::vector<ScfIteration> scf_iterations;
   std::optional<Orbitals> orbitals;
+  std::optional<OrbitalBasis> orbital_basis;  // the orbitals' basis, for Molden and TREXIO output
   std::string backend, precision;
   int threads = 0;
   std::string blas_kernels;    // OpenBLAS kernel set the GEMMs ran on
@@ -50,6 +52,7 @@ struct RunResult {
   double energy_gemm_seconds = 0.0, energy_reduction_seconds = 0.0;  // when the backend splits them
   double total_seconds = 0.0;
   std::size_t memory_limit = 0, memory_baseline = 0, memory_peak_drawn = 0;  // the budget (bytes)
+  std::size_t df_transform_batches = 0;  // batches of auxiliary shells: 1 unless the budget binds
   ResourceUsage resources;  // this rank's peak RSS and page faults at the end of the run
 };
 

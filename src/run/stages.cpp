@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <tuple>
 #include <type_traits>
+
+#include <omp.h>
 
 #include "src/common/errors.hpp"
 #include "src/integrals/one_electron.hpp"
@@ -21,6 +24,14 @@ std::string choose(const std::optional<std::string>& option, const std::string& 
   return fallback;
 }
 
+// The auxiliary set Psi4 pairs with the orbital basis; an orbital basis given without a name
+// (Molden, TREXIO) has none, so the user must name it.
+std::string default_auxiliary(const std::string& basis, std::string (*rule)(const std::string&), const RunInput& input,
+                              const std::string& option) {
+  if (!basis.empty()) return rule(basis);
+  throw InputError("'" + input.path + "' does not name its orbital basis: give the auxiliary set with " + option);
+}
+
 void check_given_orbitals(const Orbitals& orbitals, const Problem& problem) {
   const std::size_t nbf = problem.obs.nbf();
   if (static_cast<std::size_t>(orbitals.C.rows()) != nbf)
@@ -37,17 +48,9 @@ void check_given_orbitals(const Orbitals& orbitals, const Problem& problem) {
                      " but the molecule has " + std::to_string(problem.nocc_beta) + " β occupied orbitals");
 }
 
-// UHF when asked for or when the molecule has unpaired electrons.
-bool unrestricted(Reference reference, int multiplicity) {
-  if (reference == Reference::rhf && multiplicity != 1)
-    throw InputError("--reference rhf needs a closed shell (multiplicity 1), not multiplicity " +
-                     std::to_string(multiplicity) + ": use --reference uhf");
-  return reference == Reference::uhf || multiplicity != 1;
-}
-
-// The active orbitals' B_ia^P of one set of orbitals (RHF's, or one spin's), adding to `work`.
+// The active orbitals' B_ia^P of one set of orbitals (RHF's, or one spin's), adding to `stats`.
 DFTensor transform_set(const Problem& problem, const Integrals& integrals, const SpinOrbitals& orbitals,
-                       const RunContext& context, StageWork& work) {
+                       const RunContext& context, DFTransformStats& stats) {
   const int nactive = orbitals.nocc - problem.nfrozen;
   const int nvir = static_cast<int>(orbitals.C.cols()) - orbitals.nocc;
   const Eigen::MatrixXd C_occ = orbitals.C.middleCols(problem.nfrozen, nactive);
@@ -55,30 +58,7 @@ DFTensor transform_set(const Problem& problem, const Integrals& integrals, const
   const Eigen::VectorXd eps_occ = orbitals.eps.segment(problem.nfrozen, nactive);
   const Eigen::VectorXd eps_vir = orbitals.eps.tail(nvir);
   return build_df_tensor({problem.obs, problem.aux, integrals.pairs, C_occ, C_vir, eps_occ, eps_vir}, context.budget,
-                         [&context](double done) { context.progress.fraction(done); }, context.comm, work);
-}
-
-// B in precision Real: the stored array, or a converted copy drawn from the budget when the
-// stored one differs.
-template <typename Real>
-struct TensorInPrecision {
-  LargeArray<Real> converted;
-  const Real* data = nullptr;
-};
-
-template <typename Real>
-TensorInPrecision<Real> in_precision(const DFTensor& df, MemoryBudget& budget) {
-  constexpr bool fp32 = std::is_same_v<Real, float>;
-  TensorInPrecision<Real> B;
-  if constexpr (fp32) B.data = df.B32.data(); else B.data = df.B64.data();
-  if (!(fp32 ? df.B32.empty() : df.B64.empty())) return B;
-  const auto convert = [&](const auto& stored) {
-    B.converted = budget.allocate<Real>(stored.size(), fp32 ? "B_ia^P in fp32" : "B_ia^P in fp64");
-    std::copy(stored.begin(), stored.end(), B.converted.begin());
-  };
-  if constexpr (fp32) convert(df.B64); else convert(df.B32);
-  B.data = B.converted.data();
-  return B;
+                         [&context](double done) { context.progress.fraction(done); }, context.comm, stats);
 }
 
 void report_iteration(Progress& progress, const ScfIteration& it) {
@@ -110,13 +90,25 @@ Problem define_problem(const RunInput& input, const RunContext& context) {
     throw InputError("frozen core needs " + std::to_string(p.nfrozen) + " β orbitals, the molecule has " +
                      std::to_string(p.nocc_beta));
 
+  if (input.orbital_basis && options.basis)
+    throw InputError("the orbital basis comes with the orbitals in '" + input.path + "': --basis cannot replace it");
   p.basis = choose(options.basis, input.basis, "");
-  if (p.basis.empty()) throw InputError("no basis set given: use --basis NAME or the 'basis' attribute");
-  p.df_basis = choose(options.df_basis, input.df_basis, default_df_basis(p.basis));
-  if (options.scf_type == ScfType::df) p.jk_basis = choose(options.jk_basis, input.jk_basis, default_jk_basis(p.basis));
+  if (p.basis.empty() && !input.orbital_basis)
+    throw InputError("no basis set given: use --basis NAME or the 'basis' attribute");
+  p.df_basis = choose(options.df_basis, input.df_basis, "");
+  if (p.df_basis.empty()) p.df_basis = default_auxiliary(p.basis, default_df_basis, input, "--df-basis NAME");
+  if (options.scf_type == ScfType::df) {
+    p.jk_basis = choose(options.jk_basis, input.jk_basis, "");
+    if (p.jk_basis.empty()) p.jk_basis = default_auxiliary(p.basis, default_jk_basis, input, "--jk-basis NAME (or --scf exact)");
+  }
   // Every basis set is loaded and placed before any integral, so a bad one fails at once.
-  p.orbital_basis = load_basis(p.basis);
-  p.obs = place_on(p.orbital_basis, p.molecule);
+  if (input.orbital_basis) {  // only its spherical/Cartesian choice is needed (no SAD guess: orbitals given)
+    p.orbital_basis.pure = input.orbital_basis->pure;
+    p.obs = input.orbital_basis->shells;
+  } else {
+    p.orbital_basis = load_basis(p.basis);
+    p.obs = place_on(p.orbital_basis, p.molecule);
+  }
   p.aux = place_on(load_basis(p.df_basis), p.molecule);
   // As Psi4 1.3 does, the SCF fitting set takes the orbital set's spherical/Cartesian choice.
   if (!p.jk_basis.empty()) p.jk_aux = place_on(load_basis(p.jk_basis), p.molecule, p.orbital_basis.pure);
@@ -126,9 +118,93 @@ Problem define_problem(const RunInput& input, const RunContext& context) {
   return p;
 }
 
+namespace {
+
+// One spin's active orbitals (RHF: the one set): occupied in all and on this rank, virtual.
+struct SpinBlock {
+  std::size_t nocc, nocc_mine, nvir;
+};
+
+SpinBlock block_of(const DFTensor& df) { return {df.eps_occ.size(), df.nocc, df.nvir}; }
+
+// The backend's workspace and, over MPI, a visiting chunk of B: the most of any pair block this
+// rank sums (UHF: αα, ββ, and its α share against β shares).
+std::size_t energy_workspace(const std::vector<SpinBlock>& spins, std::size_t naux, kernels::Backend backend,
+                             kernels::Precision precision, std::size_t memory_bytes, const Communicator& comm) {
+  const std::size_t elem = precision == kernels::Precision::fp32 ? sizeof(float) : sizeof(double);
+  const int threads = omp_get_max_threads();
+  const auto visiting = [&](const SpinBlock& s) { return visiting_chunk_bytes(s.nocc, s.nvir, naux, elem, comm); };
+  std::size_t most = 0;
+  for (const SpinBlock& s : spins)
+    most = std::max(most, kernels::energy_workspace_bytes(backend, precision, s.nocc_mine, s.nvir, threads,
+                                                          memory_bytes) + visiting(s));
+  if (spins.size() == 2)
+    most = std::max(most, kernels::energy_workspace_bytes_opposite_spin(backend, precision, spins[0].nocc_mine,
+                                                                        spins[0].nvir, spins[1].nocc_mine,
+                                                                        spins[1].nvir, threads, memory_bytes) +
+                              visiting(spins[1]));
+  return most;
+}
+
+// The most the energy step holds: each spin's B in the precision asked for (and the stored one
+// when they differ), and the workspace.
+std::size_t energy_peak_bytes(const std::vector<SpinBlock>& spins, std::size_t naux, bool stored_fp32,
+                              const RunContext& context) {
+  const kernels::Precision precision = context.options.precision;
+  const std::size_t elem = precision == kernels::Precision::fp32 ? sizeof(float) : sizeof(double);
+  const std::size_t stored = stored_fp32 ? sizeof(float) : sizeof(double);
+  std::size_t tensors = 0;
+  for (const SpinBlock& s : spins) tensors += s.nocc_mine * s.nvir * naux * (stored + (stored == elem ? 0 : elem));
+  return tensors + energy_workspace(spins, naux, context.options.backend, precision, 0, context.comm);
+}
+
+// B in precision Real: the stored tensor, or a converted copy drawn from the budget when it was
+// stored in the other precision.
+template <typename Real>
+const Real* tensor_in(const DFTensor& df, LargeArray<Real>& copy, MemoryBudget& budget) {
+  const auto& [same, other] = [&] {
+    if constexpr (std::is_same_v<Real, double>)
+      return std::tie(df.B64, df.B32);
+    else
+      return std::tie(df.B32, df.B64);
+  }();
+  if (!same.empty()) return same.data();
+  copy = budget.allocate<Real>(other.size(), "B_ia^P converted to the precision asked for");
+  std::copy(other.begin(), other.end(), copy.begin());
+  return copy.data();
+}
+
+}  // namespace
+
+void check_memory(const Problem& problem, const RunContext& context) {
+  const std::size_t nbf = problem.obs.nbf(), naux = problem.aux.nbf(), spins = problem.unrestricted ? 2 : 1;
+  const auto block = [&](int nocc) {
+    const std::size_t nactive = static_cast<std::size_t>(nocc - problem.nfrozen);
+    // nvir at most: linear dependencies only remove virtuals
+    return SpinBlock{nactive, share_of(nactive, context.comm.rank(), context.comm.size()).size(), nbf - nocc};
+  };
+  std::vector<SpinBlock> blocks{block(problem.nocc)};
+  if (problem.unrestricted) blocks.push_back(block(problem.nocc_beta));
+  const std::size_t scf =
+      scf_working_bytes(nbf, context.options.scf, spins) +
+      (problem.jk_aux ? DensityFittedFock::peak_bytes(problem.obs, *problem.jk_aux, context.comm, spins)
+                      : ExactFock::peak_bytes(nbf, spins));
+  // UHF transforms β while it holds α's B.
+  std::size_t transform = 0, held = 0;
+  for (const SpinBlock& s : blocks) {
+    transform = std::max(transform, held + df_transform_peak_bytes(problem.obs, problem.aux, s.nocc, s.nvir, context.comm));
+    held += sizeof(double) * s.nocc_mine * s.nvir * naux;
+  }
+  const std::size_t energy = energy_peak_bytes(blocks, naux, false, context);
+  context.budget.require(std::max({scf, transform, energy}),
+                         "this run (SCF " + format_bytes(scf) + ", DF transform " + format_bytes(transform) +
+                             ", energy " + format_bytes(energy) + " at their peaks)");
+}
+
 Integrals compute_integrals(const Problem& problem, const RunContext& context) {
   Integrals ints;
   ints.pairs = significant_shell_pairs(problem.obs);
+  ints.pairs_memory = context.budget.reserve(ints.pairs.bytes(), "the shell pairs");
   ints.S = overlap_matrix(problem.obs);
   ints.H = core_hamiltonian(problem.obs, problem.molecule);
   if (problem.jk_aux) {
@@ -137,6 +213,8 @@ Integrals compute_integrals(const Problem& problem, const RunContext& context) {
     ints.work = df->setup_work();
     ints.fock = std::move(df);
   } else {
+    ints.exact_fock_memory = context.budget.reserve(ExactFock::peak_bytes(problem.obs.nbf(), problem.unrestricted ? 2 : 1),
+                                                    "the exact Fock builds");
     ints.fock = std::make_unique<ExactFock>(problem.obs, ints.pairs, context.comm);
   }
   return ints;
@@ -145,6 +223,8 @@ Integrals compute_integrals(const Problem& problem, const RunContext& context) {
 ScfSolution solve_scf(const Problem& problem, Integrals& integrals, const std::optional<Orbitals>& given,
                       const RunContext& context) {
   ScfSolution solution;
+  const auto matrices = context.budget.reserve(
+      scf_working_bytes(problem.obs.nbf(), context.options.scf, problem.unrestricted ? 2 : 1), "the SCF's matrices");
   if (given) {  // one Fock build for E_SCF instead of the SCF
     check_given_orbitals(*given, problem);
     solution.orbitals = *given;
@@ -176,14 +256,18 @@ ScfSolution solve_scf(const Problem& problem, Integrals& integrals, const std::o
 
 Transformed transform_to_mo(const Problem& problem, const Integrals& integrals, const Orbitals& orbitals,
                             const RunContext& context) {
+  DFTransformStats stats;
   Transformed t;
   context.progress.begin(orbitals.beta ? "DF transform, α (auxiliary batches)" : "DF transform (auxiliary batches)");
-  t.df = transform_set(problem, integrals, orbitals, context, t.work);
+  t.df = transform_set(problem, integrals, orbitals, context, stats);
+  t.batches = stats.batches;
   if (orbitals.beta) {
     // The three-index integrals are computed again for β: B_ia^P takes one spin at a time.
     context.progress.begin("DF transform, β (auxiliary batches)");
-    t.df_beta = transform_set(problem, integrals, *orbitals.beta, context, t.work);
+    t.df_beta = transform_set(problem, integrals, *orbitals.beta, context, stats);
+    t.batches = std::max(t.batches, stats.batches);
   }
+  t.work = stats.work;
   return t;
 }
 
@@ -215,20 +299,24 @@ Mp2Energy mp2_energy(const DFTensor& df, const std::optional<DFTensor>& df_beta,
                                                                      df_beta->eps_occ.size(), df_beta->nvir, df.naux)
                                 : kernels::needed_flops(df.eps_occ.size(), df.nvir, df.naux)) /
                        context.comm.size();
+  std::vector<SpinBlock> blocks{block_of(df)};
+  if (df_beta) blocks.push_back(block_of(*df_beta));
   const auto run = [&](auto real) {
     using Real = decltype(real);
-    const TensorInPrecision<Real> B = in_precision<Real>(df, context.budget);
-    std::optional<TensorInPrecision<Real>> B_beta;
-    if (df_beta) B_beta = in_precision<Real>(*df_beta, context.budget);
+    LargeArray<Real> copy, copy_beta;
+    const Real* B = tensor_in(df, copy, context.budget);
+    const Real* B_beta = df_beta ? tensor_in(*df_beta, copy_beta, context.budget) : nullptr;
     kernels::EnergyOptions options;
     options.memory_bytes = context.budget.available();  // for the loop backend's T_flat
     options.progress = [&context](double done) { context.progress.fraction(done); };
     if (backend == kernels::Backend::automatic)
       backend = kernels::resolve_automatic(precision, df.eps_occ.size(), df.nvir, options.memory_bytes);
+    const auto workspace = context.budget.reserve(
+        energy_workspace(blocks, df.naux, backend, precision, options.memory_bytes, context.comm),
+        "the MP2 energy's workspace");
     energy.backend = backend;
-    energy.distributed =
-        B_beta ? distributed_ump2_energy(backend, B.data, df, B_beta->data, *df_beta, options, context.comm)
-               : distributed_mp2_energy(backend, B.data, df, options, context.comm);
+    energy.distributed = df_beta ? distributed_ump2_energy(backend, B, df, B_beta, *df_beta, options, context.comm)
+                                 : distributed_mp2_energy(backend, B, df, options, context.comm);
   };
   if (precision == kernels::Precision::fp32) {
     run(float{});

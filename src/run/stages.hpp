@@ -40,7 +40,8 @@ struct Problem {
   Molecule molecule;
   std::string name;                          // the molecule's name, or its formula
   std::string basis, df_basis, jk_basis;     // as resolved (jk_basis empty for exact SCF)
-  BasisSetData orbital_basis;                // the orbital set's data, for the SAD guess
+  BasisSetData orbital_basis;                // the orbital set's data, for the SAD guess (only
+                                             // `pure` for a basis given with the orbitals)
   libint2::BasisSet obs, aux;                // orbital and DF-MP2 auxiliary sets
   std::optional<libint2::BasisSet> jk_aux;   // DF-SCF auxiliary set
   bool unrestricted = false;                 // UHF, else RHF
@@ -49,6 +50,9 @@ struct Problem {
   double e_nuc = 0.0;
 };
 Problem define_problem(const RunInput& input, const RunContext& context);
+// The whole run's memory from the sizes alone, refused up front (InputError naming what it
+// would need) when over the budget.
+void check_memory(const Problem& problem, const RunContext& context);
 
 // integrals: one-electron matrices, the significant shell pairs, and the Fock builder (for DF,
 // its fitted three-index tensor).
@@ -56,6 +60,7 @@ struct Integrals {
   Eigen::MatrixXd S, H;
   ShellPairs pairs;
   std::unique_ptr<FockBuilder> fock;
+  MemoryBudget::Reservation pairs_memory, exact_fock_memory;  // the shell pairs; an exact builder
   StageWork work;
 };
 Integrals compute_integrals(const Problem& problem, const RunContext& context);
@@ -76,6 +81,7 @@ struct Transformed {
   DFTensor df;                      // RHF, or UHF's α
   std::optional<DFTensor> df_beta;  // UHF's β
   StageWork work;
+  std::size_t batches = 0;  // of auxiliary shells (more than one when the budget binds)
 };
 Transformed transform_to_mo(const Problem& problem, const Integrals& integrals, const Orbitals& orbitals,
                             const RunContext& context);

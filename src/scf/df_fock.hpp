@@ -29,8 +29,13 @@ class DensityFittedFock : public FockBuilder {
   std::array<Eigen::MatrixXd, 2> build_unrestricted(const Eigen::MatrixXd& alpha_factor,
                                                     const Eigen::MatrixXd& beta_factor,
                                                     kernels::Precision precision) override;
+  bool has_fp32_build() const override { return true; }
   // Work of making the factors (integrals and fitting), apart from the builds' work().
   const StageWork& setup_work() const { return setup_work_; }
+  // The most this rank holds at once (factors, the exchange between ranks, the builds'
+  // workspace for `spins` densities), from the sizes alone: for the run's up-front memory check.
+  static std::size_t peak_bytes(const libint2::BasisSet& obs, const libint2::BasisSet& aux, const Communicator& comm,
+                                std::size_t spins);
 
  private:
   Communicator& comm_;

@@ -1,5 +1,7 @@
 #include "src/scf/exact_fock.hpp"
 
+#include <omp.h>
+
 #include "src/integrals/four_index.hpp"
 
 namespace dfmp2 {
@@ -9,6 +11,10 @@ constexpr int kFullBuildEvery = 8;
 
 ExactFock::ExactFock(const libint2::BasisSet& obs, const ShellPairs& pairs, Communicator& comm)
     : obs_(obs), pairs_(pairs), comm_(comm) {}
+
+std::size_t ExactFock::peak_bytes(std::size_t nbf, std::size_t spins) {
+  return sizeof(double) * nbf * nbf * spins * static_cast<std::size_t>(omp_get_max_threads() + 4);
+}
 
 Eigen::MatrixXd ExactFock::build(const Eigen::MatrixXd& density_factor, kernels::Precision) {
   return build_spins({density_factor * density_factor.transpose()})[0];

@@ -21,6 +21,9 @@ class ExactFock : public FockBuilder {
   std::array<Eigen::MatrixXd, 2> build_unrestricted(const Eigen::MatrixXd& alpha_factor,
                                                     const Eigen::MatrixXd& beta_factor,
                                                     kernels::Precision precision) override;
+  // What builds of `spins` densities hold (per-thread G, the last D and G, per spin), for the
+  // run's up-front memory check.
+  static std::size_t peak_bytes(std::size_t nbf, std::size_t spins);
 
  private:
   // Every spin's G from its density D_s (exact_two_electron_fock's convention).

@@ -18,14 +18,15 @@ class FockBuilder {
  public:
   virtual ~FockBuilder() = default;
   // Collective over the ranks. fp32 asks for a cheaper build good to about 1e-7 relative (the
-  // density-fitted exchange in single precision), for early SCF iterations; a builder with
-  // nothing cheaper builds exactly.
+  // density-fitted exchange in single precision), for early SCF iterations, from builders that
+  // have one (has_fp32_build()); the others build exactly.
   virtual Eigen::MatrixXd build(const Eigen::MatrixXd& density_factor, kernels::Precision precision) = 0;
   // UHF: {G_α, G_β} from the α and β density factors (either may have no columns), both spins
   // from one pass over the integrals. Collective; precision as for build.
   virtual std::array<Eigen::MatrixXd, 2> build_unrestricted(const Eigen::MatrixXd& alpha_factor,
                                                             const Eigen::MatrixXd& beta_factor,
                                                             kernels::Precision precision) = 0;
+  virtual bool has_fp32_build() const { return false; }
   // Work of the builds so far.
   const StageWork& work() const { return work_; }
 

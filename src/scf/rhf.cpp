@@ -162,7 +162,7 @@ ScfRun iterate(const Eigen::MatrixXd& S, const Eigen::MatrixXd& H, double e_nuc,
   Diis diis(options.diis_vectors, spins == 2);
   const double d_convergence = options.d_convergence.value_or(spins == 2 ? kUhfDConvergence : kRhfDConvergence);
   double previous_energy = 0.0;
-  bool fp32 = options.fp32_until_gradient > 0.0;
+  bool fp32 = options.fp32_until_gradient > 0.0 && fock.has_fp32_build();
   for (int iteration = 1; iteration <= options.max_iterations; ++iteration) {
     const FockStep step = fock_step(S, H, X, e_nuc, run.density_factors,
                                     two_electron_terms(fock, run.density_factors,
@@ -197,6 +197,11 @@ ScfResult converged_or_throw(ScfRun&& run, const ScfOptions& options) {
 }
 
 }  // namespace
+
+std::size_t scf_working_bytes(std::size_t nbf, const ScfOptions& options, std::size_t spins) {
+  constexpr std::size_t kMatrices = 16;  // S, H, X, C, D, F, FDS, the error and their temporaries
+  return sizeof(double) * nbf * nbf * spins * (kMatrices + 2 * static_cast<std::size_t>(options.diis_vectors));
+}
 
 ScfResult run_rhf(const Eigen::MatrixXd& S, const Eigen::MatrixXd& H, double e_nuc, int nocc,
                   FockBuilder& fock, const ScfOptions& options,

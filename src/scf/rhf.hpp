@@ -44,6 +44,10 @@ struct ScfResult {
   std::vector<ScfIteration> iterations;
 };
 
+// What run_rhf (spins 1) or run_uhf (spins 2) holds beside the Fock builder: its matrices and the
+// DIIS history, per spin (bytes; S, H and X counted with each).
+std::size_t scf_working_bytes(std::size_t nbf, const ScfOptions& options, std::size_t spins);
+
 // Closed-shell RHF. The first Fock matrix comes from guess_density_factor (D = F Fᵀ) or, when
 // that is empty, from the core Hamiltonian. Throws InputError when not converged within
 // max_iterations, or when fewer orbitals than occupied remain after removing linear dependencies.

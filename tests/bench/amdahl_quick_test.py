@@ -20,11 +20,12 @@ def main():
         subprocess.run([sys.executable, driver, "--quick", "--no-psi4", "--binary", binary, "--out", out],
                        check=True)
         out = Path(out)
-        for name in ["amdahl.csv", "amdahl.json", "amdahl_speedup.png", "amdahl_stages.png", "amdahl_gflops.png"]:
+        for name in ["amdahl.csv", "amdahl.json", "amdahl_speedup.png", "amdahl_stages.png", "amdahl_gflops.png",
+                     "amdahl_floors.png"]:
             path = out / name
             if not path.exists() or path.stat().st_size == 0:
                 failures.append(f"{name} missing or empty")
-        for name in ["amdahl_speedup.png", "amdahl_stages.png", "amdahl_gflops.png"]:
+        for name in ["amdahl_speedup.png", "amdahl_stages.png", "amdahl_gflops.png", "amdahl_floors.png"]:
             if (out / name).exists() and not (out / name).read_bytes().startswith(b"\x89PNG"):
                 failures.append(f"{name} is not a PNG")
         if (out / "psi4_series.json").exists():
@@ -50,6 +51,9 @@ def main():
                     failures.append(f"{mol['name']}: {r['backend']} energy step not timed")
             if not ref["e_corr"] < 0:
                 failures.append(f"{mol['name']}: correlation energy {ref['e_corr']} not negative")
+            for stage in ("integrals", "scf", "df_transform"):
+                if not mol["floors"].get(stage, 0.0) > 0.0:
+                    failures.append(f"{mol['name']}: no floor for {stage}")
         with open(out / "amdahl.csv") as f:
             rows = list(csv.DictReader(f))
         if len(rows) != 3 * len(molecules):
@@ -57,6 +61,8 @@ def main():
         for row in rows:
             if row["backend"] != "reference" and not row["predicted_energy"]:
                 failures.append(f"{row['molecule']} {row['backend']}: no Amdahl prediction")
+        if "Every stage against its floor" not in (out / "amdahl.md").read_text():
+            failures.append("amdahl.md has no table of the stages against their floors")
     for failure in failures:
         print("FAIL:", failure)
     return 1 if failures else 0

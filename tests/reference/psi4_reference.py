@@ -10,16 +10,12 @@ tests/reference/outputs/<name>.out (kept only when < 200 kB). Psi4 settings: sym
 no_com (dfmp2 keeps the input frame), scf_type df (DF-JK with the jkfit set) or pk (exact),
 mp2_type df, e_convergence 1e-10, d_convergence 1e-10.
 """
-import argparse
-import json
 import os
-import sys
 import time
 
-sys.path.insert(0, "/usr/lib/x86_64-linux-gnu")  # where Debian's psi4 package puts the module
-import psi4  # noqa: E402
+import psi4_common as common
+from psi4_common import OUTPUTS, REPO, psi4, variable
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 OUT = os.path.join(REPO, "tests", "reference", "psi4_energies.json")
 
 
@@ -54,25 +50,11 @@ def cases():
     return out
 
 
-def read_xyz(path):
-    with open(os.path.join(REPO, path)) as f:
-        lines = f.read().splitlines()
-    return "\n".join(lines[2:2 + int(lines[0])])
 
 
-def variable(name):
-    return psi4.core.variable(name) if hasattr(psi4.core, "variable") else psi4.core.get_variable(name)
-
-
-def run(c, threads, outdir):
-    psi4.core.clean()
-    psi4.core.clean_options()
-    out = os.path.join(outdir, c["name"] + ".out")
-    psi4.core.set_output_file(out, False)
-    psi4.set_num_threads(threads)
-    psi4.set_memory("4 GB")
-    mol = psi4.geometry(f"{c['charge']} 1\n{read_xyz(c['xyz'])}\nunits angstrom\n"
-                        "symmetry c1\nno_reorient\nno_com\n")
+def run(c, threads):
+    out = os.path.join(OUTPUTS, c["name"] + ".out")
+    mol = common.start(c, out, threads)
     psi4.set_options({"basis": c["basis"], "df_basis_scf": c["jk_basis"], "df_basis_mp2": c["df_basis"],
                       "scf_type": c["scf_type"], "mp2_type": "df", "freeze_core": c["freeze_core"],
                       "e_convergence": 1e-10, "d_convergence": 1e-10})
@@ -99,29 +81,6 @@ def run(c, threads, outdir):
                 psi4_threads=threads, psi4_wall_seconds=wall)
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", nargs="*", help="case names to (re)run; others are kept from the file")
-    parser.add_argument("--threads", type=int, default=2)
-    args = parser.parse_args()
-    previous = {}
-    if args.only and os.path.exists(OUT):
-        with open(OUT) as f:
-            previous = {r["name"]: r for r in json.load(f)}
-    outdir = os.path.join(REPO, "tests", "reference", "outputs")
-    os.makedirs(outdir, exist_ok=True)
-    records = []
-    for c in cases():
-        if args.only and c["name"] not in args.only:
-            if c["name"] in previous:
-                records.append(previous[c["name"]])
-            continue
-        print(f"{c['name']} …", file=sys.stderr, flush=True)
-        records.append(run(c, args.threads, outdir))
-    with open(OUT, "w") as f:
-        json.dump(records, f, indent=1)
-        f.write("\n")
-
 
 if __name__ == "__main__":
-    main()
+    common.main(__doc__, OUT, cases(), run)

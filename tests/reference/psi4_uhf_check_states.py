@@ -22,17 +22,12 @@ sys.path.insert(0, "/usr/lib/x86_64-linux-gnu")
 import psi4  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import psi4_common as common  # noqa: E402
 import psi4_uhf_reference as ref  # noqa: E402
 
 
 def scf(c, out, symmetric, stability):
-    psi4.core.clean()
-    psi4.core.clean_options()
-    psi4.core.set_output_file(out, False)
-    psi4.set_num_threads(2)
-    psi4.set_memory("4 GB")
-    mol = psi4.geometry(f"{c['charge']} {c['multiplicity']}\n{ref.read_xyz(c['xyz'])}\nunits angstrom\n"
-                        + ("" if symmetric else "symmetry c1\n") + "no_reorient\nno_com\n")
+    mol = common.start(c, out, 2, c["multiplicity"], symmetric)
     options = {"reference": "uhf", "guess": "sad", "basis": c["basis"], "scf_type": c["scf_type"],
                "e_convergence": 1e-10, "d_convergence": 1e-10}
     if c["jk_basis"]:

@@ -15,19 +15,15 @@ opposite-spin part. The script also recomputes the DF-UMP2 pieces with numpy fro
 orbitals, orbital energies and 3-index integrals (numpy_e_aa, numpy_e_bb, numpy_e_ab): a split
 Psi4 does not report, checked against Psi4's e_ss / e_os in the same record.
 """
-import argparse
-import json
 import os
 import re
-import sys
 import time
 
 import numpy as np
 
-sys.path.insert(0, "/usr/lib/x86_64-linux-gnu")  # where Debian's psi4 package puts the module
-import psi4  # noqa: E402
+import psi4_common as common
+from psi4_common import OUTPUTS, REPO, psi4, variable
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 OUT = os.path.join(REPO, "tests", "reference", "psi4_uhf_energies.json")
 
 
@@ -60,14 +56,6 @@ def cases():
     ]
 
 
-def read_xyz(path):
-    with open(os.path.join(REPO, path)) as f:
-        lines = f.read().splitlines()
-    return "\n".join(lines[2:2 + int(lines[0])])
-
-
-def variable(name):
-    return psi4.core.variable(name) if hasattr(psi4.core, "variable") else psi4.core.get_variable(name)
 
 
 def spin_squared(wfn):
@@ -121,15 +109,9 @@ def numpy_ump2(wfn, nfrozen):
     return same(Ba, oa, va), same(Bb, ob, vb), float(np.sum(I * I / D))
 
 
-def run(c, threads, outdir):
-    psi4.core.clean()
-    psi4.core.clean_options()
-    out = os.path.join(outdir, c["name"] + ".out")
-    psi4.core.set_output_file(out, False)
-    psi4.set_num_threads(threads)
-    psi4.set_memory("4 GB")
-    mol = psi4.geometry(f"{c['charge']} {c['multiplicity']}\n{read_xyz(c['xyz'])}\nunits angstrom\n"
-                        "symmetry c1\nno_reorient\nno_com\n")
+def run(c, threads):
+    out = os.path.join(OUTPUTS, c["name"] + ".out")
+    mol = common.start(c, out, threads, c["multiplicity"])
     options = {"reference": c["reference"], "guess": c["guess"], "basis": c["basis"],
                "df_basis_mp2": c["df_basis"], "scf_type": c["scf_type"], "mp2_type": "df",
                "freeze_core": c["freeze_core"], "e_convergence": 1e-10, "d_convergence": 1e-10}
@@ -165,31 +147,6 @@ def run(c, threads, outdir):
     return record
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", nargs="*", help="case names to (re)run; others are kept from the file")
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--output", default=OUT, help="JSON file to write (default: %(default)s)")
-    parser.add_argument("--outdir", default=os.path.join(REPO, "tests", "reference", "outputs"),
-                        help="directory for the Psi4 output files (default: %(default)s)")
-    args = parser.parse_args()
-    previous = {}
-    if args.only and os.path.exists(args.output):
-        with open(args.output) as f:
-            previous = {r["name"]: r for r in json.load(f)}
-    os.makedirs(args.outdir, exist_ok=True)
-    records = []
-    for c in cases():
-        if args.only and c["name"] not in args.only:
-            if c["name"] in previous:
-                records.append(previous[c["name"]])
-            continue
-        print(f"{c['name']} …", file=sys.stderr, flush=True)
-        records.append(run(c, args.threads, args.outdir))
-    with open(args.output, "w") as f:
-        json.dump(records, f, indent=1)
-        f.write("\n")
-
 
 if __name__ == "__main__":
-    main()
+    common.main(__doc__, OUT, cases(), run)

@@ -1,0 +1,82 @@
+// The memory budget: arrays and reservations within the limit, pages reused across stages, one
+// clear error past the limit; and --memory bounding a whole run's peak RSS where it binds.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include "src/common/errors.hpp"
+#include "src/common/memory.hpp"
+#include "tests/src/run_command.hpp"
+
+using namespace dfmp2;
+
+namespace {
+constexpr std::size_t MiB = std::size_t(1) << 20;
+}  // namespace
+
+TEST_CASE("arrays and reservations draw from the budget and give back what they drew") {
+  MemoryBudget budget(current_rss_bytes() + 512 * MiB);
+  const std::size_t start = budget.available();
+  {
+    LargeArray<double> a = budget.allocate<double>(8 * MiB / sizeof(double), "a");
+    CHECK(budget.available() == start - 8 * MiB);
+    const auto reserved = budget.reserve(10 * MiB, "r");
+    CHECK(budget.available() <= start - 18 * MiB);
+    a[0] = 1.0;  // usable memory
+    a[a.size() - 1] = 2.0;
+    CHECK(budget.peak_drawn() >= 18 * MiB);
+  }
+  CHECK(budget.available() == start);
+}
+
+TEST_CASE("freed arrays' pages are reused by later ones, split and merged") {
+  MemoryBudget budget(current_rss_bytes() + 512 * MiB);
+  const char* first = nullptr;
+  {
+    LargeArray<char> big = budget.allocate<char>(16 * MiB, "big");
+    first = big.data();
+  }
+  // Two halves of the freed array: both inside its pages, not new mappings.
+  LargeArray<char> a = budget.allocate<char>(8 * MiB, "a"), b = budget.allocate<char>(8 * MiB, "b");
+  for (const char* p : {a.data(), b.data()}) CHECK((p >= first && p < first + 16 * MiB));
+  CHECK(a.data() != b.data());
+  a = LargeArray<char>();
+  b = LargeArray<char>();
+  // Merged again: the whole range serves one array.
+  const LargeArray<char> whole = budget.allocate<char>(16 * MiB, "whole");
+  CHECK(whole.data() == first);
+}
+
+TEST_CASE("past the limit: one InputError saying what needed how much") {
+  MemoryBudget budget(current_rss_bytes() + 64 * MiB);
+  CHECK_THROWS_AS(budget.allocate<double>(128 * MiB / sizeof(double), "the big tensor"), InputError);
+  CHECK_THROWS_WITH(budget.reserve(128 * MiB, "the big tensor"),
+                    Catch::Contains("the big tensor needs 128.00 MiB more") && Catch::Contains("raise --memory"));
+  const LargeArray<double> fits = budget.allocate<double>(8 * MiB / sizeof(double), "fits");
+  CHECK(fits.size() == MiB);
+}
+
+TEST_CASE("the budget (--memory) bounds a whole run's peak RSS where it binds (benzene, exact Fock)") {
+  // Given orbitals and an exact Fock build: the DF transform is the run's largest stage, and its
+  // batches of (Q|μν) shrink to fit the budget.
+  TempDir dir;
+  const std::string benzene = std::string(DFMP2_SOURCE_DIR) + "/inputs/benzene.xyz";
+  REQUIRE(run_dfmp2(benzene + " --basis cc-pvdz --quiet --output " + dir.path("orbitals.h5")).exit_code == 0);
+  const auto run = [&](const std::string& memory) {
+    const std::string json = dir.path("run.json");
+    const CommandResult r = run_dfmp2(dir.path("orbitals.h5") + " --scf exact --quiet --json " + json + memory);
+    REQUIRE(r.exit_code == 0);
+    return nlohmann::json::parse(read_text(json));
+  };
+  const auto free = run("");
+  CHECK(free["memory"]["df_transform_batches"] == 1);
+  // Room for 60 % of what the unbounded run drew beside the baseline.
+  const double limit =
+      free["memory"]["baseline_bytes"].get<double>() + 0.6 * free["memory"]["peak_drawn_bytes"].get<double>();
+  const auto bound = run(" --memory " + std::to_string(static_cast<long>(limit)));
+  CHECK(bound["memory"]["df_transform_batches"].get<int>() > 1);  // the budget binds
+  CHECK(bound["resources"]["peak_rss_bytes"].get<double>() <= limit);
+  CHECK(std::abs(bound["e_corr"].get<double>() - free["e_corr"].get<double>()) < 1e-10);
+}
