@@ -1,7 +1,7 @@
 // Density fitting in the Coulomb metric: turns three-index integrals (P|x) into fitted factors
 // B^Q_x = Σ_P M_QP (P|x) with Mᵀ M = J⁻¹, J_PQ = (P|Q), so that (x|y) ≈ Σ_Q B^Q_x B^Q_y.
 // M = J^-1/2 with eigenvalues below `condition` × λ_max dropped, as Psi4 does (its default
-// fitting condition is 1e-10); when none is dropped, the cheaper M = L⁻¹ (J = L Lᵀ) gives the
+// fitting condition is 1e-10); when none can be below, the cheaper M = L⁻¹ (J = L Lᵀ) gives the
 // same fit.
 #pragma once
 

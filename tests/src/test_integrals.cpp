@@ -1,0 +1,85 @@
+// Integrals and fitting: the packed three-index tensor against libint2 called directly, and the
+// Coulomb fit on both of its routes (Cholesky with its certificate, eigenvalues with dropping).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include <Eigen/LU>
+#include <libint2.hpp>
+
+#include "kernels/packed.hpp"
+#include "src/integrals/density_fitting.hpp"
+#include "src/integrals/libint.hpp"
+#include "src/integrals/shell_pairs.hpp"
+#include "src/integrals/shell_ranges.hpp"
+#include "src/integrals/three_index.hpp"
+#include "src/io/xyz.hpp"
+#include "src/molecule/basis.hpp"
+
+using namespace dfmp2;
+
+namespace {
+
+Molecule water() { return read_xyz(std::string(DFMP2_SOURCE_DIR) + "/inputs/water.xyz"); }
+
+}  // namespace
+
+TEST_CASE("packed (P|μν) equals libint2's own integrals, for all rows and for a part of them") {
+  const Libint2Session session;
+  const Molecule mol = water();
+  const libint2::BasisSet obs = place_on(load_basis("cc-pvdz"), mol), aux = place_on(load_basis("cc-pvdz-ri"), mol);
+  const ShellPairs pairs = significant_shell_pairs(obs);
+  const ThreeIndexIntegrals integrals(aux, obs, pairs, coulomb_metric(aux), 0.0);  // nothing screened
+  const std::size_t nbf = obs.nbf(), naux = aux.nbf();
+  libint2::Engine engine(libint2::Operator::coulomb, std::max(obs.max_nprim(), aux.max_nprim()),
+                         std::max(obs.max_l(), aux.max_l()));
+  engine.set(libint2::BraKet::xs_xx);
+  // (P|μν) in full, from libint2 shell by shell.
+  std::vector<double> full(naux * nbf * nbf);
+  for (std::size_t sP = 0; sP < aux.size(); ++sP)
+    for (std::size_t s1 = 0; s1 < obs.size(); ++s1)
+      for (std::size_t s2 = 0; s2 < obs.size(); ++s2) {
+        engine.compute(aux[sP], libint2::Shell::unit(), obs[s1], obs[s2]);
+        const double* v = engine.results()[0];
+        for (std::size_t p = 0; p < aux[sP].size(); ++p)
+          for (std::size_t a = 0; a < obs[s1].size(); ++a)
+            for (std::size_t b = 0; b < obs[s2].size(); ++b)
+              full[((first_function(aux, sP) + p) * nbf + first_function(obs, s1) + a) * nbf + first_function(obs, s2) + b] =
+                  v ? v[(p * obs[s1].size() + a) * obs[s2].size() + b] : 0.0;
+      }
+  for (const ShellRange rows : {ShellRange{0, obs.size()}, ShellRange{2, 7}}) {
+    const std::size_t cols = integrals.columns(rows), m_first = first_function(obs, rows.first);
+    std::vector<double> packed(naux * cols, std::nan(""));
+    integrals.compute({0, aux.size()}, rows, packed.data());
+    double worst = 0.0;
+    for (std::size_t P = 0; P < naux; ++P)
+      for (std::size_t m = m_first; m < first_function(obs, rows.last); ++m)
+        for (std::size_t n = 0; n <= m; ++n) {
+          const double diff = std::abs(packed[P * cols + kernels::packed_index(m, n) - kernels::packed_index(m_first, 0)] -
+                                       full[(P * nbf + m) * nbf + n]);
+          if (!(diff <= worst)) worst = diff;  // a NaN (an element never written) sticks
+        }
+    CHECK(worst < 1e-14);  // every element written, each the integral
+  }
+}
+
+TEST_CASE("the Coulomb fit takes Cholesky when no eigenvalue can be dropped, and drops them otherwise") {
+  // A well-conditioned metric: B = A L⁻ᵀ, so B Bᵀ reproduces A J⁻¹ Aᵀ.
+  const Eigen::MatrixXd J = Eigen::MatrixXd::Identity(6, 6) + 0.1 * Eigen::MatrixXd::Ones(6, 6);
+  const Eigen::MatrixXd A = Eigen::MatrixXd::Random(6, 5);  // row-major [P][x]: column-major x × P is Aᵀ
+  Eigen::MatrixXd B = A;
+  const CoulombFitting fit(J);
+  fit.apply(B.data(), 5);  // B's storage is row-major [P][x] of 6 × 5
+  const Eigen::Map<const Eigen::MatrixXd> a(A.data(), 5, 6), b(B.data(), 5, 6);
+  CHECK((b * b.transpose() - a * J.inverse() * a.transpose()).cwiseAbs().maxCoeff() < 1e-12);
+  CHECK(fit.flops(5) == Approx(36.0 * 5.0));  // triangular solve: naux² per column
+  // Two identical functions: one eigenvalue is zero and is dropped (J^-1/2 route).
+  Eigen::MatrixXd singular = J;
+  singular.row(5) = singular.row(4);
+  singular.col(5) = singular.col(4);
+  const CoulombFitting dropped(singular);
+  CHECK(dropped.flops(5) == Approx(2.0 * 36.0 * 5.0));  // a full multiplication by J^-1/2
+  Eigen::MatrixXd C = A;
+  dropped.apply(C.data(), 5);
+  CHECK(C.allFinite());
+}
