@@ -71,6 +71,15 @@ void write_output(const std::string& path, const std::function<void(const std::s
   }
 }
 
+// --molden and --trexio write closed-shell orbitals: the run must have some, and RHF ones.
+// Checked before the run, so that it is not wasted.
+void check_orbital_outputs(const RunInput& input, const RunOptions& options, bool requested) {
+  if (!requested) return;
+  if (input.df) throw InputError("--molden and --trexio write orbitals, which an energy-only /df input does not have");
+  if (input.molecule && unrestricted(options.reference, options.multiplicity.value_or(input.molecule->multiplicity)))
+    throw InputError("--molden and --trexio write RHF orbitals only, and this run is UHF");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -140,12 +149,7 @@ int main(int argc, char** argv) {
     RunInput input = read_input(input_path);
     if (is_xyz(input_path) && !options.basis)
       throw InputError("an XYZ input needs --basis NAME");
-    if (input.df && !(molden_path.empty() && trexio_path.empty()))
-      throw InputError("--molden and --trexio write orbitals, which an energy-only /df input does not have");
-    // The Molden and TREXIO writers hold closed-shell orbitals only: refused before the run.
-    if (input.molecule && !(molden_path.empty() && trexio_path.empty()) &&
-        unrestricted(options.reference, options.multiplicity.value_or(input.molecule->multiplicity)))
-      throw InputError("--molden and --trexio write RHF orbitals only, and this run is UHF");
+    check_orbital_outputs(input, options, !(molden_path.empty() && trexio_path.empty()));
     Progress progress(quiet || !comm.is_root());
     const RunResult result = run(input, options, progress);
 

@@ -62,8 +62,11 @@ void print_energies(std::ostream& out, const RunResult& r) {
   }
 }
 
-// The UHF-only keys (β sizes, ⟨S²⟩, the energies by spin pair) and every run's orbital energies.
+// The reference and multiplicity, UHF's keys (β sizes, ⟨S²⟩, the energies by spin pair) and the
+// orbital energies.
 void add_spin_keys(nlohmann::json& j, const RunResult& r) {
+  j["reference"] = r.reference;
+  if (r.geometry) j["multiplicity"] = r.geometry->multiplicity;
   if (r.reference == "uhf") {
     j["nocc_beta"] = r.nocc_beta;
     j["nvir_beta"] = r.nvir_beta;
@@ -137,8 +140,6 @@ nlohmann::json to_json(const RunResult& r) {
   j["df_basis"] = r.df_basis;
   j["jk_basis"] = r.jk_basis;
   j["scf_type"] = r.scf_type;
-  j["reference"] = r.reference;
-  if (r.geometry) j["multiplicity"] = r.geometry->multiplicity;
   j["nbf"] = r.nbf;
   j["nmo"] = r.nmo;
   j["naux"] = r.naux;

@@ -193,8 +193,10 @@ TEST_CASE("bad spin input: one error line, non-zero exit, no output") {
            {water + " --multiplicity 13", "multiplicity 13 needs 12 unpaired electrons"},
            {water + " --multiplicity 0", "multiplicity 0 is not a spin multiplicity"},
            {oh + " --multiplicity 2 --reference rhf", "--reference rhf needs a closed shell"},
-           {water + " --reference roks", "--reference"}})
+           {water + " --reference roks", "--reference"},
+           {oh + " --multiplicity 2 --molden " + dir.path("oh.molden"), "--molden and --trexio write RHF orbitals only"}})
     expect_rejected(dir, args, problem);
+  CHECK_FALSE(std::filesystem::exists(dir.path("oh.molden")));
   // UHF orbitals of a singlet given to an RHF run (the default for multiplicity 1).
   const std::string uhf = dir.path("uhf.h5");
   REQUIRE(run_dfmp2(water + " --reference uhf --quiet --output " + uhf).exit_code == 0);
