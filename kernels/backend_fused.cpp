@@ -14,17 +14,16 @@
 namespace dfmp2::kernels::detail {
 
 template <typename Real>
-EnergyResult fused_energy(const PairSpace<Real>& pairs, std::span<const double> eps_vir,
-                          const EnergyOptions& options) {
-  const std::size_t nvir = pairs.rows.nvir, naux = pairs.rows.naux;
-  const std::size_t ldb = nvir * naux;
+EnergyResult fused_energy(const PairSpace<Real>& pairs, const EnergyOptions& options) {
+  const std::size_t nvir_a = pairs.rows.nvir, nvir_b = pairs.cols.nvir, naux = pairs.rows.naux;
+  const std::size_t ldb_rows = nvir_a * naux, ldb_cols = nvir_b * naux;
   const Real* B_rows = pairs.rows.data;
   const Real* B_cols = pairs.cols.data;
   ThreadScope scope(options.threads);
   const auto blocks =
-      plan_pair_blocks({pairs.rows.nocc, pairs.cols.nocc, pairs.triangular}, nvir, scope.threads());
+      plan_pair_blocks({pairs.rows.nocc, pairs.cols.nocc, pairs.triangular}, nvir_a, scope.threads());
   std::size_t tile_elems = 0;
-  for (const auto& p : blocks) tile_elems = std::max(tile_elems, (p.i1 - p.i0) * (p.j1 - p.j0) * nvir * nvir);
+  for (const auto& p : blocks) tile_elems = std::max(tile_elems, (p.i1 - p.i0) * (p.j1 - p.j0) * nvir_a * nvir_b);
   ProgressCounter progress(options.progress, blocks.size());
   double e_os = 0.0, e_ss = 0.0;
   int team = 1;
@@ -39,18 +38,19 @@ EnergyResult fused_energy(const PairSpace<Real>& pairs, std::span<const double> 
 #pragma omp for schedule(dynamic, 1)
     for (std::size_t n = 0; n < blocks.size(); ++n) {
       const PairBlock& p = blocks[n];
-      const std::size_t ldt = (p.j1 - p.j0) * nvir;  // tile[(i - i0)·nvir + a][(j - j0)·nvir + b] = T_ij,ab
+      // tile[(i - i0)·nvir_a + a][(j - j0)·nvir_b + b] = T_ij,ab
+      const std::size_t ldt = (p.j1 - p.j0) * nvir_b;
       if (!(pairs.triangular && p.touches_diagonal())) {  // every pair needed: one GEMM for the block
-        gemm_abt<Real>((p.i1 - p.i0) * nvir, ldt, naux, B_rows + p.i0 * ldb, naux, B_cols + p.j0 * ldb, naux,
-                       tile.get(), ldt);
+        gemm_abt<Real>((p.i1 - p.i0) * nvir_a, ldt, naux, B_rows + p.i0 * ldb_rows, naux, B_cols + p.j0 * ldb_cols,
+                       naux, tile.get(), ldt);
       } else {  // diagonal block: row i against j0..i only (the trapezoid), skipping j > i
         for (std::size_t i = p.i0; i < p.i1; ++i)
-          gemm_abt<Real>(nvir, (std::min(p.j1, i + 1) - p.j0) * nvir, naux, B_rows + i * ldb, naux,
-                         B_cols + p.j0 * ldb, naux, tile.get() + (i - p.i0) * nvir * ldt, ldt);
+          gemm_abt<Real>(nvir_a, (std::min(p.j1, i + 1) - p.j0) * nvir_b, naux, B_rows + i * ldb_rows, naux,
+                         B_cols + p.j0 * ldb_cols, naux, tile.get() + (i - p.i0) * nvir_a * ldt, ldt);
       }
       for (std::size_t i = p.i0; i < p.i1; ++i)
         for (std::size_t j = p.j0; j < std::min(p.j1, pairs.cols_needed(i)); ++j) {
-          const PairEnergy e = pairs.energy(i, j, tile.get() + (i - p.i0) * nvir * ldt + (j - p.j0) * nvir, ldt, eps_vir);
+          const PairEnergy e = pairs.energy(i, j, tile.get() + (i - p.i0) * nvir_a * ldt + (j - p.j0) * nvir_b, ldt);
           e_os += e.os;
           e_ss += e.ss;
         }

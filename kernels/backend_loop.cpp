@@ -15,35 +15,34 @@
 namespace dfmp2::kernels::detail {
 
 template <typename Real>
-EnergyResult loop_energy(const PairSpace<Real>& pairs, std::span<const double> eps_vir,
-                         const EnergyOptions& options) {
+EnergyResult loop_energy(const PairSpace<Real>& pairs, const EnergyOptions& options) {
   using clock = std::chrono::steady_clock;
-  const std::size_t nvir = pairs.rows.nvir, naux = pairs.rows.naux;
-  const std::size_t ldb = nvir * naux;
+  const std::size_t nvir_a = pairs.rows.nvir, nvir_b = pairs.cols.nvir, naux = pairs.rows.naux;
+  const std::size_t ldb_rows = nvir_a * naux, ldb_cols = nvir_b * naux;
   ThreadScope scope(options.threads);
-  const auto chunks = plan_loop_chunks({pairs.rows.nocc, pairs.cols.nocc, pairs.triangular}, nvir,
-                                       sizeof(Real), options.memory_bytes);
+  const auto chunks = plan_loop_chunks({pairs.rows.nocc, pairs.cols.nocc, pairs.triangular},
+                                       nvir_a * nvir_b * sizeof(Real), options.memory_bytes);
   ProgressCounter progress(options.progress, chunks.size());
 
   std::size_t t_flat_elems = 0;
-  for (const auto& c : chunks) t_flat_elems = std::max(t_flat_elems, (c.i1 - c.i0) * (c.j1 - c.j0) * nvir * nvir);
+  for (const auto& c : chunks) t_flat_elems = std::max(t_flat_elems, (c.i1 - c.i0) * (c.j1 - c.j0) * nvir_a * nvir_b);
   std::unique_ptr<Real[]> T_flat(new Real[t_flat_elems]);  // uninitialised: every GEMM overwrites
 
   EnergyResult r;
   double e_os = 0.0, e_ss = 0.0;
   for (const auto& c : chunks) {
     const std::size_t rows = c.i1 - c.i0, cols = c.j1 - c.j0;
-    const std::size_t ldt = cols * nvir;  // T_flat[(i - i0)·nvir + a][(j - j0)·nvir + b] = T_ij,ab
+    const std::size_t ldt = cols * nvir_b;  // T_flat[(i - i0)·nvir_a + a][(j - j0)·nvir_b + b] = T_ij,ab
     const auto t0 = clock::now();
-    gemm_abt<Real>(rows * nvir, cols * nvir, naux, pairs.rows.data + c.i0 * ldb, naux,
-                   pairs.cols.data + c.j0 * ldb, naux, T_flat.get(), ldt);
+    gemm_abt<Real>(rows * nvir_a, cols * nvir_b, naux, pairs.rows.data + c.i0 * ldb_rows, naux,
+                   pairs.cols.data + c.j0 * ldb_cols, naux, T_flat.get(), ldt);
     const auto t1 = clock::now();
     const Real* T = T_flat.get();
 #pragma omp parallel for collapse(2) schedule(dynamic, 1) reduction(+ : e_os, e_ss)
     for (std::size_t i = c.i0; i < c.i1; ++i)
       for (std::size_t j = c.j0; j < c.j1; ++j) {
         if (!pairs.needed(i, j)) continue;  // above the diagonal: T_ji = T_ijᵀ
-        const PairEnergy e = pairs.energy(i, j, T + (i - c.i0) * nvir * ldt + (j - c.j0) * nvir, ldt, eps_vir);
+        const PairEnergy e = pairs.energy(i, j, T + (i - c.i0) * nvir_a * ldt + (j - c.j0) * nvir_b, ldt);
         e_os += e.os;
         e_ss += e.ss;
       }

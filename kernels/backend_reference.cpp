@@ -1,4 +1,5 @@
-// reference: one GEMM per (i ≥ j) pair, reduced by a plain scalar loop straight from the formula.
+// reference: one GEMM per needed pair (i ≥ j, or every pair of a rectangular pair space), reduced
+// by a plain scalar loop straight from the formula.
 // The correctness reference and the Amdahl baseline; deliberately simple.
 #include <omp.h>
 
@@ -12,10 +13,11 @@
 namespace dfmp2::kernels::detail {
 
 template <typename Real>
-EnergyResult reference_energy(const PairSpace<Real>& pairs, std::span<const double> eps_vir,
-                              const EnergyOptions& options) {
-  const std::size_t nrows = pairs.rows.nocc, nvir = pairs.rows.nvir, naux = pairs.rows.naux;
-  const std::size_t ldb = nvir * naux;  // B_i starts at data + i * ldb
+EnergyResult reference_energy(const PairSpace<Real>& pairs, const EnergyOptions& options) {
+  const std::size_t nrows = pairs.rows.nocc, nvir_a = pairs.rows.nvir, nvir_b = pairs.cols.nvir;
+  const std::size_t naux = pairs.rows.naux;
+  // B_i starts at rows.data + i * ldb_rows, B_j at cols.data + j * ldb_cols.
+  const std::size_t ldb_rows = nvir_a * naux, ldb_cols = nvir_b * naux;
   ThreadScope scope(options.threads);
   std::size_t npairs = 0;
   for (std::size_t i = 0; i < nrows; ++i) npairs += pairs.cols_needed(i);
@@ -28,21 +30,21 @@ EnergyResult reference_energy(const PairSpace<Real>& pairs, std::span<const doub
 
 #pragma omp parallel reduction(+ : e_os, e_ss, gemm_thread_seconds, reduce_thread_seconds)
   {
-    std::vector<Real> T(nvir * nvir);  // T_ij, a × b
+    std::vector<Real> T(nvir_a * nvir_b);  // T_ij, a × b
 #pragma omp for schedule(dynamic, 1)
     for (std::size_t i = 0; i < nrows; ++i) {
       for (std::size_t j = 0; j < pairs.cols_needed(i); ++j) {
         const auto t0 = clock::now();
-        gemm_abt<Real>(nvir, nvir, naux, pairs.rows.data + i * ldb, naux, pairs.cols.data + j * ldb, naux,
-                       T.data(), nvir);
+        gemm_abt<Real>(nvir_a, nvir_b, naux, pairs.rows.data + i * ldb_rows, naux, pairs.cols.data + j * ldb_cols,
+                       naux, T.data(), nvir_b);
         const auto t1 = clock::now();
         double os = 0.0, ss = 0.0;
-        for (std::size_t a = 0; a < nvir; ++a)
-          for (std::size_t b = 0; b < nvir; ++b) {
-            const double t_ab = T[a * nvir + b], t_ba = T[b * nvir + a];
-            const double delta = pairs.eps_rows[i] + pairs.eps_cols[j] - eps_vir[a] - eps_vir[b];
+        for (std::size_t a = 0; a < nvir_a; ++a)
+          for (std::size_t b = 0; b < nvir_b; ++b) {
+            const double t_ab = T[a * nvir_b + b];
+            const double delta = pairs.eps_rows[i] + pairs.eps_cols[j] - pairs.eps_vir_rows[a] - pairs.eps_vir_cols[b];
             os += t_ab * t_ab / delta;
-            ss += t_ab * (t_ab - t_ba) / delta;
+            if (pairs.same_spin) ss += t_ab * (t_ab - T[b * nvir_b + a]) / delta;  // T_ba: one set of virtuals
           }
         e_os += pairs.weight(i, j) * os;
         e_ss += pairs.weight(i, j) * ss;
@@ -65,7 +67,7 @@ EnergyResult reference_energy(const PairSpace<Real>& pairs, std::span<const doub
   r.e_os = e_os;
   r.e_ss = e_ss;
   r.backend = Backend::reference;
-  r.workspace_bytes = std::size_t(scope.threads()) * nvir * nvir * sizeof(Real);
+  r.workspace_bytes = std::size_t(scope.threads()) * nvir_a * nvir_b * sizeof(Real);
   return r;
 }
 

@@ -7,21 +7,32 @@
 
 namespace dfmp2::kernels::detail {
 
-// The occupied pairs (i, j) a backend sums: i over the rows' orbitals, j over the columns'.
-// Triangular: columns are the rows and only j ≤ i is formed (T_ji = T_ijᵀ), i ≠ j counting
-// twice. Otherwise two disjoint blocks, every (i, j) counting twice (for (j, i) as well).
+// The occupied pairs (i, j) a backend sums: i over the rows' orbitals, j over the columns', with
+// T_ij,ab = Σ_P B_ia^P B_jb^P, a over the rows' virtuals and b over the columns'.
+// Same spin (RHF, or one spin of UHF): rows and columns share one set of virtuals, so T_ij,ba is
+// there for E_SS. Triangular: columns are the rows and only j ≤ i is formed (T_ji = T_ijᵀ),
+// i ≠ j counting twice. Otherwise two disjoint blocks, every (i, j) counting twice (for (j, i)
+// as well).
+// Opposite spin (UHF's αβ): rows of one spin, columns of the other, each with its own virtuals;
+// T_ij is nvir_rows × nvir_cols, every (i, j) counts once and only E_OS is summed.
 template <typename Real>
 struct PairSpace {
   DFTensorView<Real> rows, cols;
-  std::span<const double> eps_rows, eps_cols;
+  std::span<const double> eps_rows, eps_cols;          // occupied
+  std::span<const double> eps_vir_rows, eps_vir_cols;  // virtual: a with the rows, b with the columns
   bool triangular = true;
+  bool same_spin = true;
 
   bool needed(std::size_t i, std::size_t j) const { return !triangular || j <= i; }
   std::size_t cols_needed(std::size_t i) const { return triangular ? i + 1 : cols.nocc; }
-  double weight(std::size_t i, std::size_t j) const { return triangular && i == j ? 1.0 : 2.0; }
-  // The pair's share of E_OS and E_SS from its T_ij (T[a·ldt + b]), counted with its weight.
-  PairEnergy energy(std::size_t i, std::size_t j, const Real* T, std::size_t ldt, std::span<const double> eps_vir) const {
-    const PairEnergy e = reduce_pair(T, ldt, rows.nvir, eps_rows[i] + eps_cols[j], eps_vir.data());
+  double weight(std::size_t i, std::size_t j) const { return !same_spin || (triangular && i == j) ? 1.0 : 2.0; }
+  // The pair's share of E_OS and E_SS from its T_ij (T[a·ldt + b]), counted with its weight, by
+  // the shared SIMD kernel.
+  PairEnergy energy(std::size_t i, std::size_t j, const Real* T, std::size_t ldt) const {
+    const double eps_ij = eps_rows[i] + eps_cols[j];
+    const PairEnergy e = same_spin ? reduce_pair(T, ldt, rows.nvir, eps_ij, eps_vir_rows.data())
+                                   : reduce_pair_opposite_spin(T, ldt, rows.nvir, cols.nvir, eps_ij,
+                                                               eps_vir_rows.data(), eps_vir_cols.data());
     return {weight(i, j) * e.os, weight(i, j) * e.ss};
   }
 };
@@ -29,20 +40,15 @@ struct PairSpace {
 // Arguments are validated by the dispatcher (mp2_energy.cpp); backends fill e_os, e_ss,
 // backend, the timings they measure and workspace_bytes (total_seconds is set by the dispatcher).
 template <typename Real>
-EnergyResult reference_energy(const PairSpace<Real>& pairs, std::span<const double> eps_vir,
-                              const EnergyOptions& options);
+EnergyResult reference_energy(const PairSpace<Real>& pairs, const EnergyOptions& options);
 template <typename Real>
-EnergyResult loop_energy(const PairSpace<Real>& pairs, std::span<const double> eps_vir,
-                         const EnergyOptions& options);
+EnergyResult loop_energy(const PairSpace<Real>& pairs, const EnergyOptions& options);
 template <typename Real>
-EnergyResult fused_energy(const PairSpace<Real>& pairs, std::span<const double> eps_vir,
-                          const EnergyOptions& options);
+EnergyResult fused_energy(const PairSpace<Real>& pairs, const EnergyOptions& options);
 
 // Instantiates a backend template for both precisions (used once at the end of each backend file).
-#define DFMP2_INSTANTIATE_BACKEND(fn)                                                              \
-  template EnergyResult fn<double>(const PairSpace<double>&, std::span<const double>,             \
-                                   const EnergyOptions&);                                          \
-  template EnergyResult fn<float>(const PairSpace<float>&, std::span<const double>,               \
-                                  const EnergyOptions&);
+#define DFMP2_INSTANTIATE_BACKEND(fn)                                              \
+  template EnergyResult fn<double>(const PairSpace<double>&, const EnergyOptions&); \
+  template EnergyResult fn<float>(const PairSpace<float>&, const EnergyOptions&);
 
 }  // namespace dfmp2::kernels::detail

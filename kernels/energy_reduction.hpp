@@ -16,6 +16,13 @@ struct PairEnergy {
 template <typename Real>
 PairEnergy reduce_pair(const Real* T, std::size_t ldt, std::size_t nvir, double eps_ij, const double* eps_vir);
 
+// An opposite-spin pair (UHF's i α, j β): T_ab = T[a * ldt + b] with a over the nvir_a virtuals
+// of one spin (energies eps_a) and b over the nvir_b of the other (eps_b). T has no T_ba
+// counterpart and there is no exchange term: os as above, ss = 0. Same tiles and SIMD kernel.
+template <typename Real>
+PairEnergy reduce_pair_opposite_spin(const Real* T, std::size_t ldt, std::size_t nvir_a, std::size_t nvir_b,
+                                     double eps_ij, const double* eps_a, const double* eps_b);
+
 // Name of the SIMD target the dispatcher chose on this machine (e.g. "AVX3_ZEN4"), for reports.
 const char* reduction_simd_target();
 

@@ -42,22 +42,38 @@ Backend resolve_automatic(Precision precision, std::size_t nocc, std::size_t nvi
   return t_flat_bytes <= memory_bytes ? Backend::loop : Backend::fused;
 }
 
-std::size_t energy_workspace_bytes(Backend backend, Precision precision, std::size_t nocc, std::size_t nvir,
-                                   int threads, std::size_t memory_bytes) {
+namespace {
+
+// The backend's workspace on a pair space of this shape, nvir_rows × nvir_cols per pair.
+std::size_t workspace_bytes(Backend backend, Precision precision, const detail::PairShape& shape,
+                            std::size_t nvir_rows, std::size_t nvir_cols, int threads, std::size_t memory_bytes) {
   const std::size_t elem = precision == Precision::fp32 ? sizeof(float) : sizeof(double);
-  if (backend == Backend::automatic) backend = resolve_automatic(precision, nocc, nvir, memory_bytes);
-  const detail::PairShape shape{nocc, nocc, true};
-  const std::size_t per_thread = std::size_t(std::max(threads, 1)), pair = nvir * nvir * elem;
+  if (backend == Backend::automatic) backend = resolve_automatic(precision, shape.ncols, nvir_rows, memory_bytes);
+  const std::size_t per_thread = std::size_t(std::max(threads, 1)), pair = nvir_rows * nvir_cols * elem;
   switch (backend) {
     case Backend::reference: return per_thread * pair;
-    case Backend::loop: return detail::loop_chunk_pairs(shape, nvir, elem, memory_bytes) * pair;
+    case Backend::loop: return detail::loop_chunk_pairs(shape, pair, memory_bytes) * pair;
     case Backend::fused: {
-      const std::size_t edge = detail::pair_block_edge(shape, nvir, threads);
+      const std::size_t edge = detail::pair_block_edge(shape, nvir_rows, threads);
       return per_thread * edge * edge * pair;
     }
     case Backend::automatic: break;
   }
   return 0;
+}
+
+}  // namespace
+
+std::size_t energy_workspace_bytes(Backend backend, Precision precision, std::size_t nocc, std::size_t nvir,
+                                   int threads, std::size_t memory_bytes) {
+  return workspace_bytes(backend, precision, {nocc, nocc, true}, nvir, nvir, threads, memory_bytes);
+}
+
+std::size_t energy_workspace_bytes_opposite_spin(Backend backend, Precision precision, std::size_t nocc_alpha,
+                                                 std::size_t nvir_alpha, std::size_t nocc_beta,
+                                                 std::size_t nvir_beta, int threads, std::size_t memory_bytes) {
+  return workspace_bytes(backend, precision, {nocc_alpha, nocc_beta, false}, nvir_alpha, nvir_beta, threads,
+                         memory_bytes);
 }
 
 NamedChoices<Backend> backend_names() { return kBackendNames; }
@@ -70,6 +86,13 @@ std::string to_string(Precision precision) { return name_in(precision_names(), p
 
 double needed_flops(std::size_t nocc, std::size_t nvir, std::size_t naux) {
   return 2.0 * (double(nocc) * double(nocc + 1) / 2.0) * double(nvir) * double(nvir) * double(naux);
+}
+
+double needed_flops_unrestricted(std::size_t nocc_alpha, std::size_t nvir_alpha, std::size_t nocc_beta,
+                                 std::size_t nvir_beta, std::size_t naux) {
+  const double opposite_spin =
+      2.0 * double(nocc_alpha) * double(nocc_beta) * double(nvir_alpha) * double(nvir_beta) * double(naux);
+  return needed_flops(nocc_alpha, nvir_alpha, naux) + needed_flops(nocc_beta, nvir_beta, naux) + opposite_spin;
 }
 
 namespace {
@@ -88,23 +111,29 @@ void check_block(const char* what, const DFTensorView<Real>& B, std::span<const 
     throw std::invalid_argument(name + ": B has no data");
 }
 
+template <typename Real>
+void check_same_naux(const char* what, const DFTensorView<Real>& rows, const DFTensorView<Real>& cols) {
+  if (rows.naux != cols.naux)
+    throw std::invalid_argument(std::string(what) + ": blocks have naux " + std::to_string(rows.naux) + " and " +
+                                std::to_string(cols.naux));
+}
+
 // The registry: one line per backend.
 template <typename Real>
-EnergyResult dispatch(Backend backend, const detail::PairSpace<Real>& pairs, std::span<const double> eps_vir,
-                      const EnergyOptions& options) {
+EnergyResult dispatch(Backend backend, const detail::PairSpace<Real>& pairs, const EnergyOptions& options) {
   if (options.threads < 0) throw std::invalid_argument("mp2_energy: threads must be >= 0");
   if (backend == Backend::automatic)
     backend = resolve_automatic(std::is_same_v<Real, float> ? Precision::fp32 : Precision::fp64, pairs.cols.nocc,
                                 pairs.rows.nvir, options.memory_bytes);
   const auto start = std::chrono::steady_clock::now();
   EnergyResult r;
-  if (pairs.rows.nocc == 0 || pairs.cols.nocc == 0 || pairs.rows.nvir == 0) {
+  if (pairs.rows.nocc == 0 || pairs.cols.nocc == 0 || pairs.rows.nvir == 0 || pairs.cols.nvir == 0) {
     r.backend = backend;  // nothing to correlate
   } else {
     switch (backend) {
-      case Backend::reference: r = detail::reference_energy(pairs, eps_vir, options); break;
-      case Backend::loop: r = detail::loop_energy(pairs, eps_vir, options); break;
-      case Backend::fused: r = detail::fused_energy(pairs, eps_vir, options); break;
+      case Backend::reference: r = detail::reference_energy(pairs, options); break;
+      case Backend::loop: r = detail::loop_energy(pairs, options); break;
+      case Backend::fused: r = detail::fused_energy(pairs, options); break;
       case Backend::automatic: break;  // resolved above
     }
   }
@@ -118,7 +147,7 @@ template <typename Real>
 EnergyResult mp2_energy(Backend backend, const DFTensorView<Real>& B, std::span<const double> eps_occ,
                         std::span<const double> eps_vir, const EnergyOptions& options) {
   check_block("mp2_energy", B, eps_occ, eps_vir);
-  return dispatch<Real>(backend, {B, B, eps_occ, eps_occ, true}, eps_vir, options);
+  return dispatch<Real>(backend, {B, B, eps_occ, eps_occ, eps_vir, eps_vir, true, true}, options);
 }
 
 template <typename Real>
@@ -128,10 +157,20 @@ EnergyResult mp2_energy_cross(Backend backend, const DFTensorView<Real>& B_I,
                               const EnergyOptions& options) {
   check_block("mp2_energy_cross (I)", B_I, eps_I, eps_vir);
   check_block("mp2_energy_cross (J)", B_J, eps_J, eps_vir);
-  if (B_I.naux != B_J.naux)
-    throw std::invalid_argument("mp2_energy_cross: blocks have naux " + std::to_string(B_I.naux) + " and " +
-                                std::to_string(B_J.naux));
-  return dispatch<Real>(backend, {B_I, B_J, eps_I, eps_J, false}, eps_vir, options);
+  check_same_naux("mp2_energy_cross", B_I, B_J);
+  return dispatch<Real>(backend, {B_I, B_J, eps_I, eps_J, eps_vir, eps_vir, false, true}, options);
+}
+
+template <typename Real>
+EnergyResult mp2_energy_opposite_spin(Backend backend, const DFTensorView<Real>& B_alpha,
+                                      std::span<const double> eps_occ_alpha, std::span<const double> eps_vir_alpha,
+                                      const DFTensorView<Real>& B_beta, std::span<const double> eps_occ_beta,
+                                      std::span<const double> eps_vir_beta, const EnergyOptions& options) {
+  check_block("mp2_energy_opposite_spin (alpha)", B_alpha, eps_occ_alpha, eps_vir_alpha);
+  check_block("mp2_energy_opposite_spin (beta)", B_beta, eps_occ_beta, eps_vir_beta);
+  check_same_naux("mp2_energy_opposite_spin", B_alpha, B_beta);
+  return dispatch<Real>(
+      backend, {B_alpha, B_beta, eps_occ_alpha, eps_occ_beta, eps_vir_alpha, eps_vir_beta, false, false}, options);
 }
 
 #define DFMP2_INSTANTIATE_ENTRY_POINTS(Real)                                                             \
@@ -140,7 +179,10 @@ EnergyResult mp2_energy_cross(Backend backend, const DFTensorView<Real>& B_I,
   template EnergyResult mp2_energy_cross<Real>(Backend, const DFTensorView<Real>&,                      \
                                                std::span<const double>, const DFTensorView<Real>&,      \
                                                std::span<const double>, std::span<const double>,        \
-                                               const EnergyOptions&);
+                                               const EnergyOptions&);                                   \
+  template EnergyResult mp2_energy_opposite_spin<Real>(                                                 \
+      Backend, const DFTensorView<Real>&, std::span<const double>, std::span<const double>,             \
+      const DFTensorView<Real>&, std::span<const double>, std::span<const double>, const EnergyOptions&);
 DFMP2_INSTANTIATE_ENTRY_POINTS(double)
 DFMP2_INSTANTIATE_ENTRY_POINTS(float)
 

@@ -5,6 +5,11 @@
 //   E_SS    = Σ_ij Σ_ab T_ij,ab (T_ij,ab − T_ij,ba) / Δ_ij,ab
 //   Δ_ij,ab = ε_i + ε_j − ε_a − ε_b,   E_corr = E_OS + E_SS
 //
+// For a closed shell (RHF) these are the energies. For UHF each spin's B gives its same-spin
+// energy, E_αα = ½ e_ss of mp2_energy on the α block (e_ss sums both orderings of T_ij,ab −
+// T_ij,ba over one set of spin orbitals, twice one spin's), and mp2_energy_opposite_spin gives
+// E_αβ from the α and β blocks, T_ij = B^α_i B^β_jᵀ (nvir_α × nvir_β).
+//
 // No chemistry and no I/O here: the caller hands in B (row-major [nocc][nvir][naux],
 // active occupied orbitals only) and the orbital energies.
 #pragma once
@@ -63,9 +68,16 @@ Backend resolve_automatic(Precision precision, std::size_t nocc, std::size_t nvi
 // given the T_flat budget memory_bytes the loop backend sizes itself from.
 std::size_t energy_workspace_bytes(Backend backend, Precision precision, std::size_t nocc, std::size_t nvir,
                                    int threads, std::size_t memory_bytes);
+// The same for the opposite-spin pairs of an α block (nocc_alpha, nvir_alpha) and a β block.
+std::size_t energy_workspace_bytes_opposite_spin(Backend backend, Precision precision, std::size_t nocc_alpha,
+                                                 std::size_t nvir_alpha, std::size_t nocc_beta,
+                                                 std::size_t nvir_beta, int threads, std::size_t memory_bytes);
 
 // The work that is needed, counting the i ≥ j symmetry: 2 · nocc(nocc+1)/2 · nvir² · naux.
 double needed_flops(std::size_t nocc, std::size_t nvir, std::size_t naux);
+// UHF's three pair blocks: αα and ββ as above, and αβ, every pair: 2 · nα nβ · nvir_α nvir_β · naux.
+double needed_flops_unrestricted(std::size_t nocc_alpha, std::size_t nvir_alpha, std::size_t nocc_beta,
+                                 std::size_t nvir_beta, std::size_t naux);
 
 template <typename Real>
 EnergyResult mp2_energy(Backend backend, const DFTensorView<Real>& B, std::span<const double> eps_occ,
@@ -79,5 +91,15 @@ EnergyResult mp2_energy_cross(Backend backend, const DFTensorView<Real>& B_I,
                               std::span<const double> eps_I, const DFTensorView<Real>& B_J,
                               std::span<const double> eps_J, std::span<const double> eps_vir,
                               const EnergyOptions& options);
+
+// The opposite-spin pairs of UHF: i over the α block, whose virtuals a are α (eps_vir_alpha), j
+// over the β block with β virtuals b, each (i, j) once and no exchange term:
+//   E_OS = E_αβ = Σ_ij Σ_ab T_ij,ab² / Δ_ij,ab,   T_ij = B^α_i B^β_jᵀ;   e_ss = 0.
+// Blocks of occupied orbitals of either spin add up as for mp2_energy_cross.
+template <typename Real>
+EnergyResult mp2_energy_opposite_spin(Backend backend, const DFTensorView<Real>& B_alpha,
+                                      std::span<const double> eps_occ_alpha, std::span<const double> eps_vir_alpha,
+                                      const DFTensorView<Real>& B_beta, std::span<const double> eps_occ_beta,
+                                      std::span<const double> eps_vir_beta, const EnergyOptions& options);
 
 }  // namespace dfmp2::kernels

@@ -3,6 +3,9 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <array>
+#include <stdexcept>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -40,10 +43,11 @@ std::vector<double> weighted_packed_density(const double* F, std::size_t nbf, st
 
 }  // namespace
 
-// One thread's share: its batches of Q add to its packed J and the lower triangle of its K.
-// Buffers are raw storage, grown when needed and used as float or double.
+// One thread's share: its batches of Q add to its packed J and the lower triangle of each spin's
+// K. Buffers are raw storage, grown when needed and used as float or double.
 struct PackedJK::Thread {
-  std::vector<double> J, K;  // packed J; lower K, column-major
+  std::vector<double> J;               // packed J
+  std::vector<std::vector<double>> K;  // per spin: lower K, column-major
   std::vector<double> unpacked, X, K_batch;
 
   template <typename Real>
@@ -54,11 +58,16 @@ struct PackedJK::Thread {
 
   template <typename Real>
   void add_batch(const PackedFactors& B, std::size_t q_begin, std::size_t q_end, const double* D_weighted,
-                 const Real* F, std::size_t nf, std::size_t unpack_count) {
-    const std::size_t nbf = B.nbf, npacked = packed_size(nbf);
+                 const Real* F, std::span<const std::size_t> nf_per_spin, std::size_t unpack_count) {
+    const std::size_t nbf = B.nbf, npacked = packed_size(nbf), nq = q_end - q_begin;
+    std::size_t nf = 0;
+    for (std::size_t n : nf_per_spin) nf += n;
     Real* U = as<Real>(unpacked, unpack_count * nbf * nbf);
-    Real* X_first = as<Real>(X, (q_end - q_begin) * nbf * nf);
-    Real* X_next = X_first;
+    // Each spin's X^q of the batch side by side, so that one SYRK per spin takes them all.
+    std::array<Real*, kMaxSpins> X_first{}, X_next{};
+    X_first[0] = as<Real>(X, nq * nbf * nf);
+    for (std::size_t s = 1; s < nf_per_spin.size(); ++s) X_first[s] = X_first[s - 1] + nq * nbf * nf_per_spin[s - 1];
+    X_next = X_first;
     for (std::size_t first = q_begin; first < q_end; first += unpack_count) {
       const std::size_t count = std::min(unpack_count, q_end - first);
       for (std::size_t q = first; q < first + count; ++q) {
@@ -68,18 +77,29 @@ struct PackedJK::Thread {
         for (std::size_t p = 0; p < npacked; ++p) J[p] += gamma * row[p];
         unpack_symmetric(row, nbf, U + (q - first) * nbf * nbf);
       }
-      // Rows (q, μ) of the stacked B^q times F: as an nbf × (count·nf) matrix, columns of X^q.
-      gemm(Transpose::yes, Transpose::no, count * nbf, nf, nbf, Real(1), U, nbf, F, nbf, Real(0), X_next, count * nbf);
-      X_next += count * nbf * nf;
+      // Rows (q, μ) of the stacked B^q times F_s: as an nbf × (count·nf_s) matrix, columns of X^q.
+      const Real* F_spin = F;
+      for (std::size_t s = 0; s < nf_per_spin.size(); F_spin += nbf * nf_per_spin[s], ++s) {
+        if (nf_per_spin[s] == 0) continue;  // a spin without electrons (the H atom's β) has K = 0
+        gemm(Transpose::yes, Transpose::no, count * nbf, nf_per_spin[s], nbf, Real(1), U, nbf, F_spin, nbf, Real(0),
+             X_next[s], count * nbf);
+        X_next[s] += count * nbf * nf_per_spin[s];
+      }
     }
-    const std::size_t k = (q_end - q_begin) * nf;
+    for (std::size_t s = 0; s < nf_per_spin.size(); ++s)
+      if (nf_per_spin[s] > 0) add_syrk(nbf, nq * nf_per_spin[s], X_first[s], K[s]);
+  }
+
+  // K += X Xᵀ (lower triangle), X nbf × k.
+  template <typename Real>
+  void add_syrk(std::size_t nbf, std::size_t k, const Real* X_all, std::vector<double>& K_spin) {
     if constexpr (std::is_same_v<Real, double>) {
-      syrk_lower(nbf, k, 1.0, X_first, nbf, 1.0, K.data(), nbf);
+      syrk_lower(nbf, k, 1.0, X_all, nbf, 1.0, K_spin.data(), nbf);
     } else {  // float products, double sum across batches
       float* K_float = as<float>(K_batch, nbf * nbf);
-      syrk_lower(nbf, k, 1.0f, X_first, nbf, 0.0f, K_float, nbf);
+      syrk_lower(nbf, k, 1.0f, X_all, nbf, 0.0f, K_float, nbf);
       for (std::size_t col = 0; col < nbf; ++col)
-        for (std::size_t row = col; row < nbf; ++row) K[col * nbf + row] += K_float[col * nbf + row];
+        for (std::size_t row = col; row < nbf; ++row) K_spin[col * nbf + row] += K_float[col * nbf + row];
     }
   }
 };
@@ -88,8 +108,13 @@ PackedJK::PackedJK(const PackedFactors& B) : B_(B), threads_(static_cast<std::si
 PackedJK::~PackedJK() = default;
 
 template <typename Real>
-void PackedJK::build(const double* F, std::size_t nf, double* J, double* K) {
-  const std::size_t nbf = B_.nbf, npacked = packed_size(nbf);
+void PackedJK::build(const double* F, std::span<const std::size_t> nf_per_spin, double* J,
+                     std::span<double* const> K) {
+  if (nf_per_spin.empty() || nf_per_spin.size() > kMaxSpins || K.size() != nf_per_spin.size())
+    throw std::invalid_argument("PackedJK::build: 1 to " + std::to_string(kMaxSpins) + " spins, one K each");
+  const std::size_t nbf = B_.nbf, npacked = packed_size(nbf), spins = nf_per_spin.size();
+  std::size_t nf = 0;
+  for (std::size_t n : nf_per_spin) nf += n;
   const std::vector<double> D_weighted = weighted_packed_density(F, nbf, nf);
   const std::vector<Real> F_real(F, F + nbf * nf);
   const Batching b = batching(nbf, nf, sizeof(Real));
@@ -98,23 +123,29 @@ void PackedJK::build(const double* F, std::size_t nf, double* J, double* K) {
   {
     Thread& mine = threads_[static_cast<std::size_t>(omp_get_thread_num())];
     mine.J.assign(npacked, 0.0);
-    mine.K.assign(nbf * nbf, 0.0);
+    mine.K.resize(spins);
+    for (auto& K_spin : mine.K) K_spin.assign(nbf * nbf, 0.0);
 #pragma omp for schedule(dynamic, 1)
     for (std::size_t batch = 0; batch < nbatches; ++batch)
       mine.add_batch<Real>(B_, batch * b.per_syrk, std::min(B_.naux, (batch + 1) * b.per_syrk), D_weighted.data(),
-                           F_real.data(), nf, b.unpacked);
+                           F_real.data(), nf_per_spin, b.unpacked);
     // Sum the threads' shares, each thread a range of the elements.
 #pragma omp for schedule(static)
     for (std::size_t p = 0; p < npacked; ++p)
       for (std::size_t t = 1; t < threads_.size(); ++t) threads_[0].J[p] += threads_[t].J[p];
+    for (std::size_t s = 0; s < spins; ++s) {
 #pragma omp for schedule(static)
-    for (std::size_t x = 0; x < nbf * nbf; ++x)
-      for (std::size_t t = 1; t < threads_.size(); ++t) threads_[0].K[x] += threads_[t].K[x];
+      for (std::size_t x = 0; x < nbf * nbf; ++x)
+        for (std::size_t t = 1; t < threads_.size(); ++t) threads_[0].K[s][x] += threads_[t].K[s][x];
+    }
   }
   unpack_symmetric(threads_[0].J.data(), nbf, J);
-  const std::vector<double>& K_sum = threads_[0].K;
-  for (std::size_t col = 0; col < nbf; ++col)
-    for (std::size_t row = col; row < nbf; ++row) K[col * nbf + row] = K[row * nbf + col] = K_sum[col * nbf + row];
+  for (std::size_t s = 0; s < spins; ++s) {
+    const std::vector<double>& K_sum = threads_[0].K[s];
+    for (std::size_t col = 0; col < nbf; ++col)
+      for (std::size_t row = col; row < nbf; ++row)
+        K[s][col * nbf + row] = K[s][row * nbf + col] = K_sum[col * nbf + row];
+  }
 }
 
 double packed_jk_flops(std::size_t naux, std::size_t nbf, std::size_t nf) {
@@ -122,14 +153,14 @@ double packed_jk_flops(std::size_t naux, std::size_t nbf, std::size_t nf) {
   return 3.0 * n * n * k * q + 4.0 * double(packed_size(nbf)) * q;
 }
 
-std::size_t packed_jk_workspace_bytes(std::size_t nbf, std::size_t nf, int threads) {
+std::size_t packed_jk_workspace_bytes(std::size_t nbf, std::size_t nf, int threads, std::size_t spins) {
   const Batching b = batching(nbf, nf, sizeof(double));
-  const std::size_t per_thread = sizeof(double) * (packed_size(nbf) + 2 * nbf * nbf +
+  const std::size_t per_thread = sizeof(double) * (packed_size(nbf) + (spins + 1) * nbf * nbf +
                                                    b.unpacked * nbf * nbf + b.per_syrk * nbf * nf);
   return std::size_t(threads + 1) * per_thread;
 }
 
-template void PackedJK::build<double>(const double*, std::size_t, double*, double*);
-template void PackedJK::build<float>(const double*, std::size_t, double*, double*);
+template void PackedJK::build<double>(const double*, std::span<const std::size_t>, double*, std::span<double* const>);
+template void PackedJK::build<float>(const double*, std::span<const std::size_t>, double*, std::span<double* const>);
 
 }  // namespace dfmp2::kernels

@@ -6,9 +6,12 @@
 // with one GEMM and adds X Xᵀ to its K with one SYRK (single-threaded BLAS inside the parallel
 // region). J is summed in double; K's GEMM and SYRK run in Real, so float halves their cost
 // (the SCF's early iterations) while K is still accumulated in double.
+// Several spin densities (UHF's α and β) share the pass: each unpacked B^Q serves every spin's
+// X^Q, J comes from their sum and each spin gets its own K.
 #pragma once
 
 #include <cstddef>
+#include <span>
 #include <vector>
 
 namespace dfmp2::kernels {
@@ -26,9 +29,12 @@ class PackedJK {
   PackedJK(const PackedJK&) = delete;
   PackedJK& operator=(const PackedJK&) = delete;
 
-  // F: column-major nbf × nf. J, K: column-major nbf × nbf, overwritten.
+  // Spin densities D_s = F_s F_sᵀ, one (a closed shell, D = F Fᵀ) or up to kMaxSpins: F = [F_0 F_1
+  // …] column-major nbf × Σ_s nf_s, F_s having nf_per_spin[s] columns. J from D = Σ_s D_s, K[s]
+  // from D_s; J and each K[s] column-major nbf × nbf, overwritten.
+  static constexpr std::size_t kMaxSpins = 2;
   template <typename Real>
-  void build(const double* F, std::size_t nf, double* J, double* K);
+  void build(const double* F, std::span<const std::size_t> nf_per_spin, double* J, std::span<double* const> K);
 
  private:
   struct Thread;
@@ -36,10 +42,12 @@ class PackedJK {
   std::vector<Thread> threads_;
 };
 
-// Floating-point work of one packed_jk call: the GEMM and SYRK of K, the two passes of J.
+// Floating-point work of one packed_jk call: the GEMM and SYRK of K, the two passes of J (nf: all
+// spins' columns).
 double packed_jk_flops(std::size_t naux, std::size_t nbf, std::size_t nf);
 
-// Per-thread buffers PackedJK allocates, in bytes, for the caller's memory budget.
-std::size_t packed_jk_workspace_bytes(std::size_t nbf, std::size_t nf, int threads);
+// Per-thread buffers PackedJK allocates for builds of `spins` densities, nf columns in all, in
+// bytes, for the caller's memory budget.
+std::size_t packed_jk_workspace_bytes(std::size_t nbf, std::size_t nf, int threads, std::size_t spins);
 
 }  // namespace dfmp2::kernels

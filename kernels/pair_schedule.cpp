@@ -11,8 +11,8 @@ namespace {
 // T_ij pairs the loop backend's budget holds, and the rows a triangular chunk may have: a
 // triangular chunk's GEMM also forms the pairs j > i of its diagonal square, rows²/2 of them: at
 // most 1/kMinChunks of the needed nrows²/2 pairs when chunks have ≤ nrows/kMinChunks rows.
-std::size_t budget_pairs(std::size_t nvir, std::size_t elem_bytes, std::size_t memory_bytes) {
-  return std::max<std::size_t>(1, memory_bytes / std::max<std::size_t>(1, nvir * nvir * elem_bytes));
+std::size_t budget_pairs(std::size_t pair_bytes, std::size_t memory_bytes) {
+  return std::max<std::size_t>(1, memory_bytes / std::max<std::size_t>(1, pair_bytes));
 }
 std::size_t max_chunk_rows(const PairShape& shape) {
   constexpr std::size_t kMinChunks = 16;
@@ -21,10 +21,9 @@ std::size_t max_chunk_rows(const PairShape& shape) {
 
 }  // namespace
 
-std::vector<PairBlock> plan_loop_chunks(const PairShape& shape, std::size_t nvir, std::size_t elem_bytes,
-                                        std::size_t memory_bytes) {
+std::vector<PairBlock> plan_loop_chunks(const PairShape& shape, std::size_t pair_bytes, std::size_t memory_bytes) {
   std::vector<PairBlock> chunks;
-  const std::size_t budget = budget_pairs(nvir, elem_bytes, memory_bytes), max_rows = max_chunk_rows(shape);
+  const std::size_t budget = budget_pairs(pair_bytes, memory_bytes), max_rows = max_chunk_rows(shape);
   for (std::size_t i0 = 0; i0 < shape.nrows;) {
     std::size_t rows = 1;  // largest row count whose pair blocks fit the budget
     while (i0 + rows < shape.nrows && rows < max_rows && (rows + 1) * shape.cols_below(i0 + rows + 1) <= budget)
@@ -40,8 +39,8 @@ std::vector<PairBlock> plan_loop_chunks(const PairShape& shape, std::size_t nvir
   return chunks;
 }
 
-std::size_t loop_chunk_pairs(const PairShape& shape, std::size_t nvir, std::size_t elem_bytes, std::size_t memory_bytes) {
-  return std::min(budget_pairs(nvir, elem_bytes, memory_bytes), max_chunk_rows(shape) * std::max<std::size_t>(1, shape.ncols));
+std::size_t loop_chunk_pairs(const PairShape& shape, std::size_t pair_bytes, std::size_t memory_bytes) {
+  return std::min(budget_pairs(pair_bytes, memory_bytes), max_chunk_rows(shape) * std::max<std::size_t>(1, shape.ncols));
 }
 
 std::size_t pair_block_edge(const PairShape& shape, std::size_t nvir, int nthreads) {

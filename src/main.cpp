@@ -51,12 +51,21 @@ void check_output_paths(const std::string& input, const std::vector<std::pair<st
   }
 }
 
+// --molden and --trexio write closed-shell orbitals: the run must have some, and RHF ones.
+// Checked before the run, so that it is not wasted.
+void check_orbital_outputs(const RunInput& input, const RunOptions& options, bool requested) {
+  if (!requested) return;
+  if (input.df) throw InputError("--molden and --trexio write orbitals, which an energy-only /df input does not have");
+  if (input.molecule && unrestricted(options.reference, options.multiplicity.value_or(input.molecule->multiplicity)))
+    throw InputError("--molden and --trexio write RHF orbitals only, and this run is UHF");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   MpiSession mpi(argc, argv);
   Communicator& comm = Communicator::world();
-  CLI::App app{"dfmp2: density-fitted MP2 energies (RHF → DF-MP2)", "dfmp2"};
+  CLI::App app{"dfmp2: density-fitted MP2 energies (RHF or UHF → DF-MP2)", "dfmp2"};
   app.set_version_flag("--version", "dfmp2 0.1.0");
 
   std::string input_path, json_path, output_path, molden_path, trexio_path;
@@ -71,13 +80,14 @@ int main(int argc, char** argv) {
   app.add_flag("--quiet,-q", quiet, "no progress on stderr");
 
   std::string convert_xyz, convert_out, convert_basis, convert_df_basis, convert_jk_basis;
-  int convert_charge = 0;
+  int convert_charge = 0, convert_multiplicity = 1;
   auto* convert = app.add_subcommand("convert", "write an HDF5 input from an XYZ file");
   convert->add_option("xyz", convert_xyz, "molecule.xyz (Ångström)")->required();
   convert->add_option("--basis", convert_basis, "orbital basis name stored in the file")->required();
   convert->add_option("--df-basis", convert_df_basis, "auxiliary basis for DF-MP2");
   convert->add_option("--jk-basis", convert_jk_basis, "auxiliary basis for DF-SCF");
   convert->add_option("--charge", convert_charge, "molecular charge");
+  convert->add_option("--multiplicity", convert_multiplicity, "spin multiplicity 2S+1 (default 1)");
   convert->add_option("-o,--output", convert_out, "the HDF5 file to write")->required();
 
   try {
@@ -105,6 +115,7 @@ int main(int argc, char** argv) {
       if (!comm.is_root()) return 0;
       Molecule mol = read_xyz(convert_xyz);
       mol.charge = convert_charge;
+      mol.multiplicity = convert_multiplicity;
       validate(mol);
       check_output_paths(convert_xyz, {{"-o", convert_out}});
       write_output_file(convert_out, [&](const std::string& file) {
@@ -120,8 +131,7 @@ int main(int argc, char** argv) {
     RunInput input = read_input(input_path);
     if (is_xyz(input_path) && !options.basis)
       throw InputError("an XYZ input needs --basis NAME");
-    if (input.df && !(molden_path.empty() && trexio_path.empty()))
-      throw InputError("--molden and --trexio write orbitals, which an energy-only /df input does not have");
+    check_orbital_outputs(input, options, !(molden_path.empty() && trexio_path.empty()));
     Progress progress(quiet || !comm.is_root());
     const RunResult result = run(input, options, progress);
 

@@ -74,7 +74,11 @@ int main(int argc, char** argv) {
     dfmp2::PreparedRun prepared(input, options, progress);
     const dfmp2::RunResult& base = prepared.result();
     const auto nocc = std::size_t(base.nocc), nvir = std::size_t(base.nvir), naux = std::size_t(base.naux);
-    const double flops = dfmp2::kernels::needed_flops(nocc, nvir, naux);
+    // UHF: the αα, ββ and αβ pair blocks.
+    const double flops = base.reference == "uhf" ? dfmp2::kernels::needed_flops_unrestricted(
+                                                       nocc, nvir, std::size_t(base.nocc_beta),
+                                                       std::size_t(base.nvir_beta), naux)
+                                                 : dfmp2::kernels::needed_flops(nocc, nvir, naux);
 
     json out;
     out["input"] = xyz;
@@ -82,6 +86,7 @@ int main(int argc, char** argv) {
     out["basis"] = base.basis;
     out["df_basis"] = base.df_basis;
     out["jk_basis"] = base.jk_basis;
+    out["reference"] = base.reference;
     for (const auto& [key, value] : {std::pair{"natom", base.natom}, {"nbf", base.nbf}, {"naux", base.naux},
                                      {"naux_jk", base.naux_jk}, {"nocc", base.nocc}, {"nvir", base.nvir}})
       out[key] = value;

@@ -27,6 +27,10 @@ RunOptionsCli::RunOptionsCli(CLI::App& app, bool energy_choices) {
   app.add_option("--df-basis", df_basis_, "auxiliary basis for DF-MP2 (default: <basis>-ri)");
   app.add_option("--jk-basis", jk_basis_, "auxiliary basis for DF-SCF (default: <basis>-jkfit)");
   charge_option_ = app.add_option("--charge", charge_, "molecular charge (overrides the file)");
+  multiplicity_option_ = app.add_option("--multiplicity", multiplicity_,
+                                        "spin multiplicity 2S+1 (overrides the file; default 1)");
+  add_choice(app, "--reference", options_.reference, reference_names(),
+             "SCF reference: auto is rhf for multiplicity 1, uhf otherwise");
   add_choice(app, "--scf", options_.scf_type, scf_type_names(), "SCF two-electron integrals");
   add_choice(app, "--guess", options_.guess, scf_guess_names(),
              "SCF start: superposition of atomic densities or core Hamiltonian");
@@ -41,9 +45,9 @@ RunOptionsCli::RunOptionsCli(CLI::App& app, bool energy_choices) {
   app.add_option("--e-convergence", options_.scf.e_convergence, "SCF energy convergence / Eh")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  app.add_option("--d-convergence", options_.scf.d_convergence, "SCF orbital-gradient convergence")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
+  app.add_option("--d-convergence", options_.scf.d_convergence,
+                 "SCF orbital-gradient convergence (default 1e-8 for RHF, 1e-10 for UHF)")
+      ->check(CLI::PositiveNumber);
   app.add_option("--max-iterations", options_.scf.max_iterations, "SCF iteration limit")
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();
@@ -59,6 +63,7 @@ RunOptions RunOptionsCli::options() const {
   if (!df_basis_.empty()) options.df_basis = df_basis_;
   if (!jk_basis_.empty()) options.jk_basis = jk_basis_;
   if (*charge_option_) options.charge = charge_;
+  if (*multiplicity_option_) options.multiplicity = multiplicity_;
   if (!memory_.empty()) options.memory_bytes = parse_memory(memory_);
   if (threads_ > 0) omp_set_num_threads(threads_);
   return options;

@@ -1,7 +1,10 @@
 #include "src/integrals/four_index.hpp"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
+#include <stdexcept>
+#include <string>
 
 #include <libint2.hpp>
 #include <omp.h>
@@ -17,15 +20,17 @@ using libint2::Operator;
 constexpr double kThreshold = 1e-12;
 constexpr std::size_t kSampleStride = 97;
 
-// Largest |D| per shell block, for density-weighted screening.
-Eigen::MatrixXd shell_block_max(const libint2::BasisSet& obs, const Eigen::MatrixXd& D) {
+// Largest |D_s| over the spins per shell block, for density-weighted screening: it bounds the
+// exchange densities and their mean, the Coulomb density of add_quartet.
+Eigen::MatrixXd shell_block_max(const libint2::BasisSet& obs, const std::vector<Eigen::MatrixXd>& D_spins) {
   const auto shell2bf = obs.shell2bf();
   const std::size_t nshell = obs.size();
-  Eigen::MatrixXd Dmax(nshell, nshell);
-  for (std::size_t s1 = 0; s1 < nshell; ++s1)
-    for (std::size_t s2 = 0; s2 < nshell; ++s2)
-      Dmax(s1, s2) =
-          D.block(shell2bf[s1], shell2bf[s2], obs[s1].size(), obs[s2].size()).cwiseAbs().maxCoeff();
+  Eigen::MatrixXd Dmax = Eigen::MatrixXd::Zero(nshell, nshell);
+  for (const Eigen::MatrixXd& D : D_spins)
+    for (std::size_t s1 = 0; s1 < nshell; ++s1)
+      for (std::size_t s2 = 0; s2 < nshell; ++s2)
+        Dmax(s1, s2) = std::max(
+            Dmax(s1, s2), D.block(shell2bf[s1], shell2bf[s2], obs[s1].size(), obs[s2].size()).cwiseAbs().maxCoeff());
   return Dmax;
 }
 
@@ -43,10 +48,21 @@ void for_each_quartet(const ShellPairs& pairs, const Eigen::MatrixXd& Dmax, std:
   }
 }
 
-// Adds one quartet's contribution to G (6 Coulomb/exchange updates per unique integral).
+// The densities one quartet contracts with: the spins' mean D_J = Σ_s D_s / kSpins for the
+// Coulomb lines, which sum to 2J(D_J) = J(D) (D = 2 D_0 for a closed shell, D_α + D_β for UHF),
+// and each spin's own D_s for its exchange lines, which sum to −K(D_s).
+template <std::size_t kSpins>
+struct QuartetDensities {
+  const Eigen::MatrixXd& coulomb;
+  std::array<const Eigen::MatrixXd*, kSpins> exchange;
+};
+
+// Adds one quartet's contribution to every spin's G (6 Coulomb/exchange updates per unique
+// integral and spin).
+template <std::size_t kSpins>
 void add_quartet(const libint2::BasisSet& obs, const std::vector<std::size_t>& shell2bf,
                  const ShellPairs& pairs, std::size_t p12, std::size_t p34, const double* values,
-                 const Eigen::MatrixXd& D, Eigen::MatrixXd& G) {
+                 const QuartetDensities<kSpins>& D, std::array<Eigen::MatrixXd, kSpins>& G) {
   const auto [s1, s2] = pairs.pairs[p12];
   const auto [s3, s4] = pairs.pairs[p34];
   const double degeneracy = (s1 == s2 ? 1.0 : 2.0) * (s3 == s4 ? 1.0 : 2.0) * (p12 == p34 ? 1.0 : 2.0);
@@ -60,12 +76,17 @@ void add_quartet(const libint2::BasisSet& obs, const std::vector<std::size_t>& s
         for (std::size_t f4 = 0; f4 < n4; ++f4, ++f1234) {
           const std::size_t b4 = shell2bf[s4] + f4;
           const double v = values[f1234] * degeneracy;
-          G(b1, b2) += D(b3, b4) * v;
-          G(b3, b4) += D(b1, b2) * v;
-          G(b1, b3) -= 0.25 * D(b2, b4) * v;
-          G(b2, b4) -= 0.25 * D(b1, b3) * v;
-          G(b1, b4) -= 0.25 * D(b2, b3) * v;
-          G(b2, b3) -= 0.25 * D(b1, b4) * v;
+          const double coulomb_12 = D.coulomb(b3, b4) * v, coulomb_34 = D.coulomb(b1, b2) * v;
+          for (std::size_t s = 0; s < kSpins; ++s) {
+            const Eigen::MatrixXd& Ds = *D.exchange[s];
+            Eigen::MatrixXd& Gs = G[s];
+            Gs(b1, b2) += coulomb_12;
+            Gs(b3, b4) += coulomb_34;
+            Gs(b1, b3) -= 0.25 * Ds(b2, b4) * v;
+            Gs(b2, b4) -= 0.25 * Ds(b1, b3) * v;
+            Gs(b1, b4) -= 0.25 * Ds(b2, b3) * v;
+            Gs(b2, b3) -= 0.25 * Ds(b1, b4) * v;
+          }
         }
       }
     }
@@ -81,14 +102,19 @@ const double* compute_quartet(libint2::Engine& engine, const libint2::BasisSet& 
   return engine.results()[0];
 }
 
-}  // namespace
-
-Eigen::MatrixXd exact_two_electron_fock(const libint2::BasisSet& obs, const ShellPairs& pairs,
-                                        const Eigen::MatrixXd& D, int part, int parts) {
+template <std::size_t kSpins>
+std::vector<Eigen::MatrixXd> two_electron_fock(const libint2::BasisSet& obs, const ShellPairs& pairs,
+                                               const std::vector<Eigen::MatrixXd>& D_spins, int part, int parts) {
   const auto shell2bf = obs.shell2bf();
-  const std::size_t nbf = obs.nbf(), npairs = pairs.pairs.size();
-  const Eigen::MatrixXd Dmax = shell_block_max(obs, D);
-  std::vector<Eigen::MatrixXd> g(static_cast<std::size_t>(omp_get_max_threads()), Eigen::MatrixXd::Zero(nbf, nbf));
+  const auto nbf = static_cast<Eigen::Index>(obs.nbf());
+  const std::size_t npairs = pairs.pairs.size();
+  const Eigen::MatrixXd Dmax = shell_block_max(obs, D_spins);
+  const Eigen::MatrixXd mean = kSpins == 1 ? D_spins[0] : Eigen::MatrixXd(0.5 * (D_spins[0] + D_spins[1]));
+  QuartetDensities<kSpins> D{mean, {}};
+  for (std::size_t s = 0; s < kSpins; ++s) D.exchange[s] = &D_spins[s];
+  std::array<Eigen::MatrixXd, kSpins> zero;
+  zero.fill(Eigen::MatrixXd::Zero(nbf, nbf));
+  std::vector<std::array<Eigen::MatrixXd, kSpins>> g(static_cast<std::size_t>(omp_get_max_threads()), zero);
   auto engines = engines_per_thread(libint2::Engine(Operator::coulomb, obs.max_nprim(), obs.max_l()));
   // Bra pairs from the most expensive (largest p12: most ket pairs) down, for load balance.
 #pragma omp parallel for schedule(dynamic)
@@ -98,17 +124,32 @@ Eigen::MatrixXd exact_two_electron_fock(const libint2::BasisSet& obs, const Shel
     const int thread = omp_get_thread_num();
     for_each_quartet(pairs, Dmax, p12, [&](std::size_t p34) {
       if (const double* values = compute_quartet(engines[thread], obs, pairs, p12, p34))
-        add_quartet(obs, shell2bf, pairs, p12, p34, values, D, g[thread]);
+        add_quartet<kSpins>(obs, shell2bf, pairs, p12, p34, values, D, g[thread]);
     });
   }
-  Eigen::MatrixXd sum = Eigen::MatrixXd::Zero(nbf, nbf);
-  for (const auto& share : g) sum += share;
-  return 0.5 * (sum + sum.transpose());
+  std::vector<Eigen::MatrixXd> G;
+  for (std::size_t s = 0; s < kSpins; ++s) {
+    Eigen::MatrixXd sum = Eigen::MatrixXd::Zero(nbf, nbf);
+    for (const auto& share : g) sum += share[s];
+    G.push_back(0.5 * (sum + sum.transpose()));
+  }
+  return G;
+}
+
+}  // namespace
+
+std::vector<Eigen::MatrixXd> exact_two_electron_fock(const libint2::BasisSet& obs, const ShellPairs& pairs,
+                                                     const std::vector<Eigen::MatrixXd>& D_spins, int part,
+                                                     int parts) {
+  if (D_spins.size() == 1) return two_electron_fock<1>(obs, pairs, D_spins, part, parts);
+  if (D_spins.size() == 2) return two_electron_fock<2>(obs, pairs, D_spins, part, parts);
+  throw std::invalid_argument("exact_two_electron_fock: one or two spin densities, not " +
+                              std::to_string(D_spins.size()));
 }
 
 double exact_fock_libint_seconds(const libint2::BasisSet& obs, const ShellPairs& pairs,
-                                 const Eigen::MatrixXd& D, int part, int parts) {
-  const Eigen::MatrixXd Dmax = shell_block_max(obs, D);
+                                 const std::vector<Eigen::MatrixXd>& D_spins, int part, int parts) {
+  const Eigen::MatrixXd Dmax = shell_block_max(obs, D_spins);
   std::vector<std::pair<std::size_t, std::size_t>> sample;
   std::size_t computed = 0;
   for (std::size_t p12 = static_cast<std::size_t>(part); p12 < pairs.pairs.size();

@@ -2,6 +2,8 @@
 // density-weighted Schwarz screening, libint2's shell-pair data precomputed.
 #pragma once
 
+#include <vector>
+
 #include <Eigen/Core>
 #include <libint2/basis.h>
 
@@ -9,15 +11,18 @@
 
 namespace dfmp2 {
 
-// G = 2J − K for the closed-shell density D (D = C_occ C_occᵀ), or for a density difference
-// (incremental Fock builds: G is linear in D, and a small ΔD screens most quartets away).
-// With parts > 1, only the quartets of bra pairs p with p % parts == part: the parts sum to G.
-Eigen::MatrixXd exact_two_electron_fock(const libint2::BasisSet& obs, const ShellPairs& pairs,
-                                        const Eigen::MatrixXd& D, int part = 0, int parts = 1);
+// G_s = J(D) − K(D_s) for each spin density D_s: one, a closed shell's D_0 = C_occ C_occᵀ (both
+// spins alike: D = 2 D_0, G = 2J − K), or UHF's α and β (D = D_α + D_β); from one pass over the
+// quartets. Or the same for density differences (incremental Fock builds: G is linear in the
+// densities, and small changes screen most quartets away). With parts > 1, only the quartets of
+// bra pairs p with p % parts == part: the parts sum to G.
+std::vector<Eigen::MatrixXd> exact_two_electron_fock(const libint2::BasisSet& obs, const ShellPairs& pairs,
+                                                     const std::vector<Eigen::MatrixXd>& D_spins, int part = 0,
+                                                     int parts = 1);
 
-// libint2's own time for exact_two_electron_fock(obs, pairs, D) over this run's threads: a
+// libint2's own time for exact_two_electron_fock(obs, pairs, D_spins) over this run's threads: a
 // sample of its unscreened quartets timed on one thread, scaled to all of them.
 double exact_fock_libint_seconds(const libint2::BasisSet& obs, const ShellPairs& pairs,
-                                 const Eigen::MatrixXd& D, int part = 0, int parts = 1);
+                                 const std::vector<Eigen::MatrixXd>& D_spins, int part = 0, int parts = 1);
 
 }  // namespace dfmp2

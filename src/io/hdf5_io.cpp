@@ -386,33 +386,49 @@ Molecule read_molecule(const Reader& in) {
   return mol;
 }
 
-Orbitals read_orbitals(const Reader& in) {
+// One set of orbitals: /scf/mo_coefficients<suffix>, /scf/mo_energies<suffix> and the attribute
+// <nocc_name> on /scf (suffix "" with nocc: RHF's or UHF's α; "_beta" with nocc_beta: UHF's β).
+SpinOrbitals read_orbital_set(const Reader& in, const std::string& suffix, const std::string& nocc_name) {
+  const std::string coefficients = "/scf/mo_coefficients" + suffix, energies = "/scf/mo_energies" + suffix;
   std::vector<hsize_t> cdims, edims;
-  const std::vector<double> C = in.read_doubles("/scf/mo_coefficients", 2, cdims);
-  const std::vector<double> eps = in.read_doubles("/scf/mo_energies", 1, edims);
+  const std::vector<double> C = in.read_doubles(coefficients, 2, cdims);
+  const std::vector<double> eps = in.read_doubles(energies, 1, edims);
   const std::size_t nbf = cdims[0], nmo = cdims[1];
-  if (nbf == 0 || nmo == 0) in.fail("dataset /scf/mo_coefficients is empty");
+  if (nbf == 0 || nmo == 0) in.fail("dataset " + coefficients + " is empty");
   if (nmo > nbf)
-    in.fail("dataset /scf/mo_coefficients must have shape [nbf][nmo] with nmo <= nbf, found " +
-            dims_text(cdims));
+    in.fail("dataset " + coefficients + " must have shape [nbf][nmo] with nmo <= nbf, found " + dims_text(cdims));
   if (edims[0] != nmo)
-    in.fail("dataset /scf/mo_energies has length " + std::to_string(edims[0]) +
-            ", but /scf/mo_coefficients has " + std::to_string(nmo) + " orbitals");
-  in.require_finite("/scf/mo_coefficients", C.data(), C.size());
-  in.require_finite("/scf/mo_energies", eps.data(), eps.size());
+    in.fail("dataset " + energies + " has length " + std::to_string(edims[0]) + ", but " + coefficients + " has " +
+            std::to_string(nmo) + " orbitals");
+  in.require_finite(coefficients, C.data(), C.size());
+  in.require_finite(energies, eps.data(), eps.size());
 
   const Handle group = in.open_group("/scf");
-  if (!in.has_attribute(group, "nocc")) in.fail("attribute 'nocc' on /scf is missing");
-  Orbitals orbitals;
-  orbitals.nocc = in.int_attribute(group, "/scf", "nocc", 0);
-  if (orbitals.nocc < 1 || static_cast<std::size_t>(orbitals.nocc) > nmo)
-    in.fail("attribute 'nocc' on /scf is " + std::to_string(orbitals.nocc) + ", outside 1.." +
-            std::to_string(nmo));
+  if (!in.has_attribute(group, nocc_name)) in.fail("attribute '" + nocc_name + "' on /scf is missing");
+  SpinOrbitals orbitals;
+  orbitals.nocc = in.int_attribute(group, "/scf", nocc_name, 0);
+  // A UHF β set may be empty (no β electrons); every other set has an occupied orbital.
+  const int least = suffix.empty() ? 1 : 0;
+  if (orbitals.nocc < least || static_cast<std::size_t>(orbitals.nocc) > nmo)
+    in.fail("attribute '" + nocc_name + "' on /scf is " + std::to_string(orbitals.nocc) + ", outside " +
+            std::to_string(least) + ".." + std::to_string(nmo));
   // The file is row-major [nbf][nmo]; Eigen's default storage is column-major.
   orbitals.C = Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic,
                                               Eigen::RowMajor>>(
       C.data(), static_cast<Eigen::Index>(nbf), static_cast<Eigen::Index>(nmo));
   orbitals.eps = Eigen::Map<const Eigen::VectorXd>(eps.data(), static_cast<Eigen::Index>(nmo));
+  return orbitals;
+}
+
+// RHF orbitals, or UHF's when the β datasets are present too.
+Orbitals read_orbitals(const Reader& in) {
+  Orbitals orbitals;
+  static_cast<SpinOrbitals&>(orbitals) = read_orbital_set(in, "", "nocc");
+  if (!in.exists("/scf/mo_coefficients_beta") && !in.exists("/scf/mo_energies_beta")) return orbitals;
+  orbitals.beta = read_orbital_set(in, "_beta", "nocc_beta");
+  if (orbitals.beta->C.rows() != orbitals.C.rows() || orbitals.beta->C.cols() != orbitals.C.cols())
+    in.fail("dataset /scf/mo_coefficients_beta must have the shape of /scf/mo_coefficients, " +
+            dims_text({hsize_t(orbitals.C.rows()), hsize_t(orbitals.C.cols())}));
   return orbitals;
 }
 
@@ -562,18 +578,21 @@ void write_molecule(hid_t file, const Molecule& mol) {
   if (!mol.name.empty()) write_string_attribute(group, "name", mol.name);
 }
 
-// /scf/mo_coefficients [nbf][nmo] row-major, /scf/mo_energies, attribute nocc.
+// /scf/mo_coefficients [nbf][nmo] row-major, /scf/mo_energies, attribute nocc; for UHF the β set
+// beside them as /scf/mo_coefficients_beta, /scf/mo_energies_beta, attribute nocc_beta.
 void write_orbitals(hid_t file, const Orbitals& orbitals) {
   const Handle group = create_group(file, "/scf");
-  const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> C = orbitals.C;
-  const hsize_t nbf = static_cast<hsize_t>(C.rows()), nmo = static_cast<hsize_t>(C.cols());
-  check(static_cast<hsize_t>(orbitals.eps.size()) == nmo,
-        "orbital energies and coefficients disagree on the number of orbitals");
-  write_dataset(group, "mo_coefficients", {nbf, nmo}, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE,
-                C.data());
-  write_dataset(group, "mo_energies", {nmo}, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE,
-                orbitals.eps.data());
-  write_int_attribute(group, "nocc", orbitals.nocc);
+  for (int s = 0; s < orbitals.spin_count(); ++s) {
+    const SpinOrbitals& set = orbitals.spin(s);
+    const std::string suffix = s == 0 ? "" : "_beta";
+    const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> C = set.C;
+    const hsize_t nbf = static_cast<hsize_t>(C.rows()), nmo = static_cast<hsize_t>(C.cols());
+    check(static_cast<hsize_t>(set.eps.size()) == nmo,
+          "orbital energies and coefficients disagree on the number of orbitals");
+    write_dataset(group, "mo_coefficients" + suffix, {nbf, nmo}, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, C.data());
+    write_dataset(group, "mo_energies" + suffix, {nmo}, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, set.eps.data());
+    write_int_attribute(group, "nocc" + suffix, set.nocc);
+  }
 }
 
 // /scf/iterations: compound {iteration int32, energy, delta_e, gradient_rms float64}.
@@ -686,6 +705,7 @@ void write_hdf5_results(const std::string& path, const RunResult& r) {
     write_string_attribute(file, "molecule", r.molecule);
     write_basis_names(file, r.basis, r.df_basis, r.jk_basis);
     write_string_attribute(file, "scf_type", r.scf_type);
+    write_string_attribute(file, "reference", r.reference);
     write_string_attribute(file, "backend", r.backend);
     write_string_attribute(file, "precision", r.precision);
     for (const auto& [name, value] :
@@ -698,6 +718,13 @@ void write_hdf5_results(const std::string& path, const RunResult& r) {
           {"e_os", r.e_os}, {"e_corr", r.e_corr}, {"e_scs_corr", r.e_scs_corr},
           {"e_total", r.e_total}})
       write_double_attribute(file, name, value);
+    if (r.reference == "uhf") {
+      write_int_attribute(file, "nocc_beta", r.nocc_beta);
+      write_int_attribute(file, "nvir_beta", r.nvir_beta);
+      for (const auto& [name, value] : {std::pair<const char*, double>{"s2", r.s2}, {"e_aa", r.e_aa},
+                                        {"e_bb", r.e_bb}, {"e_ab", r.e_os}})
+        write_double_attribute(file, name, value);
+    }
 
     // Stage wall times and floors in the order the stages ran; "total" last.
     const Handle timings = create_group(file, "/timings", true);

@@ -16,13 +16,76 @@ std::string fixed(double value, int digits) {
   return text;
 }
 
+// The SCF iterations and, for UHF, ⟨S²⟩ beside S(S+1).
+void print_scf(std::ostream& out, const RunResult& r) {
+  if (!r.scf_iterations.empty()) {
+    out << "SCF (" << r.scf_type << (r.reference == "uhf" ? ", UHF" : "")
+        << ")\n  iter         energy / Eh          ΔE / Eh      |grad|\n";
+    for (const ScfIteration& it : r.scf_iterations) {
+      char line[128];
+      std::snprintf(line, sizeof line, "  %4d  %20.12f  %14.6e  %10.3e%s\n", it.iteration, it.energy,
+                    it.delta_e, it.gradient_rms, it.fp32 ? "  fp32 K" : "");
+      out << line;
+    }
+    out << "\n";
+  }
+  if (r.reference == "uhf" && r.geometry) {
+    const double S = 0.5 * (r.geometry->multiplicity - 1);
+    out << "<S^2> " << fixed(r.s2, 6) << "  (S(S+1) = " << fixed(S * (S + 1.0), 6) << ")\n\n";
+  }
+}
+
+void print_energies(std::ostream& out, const RunResult& r) {
+  out << "Energies / Eh\n";
+  auto row = [&](const char* label, double value) {
+    out << "  " << std::setw(28) << std::left << label << std::right << std::setw(22)
+        << fixed(value, 10) << "\n";
+  };
+  if (r.geometry) {
+    row("nuclear repulsion", r.e_nuc);
+    row("SCF", r.e_scf);
+  }
+  if (r.reference == "uhf") {
+    row("MP2 same-spin alpha-alpha", r.e_aa);
+    row("MP2 same-spin beta-beta", r.e_bb);
+  }
+  row("MP2 same-spin", r.e_ss);
+  row("MP2 opposite-spin", r.e_os);
+  row("MP2 correlation", r.e_corr);
+  row("SCS-MP2 correlation", r.e_scs_corr);
+  if (r.geometry) {
+    row("MP2 total", r.e_total);
+    row("SCS-MP2 total", r.e_scf + r.e_scs_corr);
+  }
+}
+
+// The reference and multiplicity, UHF's keys (β sizes, ⟨S²⟩, the energies by spin pair) and the
+// orbital energies.
+void add_spin_keys(nlohmann::json& j, const RunResult& r) {
+  j["reference"] = r.reference;
+  if (r.geometry) j["multiplicity"] = r.geometry->multiplicity;
+  if (r.reference == "uhf") {
+    j["nocc_beta"] = r.nocc_beta;
+    j["nvir_beta"] = r.nvir_beta;
+    for (const auto& [key, value] :
+         {std::pair<const char*, double>{"s2", r.s2}, {"e_aa", r.e_aa}, {"e_bb", r.e_bb}, {"e_ab", r.e_os}})
+      j[key] = value;
+  }
+  if (r.orbitals) {
+    j["mo_energies"] = std::vector<double>(r.orbitals->eps.begin(), r.orbitals->eps.end());
+    if (r.orbitals->beta)
+      j["mo_energies_beta"] = std::vector<double>(r.orbitals->beta->eps.begin(), r.orbitals->beta->eps.end());
+  }
+}
+
 }  // namespace
 
 void print_report(std::ostream& out, const RunResult& r) {
   out << "dfmp2 — density-fitted MP2\n\n";
   if (r.geometry) {
-    out << "Molecule " << r.molecule << "  (" << r.natom << " atoms, charge "
-        << r.geometry->charge << ")\n";
+    out << "Molecule " << r.molecule << "  (" << r.natom << " atoms, charge " << r.geometry->charge;
+    if (r.geometry->multiplicity != 1) out << ", multiplicity " << r.geometry->multiplicity;
+    out << ")\n";
     for (const Atom& atom : r.geometry->atoms)
       out << "  " << std::setw(2) << std::left << element_symbol(atom.Z) << std::right << "  "
           << std::setw(14) << fixed(atom.r[0], 8) << std::setw(14) << fixed(atom.r[1], 8)
@@ -33,35 +96,14 @@ void print_report(std::ostream& out, const RunResult& r) {
   } else {
     out << "Energy only, from the given DF tensor\n";
   }
-  out << "  nbf " << r.nbf << "  naux " << r.naux << "  naux_jk " << r.naux_jk << "  nocc "
-      << r.nocc << "  nvir " << r.nvir << "  nfrozen " << r.nfrozen << "\n\n";
-  if (!r.scf_iterations.empty()) {
-    out << "SCF (" << r.scf_type << ")\n  iter         energy / Eh          ΔE / Eh      |grad|\n";
-    for (const ScfIteration& it : r.scf_iterations) {
-      char line[128];
-      std::snprintf(line, sizeof line, "  %4d  %20.12f  %14.6e  %10.3e%s\n", it.iteration, it.energy,
-                    it.delta_e, it.gradient_rms, it.fp32 ? "  fp32 K" : "");
-      out << line;
-    }
-    out << "\n";
-  }
-  out << "Energies / Eh\n";
-  auto row = [&](const char* label, double value) {
-    out << "  " << std::setw(28) << std::left << label << std::right << std::setw(22)
-        << fixed(value, 10) << "\n";
-  };
-  if (r.geometry) {
-    row("nuclear repulsion", r.e_nuc);
-    row("SCF", r.e_scf);
-  }
-  row("MP2 same-spin", r.e_ss);
-  row("MP2 opposite-spin", r.e_os);
-  row("MP2 correlation", r.e_corr);
-  row("SCS-MP2 correlation", r.e_scs_corr);
-  if (r.geometry) {
-    row("MP2 total", r.e_total);
-    row("SCS-MP2 total", r.e_scf + r.e_scs_corr);
-  }
+  out << "  nbf " << r.nbf << "  naux " << r.naux << "  naux_jk " << r.naux_jk;
+  if (r.reference == "uhf")
+    out << "  nocc " << r.nocc << " α " << r.nocc_beta << " β  nvir " << r.nvir << " α " << r.nvir_beta << " β";
+  else
+    out << "  nocc " << r.nocc << "  nvir " << r.nvir;
+  out << "  nfrozen " << r.nfrozen << "\n\n";
+  print_scf(out, r);
+  print_energies(out, r);
   out << "\nEnergy backend " << r.backend << " (" << r.precision << "), " << r.threads << " threads"
       << (r.ranks > 1 ? " × " + std::to_string(r.ranks) + " MPI ranks" : "") << ", OpenBLAS kernels "
       << r.blas_kernels << "\n";
@@ -102,6 +144,7 @@ nlohmann::json to_json(const RunResult& r) {
   j["nocc"] = r.nocc;
   j["nvir"] = r.nvir;
   j["nfrozen"] = r.nfrozen;
+  add_spin_keys(j, r);
   j["e_nuc"] = r.e_nuc;
   j["e_scf"] = r.e_scf;
   j["e_ss"] = r.e_ss;

@@ -30,6 +30,20 @@ std::string normalize_symbol(const std::string& s) {
   return out;
 }
 
+// 2S unpaired electrons out of nelec: the rest pair up, so 2S has nelec's parity.
+void validate_multiplicity(int nelec, int multiplicity) {
+  const std::string M = "multiplicity " + std::to_string(multiplicity), n = std::to_string(nelec);
+  const std::string has = ", the molecule has " + n + " electrons";
+  if (multiplicity < 1) throw InputError(M + " is not a spin multiplicity 2S+1 (at least 1)");
+  if (nelec % 2 != 0 && multiplicity == 1)
+    throw InputError("odd electron count (" + n +
+                     ") cannot be a singlet: give the multiplicity, e.g. --multiplicity 2 for a doublet");
+  if ((nelec + multiplicity - 1) % 2 != 0)
+    throw InputError(M + " needs an " + (nelec % 2 != 0 ? "even" : "odd") + " electron count" + has);
+  if (multiplicity - 1 > nelec)
+    throw InputError(M + " needs " + std::to_string(multiplicity - 1) + " unpaired electrons" + has);
+}
+
 }  // namespace
 
 int atomic_number(const std::string& symbol) {
@@ -68,12 +82,7 @@ void validate(const Molecule& mol) {
   if (nelec <= 0)
     throw InputError("charge " + std::to_string(mol.charge) + " leaves " +
                      std::to_string(nelec) + " electrons");
-  if (nelec % 2 != 0)
-    throw InputError("odd electron count (" + std::to_string(nelec) +
-                     "): only closed-shell RHF is supported");
-  if (mol.multiplicity != 1)
-    throw InputError("multiplicity " + std::to_string(mol.multiplicity) +
-                     " is not supported: only closed-shell singlets (multiplicity 1)");
+  validate_multiplicity(nelec, mol.multiplicity);
 }
 
 int electron_count(const Molecule& mol) {
@@ -81,6 +90,9 @@ int electron_count(const Molecule& mol) {
   for (const Atom& atom : mol.atoms) n += atom.Z;
   return n;
 }
+
+int alpha_electrons(const Molecule& mol) { return (electron_count(mol) + mol.multiplicity - 1) / 2; }
+int beta_electrons(const Molecule& mol) { return (electron_count(mol) - mol.multiplicity + 1) / 2; }
 
 double nuclear_repulsion(const Molecule& mol) {
   double e = 0.0;

@@ -29,10 +29,15 @@ int atomic_number(const std::string& symbol);
 const std::string& element_symbol(int Z);
 
 // Throws InputError for: no atoms, Z out of range, non-finite coordinates, two atoms closer
-// than 1e-3 bohr, an odd electron count or multiplicity ≠ 1 (closed-shell RHF only).
+// than 1e-3 bohr, no electrons, or a multiplicity 2S+1 the electron count cannot have (below 1,
+// of the wrong parity — an odd count with multiplicity 1 among them — or more unpaired electrons
+// than electrons).
 void validate(const Molecule& mol);
 
 int electron_count(const Molecule& mol);
+// Electrons of each spin, the unpaired ones α: nα = (n + 2S)/2, nβ = (n − 2S)/2.
+int alpha_electrons(const Molecule& mol);
+int beta_electrons(const Molecule& mol);
 double nuclear_repulsion(const Molecule& mol);
 // Orbitals frozen by Psi4's `freeze_core true`: the previous noble-gas shell of each atom.
 int frozen_core_orbitals(const Molecule& mol);

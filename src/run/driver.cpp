@@ -37,19 +37,23 @@ void describe_problem(const Problem& problem, RunResult& r) {
   r.jk_basis = problem.jk_basis;
   r.orbital_basis = OrbitalBasis{problem.obs, problem.orbital_basis.pure};
   r.scf_type = name_of(problem.jk_aux ? ScfType::df : ScfType::exact);
+  r.reference = name_of(problem.unrestricted ? Reference::uhf : Reference::rhf);
   r.nbf = static_cast<int>(problem.obs.nbf());
   r.naux = static_cast<int>(problem.aux.nbf());
   r.naux_jk = problem.jk_aux ? static_cast<int>(problem.jk_aux->nbf()) : 0;
   r.nfrozen = problem.nfrozen;
   r.nocc = problem.nocc - problem.nfrozen;
+  if (problem.unrestricted) r.nocc_beta = problem.nocc_beta - problem.nfrozen;
   r.e_nuc = problem.e_nuc;
 }
 
 void describe_scf(ScfSolution&& scf, RunResult& r) {
   r.e_scf = scf.e_scf;
+  r.s2 = scf.s2;
   r.scf_iterations = std::move(scf.iterations);
   r.nmo = static_cast<int>(scf.orbitals.C.cols());
   r.nvir = r.nmo - r.nocc - r.nfrozen;
+  if (scf.orbitals.beta) r.nvir_beta = r.nmo - r.nocc_beta - r.nfrozen;
   r.orbitals = std::move(scf.orbitals);
 }
 
@@ -79,14 +83,15 @@ struct PreparedRun::State {
   Progress& progress;
   std::unique_ptr<MemoryBudget> budget;
   RunResult base;  // everything before the energy step
-  DFTensor df;
+  DFTensor df;                      // RHF, or UHF's α
+  std::optional<DFTensor> df_beta;  // UHF's β
   double prepare_seconds = 0.0;
 
   RunContext context() { return {options, *budget, Communicator::world(), progress}; }
 };
 
 PreparedRun::PreparedRun(const RunInput& input, const RunOptions& options, Progress& progress)
-    : state_(new State{options, progress, nullptr, {}, {}, 0.0}) {
+    : state_(new State{options, progress, nullptr, {}, {}, {}, 0.0}) {
   State& s = *state_;
   const auto start = Clock::now();
   RunResult& r = s.base;
@@ -122,6 +127,7 @@ PreparedRun::PreparedRun(const RunInput& input, const RunOptions& options, Progr
     Transformed mo = timed(stages, r.gemm_rates, "df_transform",
                            [&] { return transform_to_mo(problem, integrals, scf.orbitals, context); });
     s.df = std::move(mo.df);
+    s.df_beta = std::move(mo.df_beta);
     r.df_transform_batches = mo.batches;
     describe_problem(problem, r);
     describe_scf(std::move(scf), r);
@@ -139,7 +145,7 @@ RunResult PreparedRun::energy(kernels::Backend backend, kernels::Precision preci
   const RunContext context = s.context();
   const auto start = Clock::now();
   const Mp2Energy energy =
-      timed(r.stages, r.gemm_rates, "energy", [&] { return mp2_energy(s.df, backend, precision, context); });
+      timed(r.stages, r.gemm_rates, "energy", [&] { return mp2_energy(s.df, s.df_beta, backend, precision, context); });
   r.total_seconds = s.prepare_seconds + seconds_since(start);
   const kernels::EnergyResult& e = energy.distributed.energy;
   r.backend = name_of(energy.backend);
@@ -148,6 +154,8 @@ RunResult PreparedRun::energy(kernels::Backend backend, kernels::Precision preci
   r.energy_reduction_seconds = e.reduce_seconds;
   r.e_os = e.e_os;
   r.e_ss = e.e_ss;
+  r.e_aa = energy.distributed.e_aa;
+  r.e_bb = energy.distributed.e_bb;
   r.e_corr = e.e_os + e.e_ss;
   r.e_scs_corr = 1.2 * e.e_os + e.e_ss / 3.0;
   r.e_total = r.e_scf + r.e_corr;

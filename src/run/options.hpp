@@ -15,11 +15,17 @@ namespace dfmp2 {
 
 enum class ScfType { df, exact };
 enum class ScfGuess { sad, core };
+// automatic: RHF for multiplicity 1, UHF otherwise.
+enum class Reference { automatic, rhf, uhf };
+// Whether a run with this reference and multiplicity is UHF; throws InputError for RHF asked for
+// an open shell.
+bool unrestricted(Reference reference, int multiplicity);
 
 using kernels::NamedChoices;
 
 NamedChoices<ScfType> scf_type_names();
 NamedChoices<ScfGuess> scf_guess_names();
+NamedChoices<Reference> reference_names();
 using kernels::backend_names;
 using kernels::precision_names;
 
@@ -30,7 +36,8 @@ std::string name_of(Enum value);
 // What the command line may set; unset optionals fall back to the input file, then defaults.
 struct RunOptions {
   std::optional<std::string> basis, df_basis, jk_basis;
-  std::optional<int> charge;
+  std::optional<int> charge, multiplicity;
+  Reference reference = Reference::automatic;
   ScfType scf_type = ScfType::df;
   ScfGuess guess = ScfGuess::sad;
   bool frozen_core = false;

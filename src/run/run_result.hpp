@@ -30,9 +30,14 @@ struct RunResult {
   std::string molecule;  // name, or formula when unnamed
   std::optional<Molecule> geometry;
   std::string basis, df_basis, jk_basis, scf_type;  // scf_type: "df", "exact", "none" (energy only)
+  std::string reference = "rhf";                     // "rhf" or "uhf"
+  // Active occupied and virtual orbitals (UHF: nocc and nvir α, nocc_beta and nvir_beta β).
   int natom = 0, nbf = 0, nmo = 0, naux = 0, naux_jk = 0, nocc = 0, nvir = 0, nfrozen = 0;
+  int nocc_beta = 0, nvir_beta = 0;
   double e_nuc = 0.0, e_scf = 0.0;
+  double s2 = 0.0;  // UHF: ⟨S²⟩ of the determinant
   double e_ss = 0.0, e_os = 0.0, e_corr = 0.0, e_scs_corr = 0.0, e_total = 0.0;
+  double e_aa = 0.0, e_bb = 0.0;  // UHF: e_ss by spin (e_os is E_αβ)
   std::vector<ScfIteration> scf_iterations;
   std::optional<Orbitals> orbitals;
   std::optional<OrbitalBasis> orbital_basis;  // the orbitals' basis, for Molden and TREXIO output

@@ -32,13 +32,33 @@ std::string default_auxiliary(const std::string& basis, std::string (*rule)(cons
   throw InputError("'" + input.path + "' does not name its orbital basis: give the auxiliary set with " + option);
 }
 
-void check_given_orbitals(const Orbitals& orbitals, std::size_t nbf, int nocc) {
+void check_given_orbitals(const Orbitals& orbitals, const Problem& problem) {
+  const std::size_t nbf = problem.obs.nbf();
   if (static_cast<std::size_t>(orbitals.C.rows()) != nbf)
     throw InputError("given orbitals have " + std::to_string(orbitals.C.rows()) + " rows but the basis has " +
                      std::to_string(nbf) + " functions");
-  if (orbitals.nocc != nocc)
+  if (orbitals.unrestricted() != problem.unrestricted)
+    throw InputError(std::string("given orbitals are ") + (orbitals.unrestricted() ? "UHF's (α and β)" : "RHF's") +
+                     " but the run is " + (problem.unrestricted ? "UHF" : "RHF"));
+  if (orbitals.nocc != problem.nocc)
     throw InputError("given orbitals have nocc = " + std::to_string(orbitals.nocc) + " but the molecule has " +
-                     std::to_string(nocc) + " doubly occupied orbitals");
+                     std::to_string(problem.nocc) + (problem.unrestricted ? " α" : " doubly") + " occupied orbitals");
+  if (problem.unrestricted && orbitals.beta->nocc != problem.nocc_beta)
+    throw InputError("given orbitals have nocc_beta = " + std::to_string(orbitals.beta->nocc) +
+                     " but the molecule has " + std::to_string(problem.nocc_beta) + " β occupied orbitals");
+}
+
+// The active orbitals' B_ia^P of one set of orbitals (RHF's, or one spin's), adding to `stats`.
+DFTensor transform_set(const Problem& problem, const Integrals& integrals, const SpinOrbitals& orbitals,
+                       const RunContext& context, DFTransformStats& stats) {
+  const int nactive = orbitals.nocc - problem.nfrozen;
+  const int nvir = static_cast<int>(orbitals.C.cols()) - orbitals.nocc;
+  const Eigen::MatrixXd C_occ = orbitals.C.middleCols(problem.nfrozen, nactive);
+  const Eigen::MatrixXd C_vir = orbitals.C.rightCols(nvir);
+  const Eigen::VectorXd eps_occ = orbitals.eps.segment(problem.nfrozen, nactive);
+  const Eigen::VectorXd eps_vir = orbitals.eps.tail(nvir);
+  return build_df_tensor({problem.obs, problem.aux, integrals.pairs, C_occ, C_vir, eps_occ, eps_vir}, context.budget,
+                         [&context](double done) { context.progress.fraction(done); }, context.comm, stats);
 }
 
 void report_iteration(Progress& progress, const ScfIteration& it) {
@@ -56,12 +76,19 @@ Problem define_problem(const RunInput& input, const RunContext& context) {
   Problem p;
   p.molecule = *input.molecule;
   if (options.charge) p.molecule.charge = *options.charge;
+  if (options.multiplicity) p.molecule.multiplicity = *options.multiplicity;
   validate(p.molecule);
+  p.unrestricted = unrestricted(options.reference, p.molecule.multiplicity);
   p.name = p.molecule.name.empty() ? formula(p.molecule) : p.molecule.name;
   p.e_nuc = nuclear_repulsion(p.molecule);
-  p.nocc = electron_count(p.molecule) / 2;
+  p.nocc = alpha_electrons(p.molecule);  // a singlet's α and β counts are its doubly occupied orbitals
+  p.nocc_beta = beta_electrons(p.molecule);
+  // As Psi4, frozen core orbitals are the same number of each spin.
   p.nfrozen = options.frozen_core ? frozen_core_orbitals(p.molecule) : 0;
   if (p.nfrozen >= p.nocc) throw InputError("frozen core leaves no active occupied orbital");
+  if (p.nfrozen > p.nocc_beta)
+    throw InputError("frozen core needs " + std::to_string(p.nfrozen) + " β orbitals, the molecule has " +
+                     std::to_string(p.nocc_beta));
 
   if (input.orbital_basis && options.basis)
     throw InputError("the orbital basis comes with the orbitals in '" + input.path + "': --basis cannot replace it");
@@ -87,24 +114,49 @@ Problem define_problem(const RunInput& input, const RunContext& context) {
   if (!p.jk_basis.empty())
     p.jk_aux = place_on(load_basis(p.jk_basis, BasisRole::auxiliary), p.molecule, p.orbital_basis.pure);
   context.progress.message("dfmp2: " + p.name + ", nbf " + std::to_string(p.obs.nbf()) + ", naux " +
-                           std::to_string(p.aux.nbf()) + ", nocc " + std::to_string(p.nocc));
+                           std::to_string(p.aux.nbf()) + ", nocc " + std::to_string(p.nocc) +
+                           (p.unrestricted ? " α, " + std::to_string(p.nocc_beta) + " β (UHF)" : ""));
   return p;
 }
 
 namespace {
 
-// The most the energy step holds: B in the precision asked for (and the stored one when they
-// differ), the backend's workspace and, over MPI, a visiting chunk of B.
-std::size_t energy_peak_bytes(std::size_t nocc, std::size_t nvir, std::size_t naux, bool stored_fp32,
+// One spin's active orbitals (RHF: the one set): occupied in all and on this rank, virtual.
+struct SpinBlock {
+  std::size_t nocc, nocc_mine, nvir;
+};
+
+SpinBlock block_of(const DFTensor& df) { return {df.eps_occ.size(), df.nocc, df.nvir}; }
+
+// The backend's workspace and, over MPI, a visiting chunk of B: the most of any pair block this
+// rank sums (UHF: αα, ββ, and its α share against β shares).
+std::size_t energy_workspace(const std::vector<SpinBlock>& spins, std::size_t naux, kernels::Backend backend,
+                             kernels::Precision precision, std::size_t memory_bytes, const Communicator& comm) {
+  const std::size_t elem = precision == kernels::Precision::fp32 ? sizeof(float) : sizeof(double);
+  const int threads = omp_get_max_threads();
+  const auto visiting = [&](const SpinBlock& s) { return visiting_chunk_bytes(s.nocc, s.nvir, naux, elem, comm); };
+  std::size_t most = 0;
+  for (const SpinBlock& s : spins)
+    most = std::max(most, kernels::energy_workspace_bytes(backend, precision, s.nocc_mine, s.nvir, threads,
+                                                          memory_bytes) + visiting(s));
+  if (spins.size() == 2)
+    most = std::max(most, kernels::energy_workspace_bytes_opposite_spin(backend, precision, spins[0].nocc_mine,
+                                                                        spins[0].nvir, spins[1].nocc_mine,
+                                                                        spins[1].nvir, threads, memory_bytes) +
+                              visiting(spins[1]));
+  return most;
+}
+
+// The most the energy step holds: each spin's B in the precision asked for (and the stored one
+// when they differ), and the workspace.
+std::size_t energy_peak_bytes(const std::vector<SpinBlock>& spins, std::size_t naux, bool stored_fp32,
                               const RunContext& context) {
   const kernels::Precision precision = context.options.precision;
   const std::size_t elem = precision == kernels::Precision::fp32 ? sizeof(float) : sizeof(double);
   const std::size_t stored = stored_fp32 ? sizeof(float) : sizeof(double);
-  const std::size_t mine = share_of(nocc, context.comm.rank(), context.comm.size()).size() * nvir * naux;
-  return mine * (stored + (stored == elem ? 0 : elem)) +
-         kernels::energy_workspace_bytes(context.options.backend, precision, mine / (nvir * naux), nvir,
-                                         omp_get_max_threads(), 0) +
-         visiting_chunk_bytes(nocc, nvir, naux, elem, context.comm);
+  std::size_t tensors = 0;
+  for (const SpinBlock& s : spins) tensors += s.nocc_mine * s.nvir * naux * (stored + (stored == elem ? 0 : elem));
+  return tensors + energy_workspace(spins, naux, context.options.backend, precision, 0, context.comm);
 }
 
 // B in precision Real: the stored tensor, or a converted copy drawn from the budget when it was
@@ -126,13 +178,25 @@ const Real* tensor_in(const DFTensor& df, LargeArray<Real>& copy, MemoryBudget& 
 }  // namespace
 
 void check_memory(const Problem& problem, const RunContext& context) {
-  const std::size_t nbf = problem.obs.nbf(), nactive = problem.nocc - problem.nfrozen;
-  const std::size_t nvir = nbf - problem.nocc;  // at most: linear dependencies only remove virtuals
-  const std::size_t scf = rhf_working_bytes(nbf, context.options.scf) +
-                          (problem.jk_aux ? DensityFittedFock::peak_bytes(problem.obs, *problem.jk_aux, context.comm)
-                                          : ExactFock::peak_bytes(nbf));
-  const std::size_t transform = df_transform_peak_bytes(problem.obs, problem.aux, nactive, nvir, context.comm);
-  const std::size_t energy = energy_peak_bytes(nactive, nvir, problem.aux.nbf(), false, context);
+  const std::size_t nbf = problem.obs.nbf(), naux = problem.aux.nbf(), spins = problem.unrestricted ? 2 : 1;
+  const auto block = [&](int nocc) {
+    const std::size_t nactive = static_cast<std::size_t>(nocc - problem.nfrozen);
+    // nvir at most: linear dependencies only remove virtuals
+    return SpinBlock{nactive, share_of(nactive, context.comm.rank(), context.comm.size()).size(), nbf - nocc};
+  };
+  std::vector<SpinBlock> blocks{block(problem.nocc)};
+  if (problem.unrestricted) blocks.push_back(block(problem.nocc_beta));
+  const std::size_t scf =
+      scf_working_bytes(nbf, context.options.scf, spins) +
+      (problem.jk_aux ? DensityFittedFock::peak_bytes(problem.obs, *problem.jk_aux, context.comm, spins)
+                      : ExactFock::peak_bytes(nbf, spins));
+  // UHF transforms β while it holds α's B.
+  std::size_t transform = 0, held = 0;
+  for (const SpinBlock& s : blocks) {
+    transform = std::max(transform, held + df_transform_peak_bytes(problem.obs, problem.aux, s.nocc, s.nvir, context.comm));
+    held += sizeof(double) * s.nocc_mine * s.nvir * naux;
+  }
+  const std::size_t energy = energy_peak_bytes(blocks, naux, false, context);
   context.budget.require(std::max({scf, transform, energy}),
                          "this run (SCF " + format_bytes(scf) + ", DF transform " + format_bytes(transform) +
                              ", energy " + format_bytes(energy) + " at their peaks)");
@@ -146,11 +210,12 @@ Integrals compute_integrals(const Problem& problem, const RunContext& context) {
   ints.H = core_hamiltonian(problem.obs, problem.molecule);
   if (problem.jk_aux) {
     auto df = std::make_unique<DensityFittedFock>(problem.obs, *problem.jk_aux, ints.pairs, context.budget,
-                                                  context.comm);
+                                                  context.comm, problem.unrestricted ? 2 : 1);
     ints.work = df->setup_work();
     ints.fock = std::move(df);
   } else {
-    ints.exact_fock_memory = context.budget.reserve(ExactFock::peak_bytes(problem.obs.nbf()), "the exact Fock builds");
+    ints.exact_fock_memory = context.budget.reserve(ExactFock::peak_bytes(problem.obs.nbf(), problem.unrestricted ? 2 : 1),
+                                                    "the exact Fock builds");
     ints.fock = std::make_unique<ExactFock>(problem.obs, ints.pairs, context.comm);
   }
   return ints;
@@ -159,48 +224,51 @@ Integrals compute_integrals(const Problem& problem, const RunContext& context) {
 ScfSolution solve_scf(const Problem& problem, Integrals& integrals, const std::optional<Orbitals>& given,
                       const RunContext& context) {
   ScfSolution solution;
-  const auto matrices = context.budget.reserve(rhf_working_bytes(problem.obs.nbf(), context.options.scf), "the SCF's matrices");
+  const auto matrices = context.budget.reserve(
+      scf_working_bytes(problem.obs.nbf(), context.options.scf, problem.unrestricted ? 2 : 1), "the SCF's matrices");
   if (given) {  // one Fock build for E_SCF instead of the SCF
-    check_given_orbitals(*given, problem.obs.nbf(), problem.nocc);
+    check_given_orbitals(*given, problem);
     solution.orbitals = *given;
-    const Eigen::MatrixXd C_occ = given->C.leftCols(problem.nocc);
-    const Eigen::MatrixXd D = C_occ * C_occ.transpose();
-    const Eigen::MatrixXd G = integrals.fock->build(C_occ, kernels::Precision::fp64);
-    solution.e_scf = D.cwiseProduct(2.0 * integrals.H + G).sum() + problem.e_nuc;
+    solution.e_scf = scf_energy(*given, integrals.H, *integrals.fock) + problem.e_nuc;
   } else {
     ScfOptions options = context.options.scf;
     options.on_iteration = [&context](const ScfIteration& it) { report_iteration(context.progress, it); };
     const Eigen::MatrixXd guess = context.options.guess == ScfGuess::sad
                                       ? atomic_density_guess(problem.orbital_basis, problem.molecule)
                                       : Eigen::MatrixXd();
-    ScfResult scf = run_rhf(integrals.S, integrals.H, problem.e_nuc, problem.nocc, *integrals.fock, options, guess);
+    ScfResult scf = problem.unrestricted ? run_uhf(integrals.S, integrals.H, problem.e_nuc, problem.nocc,
+                                                   problem.nocc_beta, *integrals.fock, options, guess)
+                                         : run_rhf(integrals.S, integrals.H, problem.e_nuc, problem.nocc,
+                                                   *integrals.fock, options, guess);
     solution.e_scf = scf.energy;
     solution.iterations = std::move(scf.iterations);
     solution.orbitals = std::move(scf.orbitals);
   }
   solution.work = integrals.fock->work();
   // Every rank must transform with the very same orbitals (eigenvector signs included).
-  Orbitals& orbitals = solution.orbitals;
-  context.comm.broadcast(orbitals.C.data(), static_cast<std::size_t>(orbitals.C.size()), 0);
-  context.comm.broadcast(orbitals.eps.data(), static_cast<std::size_t>(orbitals.eps.size()), 0);
+  for (int s = 0; s < solution.orbitals.spin_count(); ++s) {
+    SpinOrbitals& orbitals = solution.orbitals.spin(s);
+    context.comm.broadcast(orbitals.C.data(), static_cast<std::size_t>(orbitals.C.size()), 0);
+    context.comm.broadcast(orbitals.eps.data(), static_cast<std::size_t>(orbitals.eps.size()), 0);
+  }
+  solution.s2 = spin_squared(solution.orbitals, integrals.S);
   return solution;
 }
 
 Transformed transform_to_mo(const Problem& problem, const Integrals& integrals, const Orbitals& orbitals,
                             const RunContext& context) {
-  const int nactive = problem.nocc - problem.nfrozen;
-  const int nvir = static_cast<int>(orbitals.C.cols()) - problem.nocc;
-  const Eigen::MatrixXd C_occ = orbitals.C.middleCols(problem.nfrozen, nactive);
-  const Eigen::MatrixXd C_vir = orbitals.C.rightCols(nvir);
-  const Eigen::VectorXd eps_occ = orbitals.eps.segment(problem.nfrozen, nactive);
-  const Eigen::VectorXd eps_vir = orbitals.eps.tail(nvir);
-  context.progress.begin("DF transform (auxiliary batches)");
   DFTransformStats stats;
   Transformed t;
-  t.df = build_df_tensor({problem.obs, problem.aux, integrals.pairs, C_occ, C_vir, eps_occ, eps_vir}, context.budget,
-                         [&context](double done) { context.progress.fraction(done); }, context.comm, stats);
-  t.work = stats.work;
+  context.progress.begin(orbitals.beta ? "DF transform, α (auxiliary batches)" : "DF transform (auxiliary batches)");
+  t.df = transform_set(problem, integrals, orbitals, context, stats);
   t.batches = stats.batches;
+  if (orbitals.beta) {
+    // The three-index integrals are computed again for β: B_ia^P takes one spin at a time.
+    context.progress.begin("DF transform, β (auxiliary batches)");
+    t.df_beta = transform_set(problem, integrals, *orbitals.beta, context, stats);
+    t.batches = std::max(t.batches, stats.batches);
+  }
+  t.work = stats.work;
   return t;
 }
 
@@ -224,32 +292,38 @@ DFTensor read_given_tensor(const GivenDFTensor& given, const RunContext& context
   return df;
 }
 
-Mp2Energy mp2_energy(const DFTensor& df, kernels::Backend backend, kernels::Precision precision,
-                     const RunContext& context) {
+Mp2Energy mp2_energy(const DFTensor& df, const std::optional<DFTensor>& df_beta, kernels::Backend backend,
+                     kernels::Precision precision, const RunContext& context) {
   context.progress.begin("MP2 energy (pair blocks)");
   Mp2Energy energy;
-  const double flops = kernels::needed_flops(df.eps_occ.size(), df.nvir, df.naux) / context.comm.size();
-  const auto run = [&](const auto* B) {
-    using Real = std::remove_cv_t<std::remove_pointer_t<decltype(B)>>;
+  const double flops = (df_beta ? kernels::needed_flops_unrestricted(df.eps_occ.size(), df.nvir,
+                                                                     df_beta->eps_occ.size(), df_beta->nvir, df.naux)
+                                : kernels::needed_flops(df.eps_occ.size(), df.nvir, df.naux)) /
+                       context.comm.size();
+  std::vector<SpinBlock> blocks{block_of(df)};
+  if (df_beta) blocks.push_back(block_of(*df_beta));
+  const auto run = [&](auto real) {
+    using Real = decltype(real);
+    LargeArray<Real> copy, copy_beta;
+    const Real* B = tensor_in(df, copy, context.budget);
+    const Real* B_beta = df_beta ? tensor_in(*df_beta, copy_beta, context.budget) : nullptr;
     kernels::EnergyOptions options;
     options.memory_bytes = context.budget.available();  // for the loop backend's T_flat
     options.progress = [&context](double done) { context.progress.fraction(done); };
     if (backend == kernels::Backend::automatic)
       backend = kernels::resolve_automatic(precision, df.eps_occ.size(), df.nvir, options.memory_bytes);
     const auto workspace = context.budget.reserve(
-        kernels::energy_workspace_bytes(backend, precision, df.nocc, df.nvir, omp_get_max_threads(), options.memory_bytes) +
-            visiting_chunk_bytes(df.eps_occ.size(), df.nvir, df.naux, sizeof(Real), context.comm),
+        energy_workspace(blocks, df.naux, backend, precision, options.memory_bytes, context.comm),
         "the MP2 energy's workspace");
     energy.backend = backend;
-    energy.distributed = distributed_mp2_energy(backend, B, df, options, context.comm);
+    energy.distributed = df_beta ? distributed_ump2_energy(backend, B, df, B_beta, *df_beta, options, context.comm)
+                                 : distributed_mp2_energy(backend, B, df, options, context.comm);
   };
   if (precision == kernels::Precision::fp32) {
-    LargeArray<float> copy;
-    run(tensor_in(df, copy, context.budget));
+    run(float{});
     energy.work.flops_fp32 = flops;
   } else {
-    LargeArray<double> copy;
-    run(tensor_in(df, copy, context.budget));
+    run(double{});
     energy.work.flops_fp64 = flops;
   }
   return energy;

@@ -44,7 +44,9 @@ struct Problem {
                                              // `pure` for a basis given with the orbitals)
   libint2::BasisSet obs, aux;                // orbital and DF-MP2 auxiliary sets
   std::optional<libint2::BasisSet> jk_aux;   // DF-SCF auxiliary set
-  int nocc = 0, nfrozen = 0;                 // doubly occupied, and frozen of those
+  bool unrestricted = false;                 // UHF, else RHF
+  int nocc = 0, nfrozen = 0;                 // occupied (RHF: doubly; UHF: α), and frozen of those
+  int nocc_beta = 0;                         // UHF: occupied β orbitals (nocc − 2S); RHF: nocc
   double e_nuc = 0.0;
 };
 Problem define_problem(const RunInput& input, const RunContext& context);
@@ -63,9 +65,10 @@ struct Integrals {
 };
 Integrals compute_integrals(const Problem& problem, const RunContext& context);
 
-// scf: canonical RHF orbitals, or the given ones with their energy from one Fock build.
+// scf: canonical RHF or UHF orbitals, or the given ones with their energy from one Fock build.
 struct ScfSolution {
   double e_scf = 0.0;
+  double s2 = 0.0;    // UHF: ⟨S²⟩ of the determinant
   Orbitals orbitals;  // identical on every rank
   std::vector<ScfIteration> iterations;
   StageWork work;
@@ -73,9 +76,10 @@ struct ScfSolution {
 ScfSolution solve_scf(const Problem& problem, Integrals& integrals, const std::optional<Orbitals>& given,
                       const RunContext& context);
 
-// df_transform: B_ia^P over the active orbitals (this rank's occupied block).
+// df_transform: B_ia^P over the active orbitals (this rank's occupied block), of each spin for UHF.
 struct Transformed {
-  DFTensor df;
+  DFTensor df;                      // RHF, or UHF's α
+  std::optional<DFTensor> df_beta;  // UHF's β
   StageWork work;
   std::size_t batches = 0;  // of auxiliary shells (more than one when the budget binds)
 };
@@ -85,13 +89,14 @@ Transformed transform_to_mo(const Problem& problem, const Integrals& integrals, 
 // The energy-only run's B: this rank's occupied rows read from where they are stored.
 DFTensor read_given_tensor(const GivenDFTensor& given, const RunContext& context);
 
-// energy: the MP2 energy from B, with the backend and precision asked for.
+// energy: the MP2 energy from B (UHF: the α and β tensors), with the backend and precision asked
+// for.
 struct Mp2Energy {
   DistributedEnergy distributed;
   kernels::Backend backend;  // the one that ran
   StageWork work;
 };
-Mp2Energy mp2_energy(const DFTensor& df, kernels::Backend backend, kernels::Precision precision,
-                     const RunContext& context);
+Mp2Energy mp2_energy(const DFTensor& df, const std::optional<DFTensor>& df_beta, kernels::Backend backend,
+                     kernels::Precision precision, const RunContext& context);
 
 }  // namespace dfmp2

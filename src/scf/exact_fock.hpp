@@ -1,8 +1,10 @@
-// G = 2J − K from exact four-index integrals, built incrementally: G(D_n) = G(D_{n−1}) +
-// G(D_n − D_{n−1}), where the density change screens most quartets away as the SCF converges;
-// every kFullBuildEvery-th build starts afresh so screening errors cannot pile up. Over MPI each
-// rank computes its share of the quartets and G is summed.
+// G = 2J − K (or UHF's G_α, G_β) from exact four-index integrals, built incrementally:
+// G(D_n) = G(D_{n−1}) + G(D_n − D_{n−1}), where the density change screens most quartets away as
+// the SCF converges; every kFullBuildEvery-th build starts afresh so screening errors cannot pile
+// up. Over MPI each rank computes its share of the quartets and G is summed.
 #pragma once
+
+#include <vector>
 
 #include <libint2/basis.h>
 
@@ -16,14 +18,21 @@ class ExactFock : public FockBuilder {
  public:
   ExactFock(const libint2::BasisSet& obs, const ShellPairs& pairs, Communicator& comm);
   Eigen::MatrixXd build(const Eigen::MatrixXd& density_factor, kernels::Precision precision) override;
-  // What a build holds (per-thread G, the last D and G), for the run's up-front memory check.
-  static std::size_t peak_bytes(std::size_t nbf);
+  std::array<Eigen::MatrixXd, 2> build_unrestricted(const Eigen::MatrixXd& alpha_factor,
+                                                    const Eigen::MatrixXd& beta_factor,
+                                                    kernels::Precision precision) override;
+  // What builds of `spins` densities hold (per-thread G, the last D and G, per spin), for the
+  // run's up-front memory check.
+  static std::size_t peak_bytes(std::size_t nbf, std::size_t spins);
 
  private:
+  // Every spin's G from its density D_s (exact_two_electron_fock's convention).
+  std::vector<Eigen::MatrixXd> build_spins(const std::vector<Eigen::MatrixXd>& D);
+
   const libint2::BasisSet& obs_;
   const ShellPairs& pairs_;
   Communicator& comm_;
-  Eigen::MatrixXd D_, G_;  // the last build's density and G
+  std::vector<Eigen::MatrixXd> D_, G_;  // the last build's densities and G, per spin
   int builds_ = 0;
 };
 

@@ -1,8 +1,11 @@
-// The SCF's two-electron Fock term G = 2J − K of a closed-shell density D = F Fᵀ (F: C_occ, or
-// a factor of a guess density with fractional occupations): density-fitted (DensityFittedFock,
+// The SCF's two-electron Fock terms: G = 2J − K of a closed-shell density D = F Fᵀ (F: C_occ, or
+// a factor of a guess density with fractional occupations), or UHF's G_α = J(D_α + D_β) − K(D_α)
+// and G_β = J(D_α + D_β) − K(D_β) with D_σ = F_σ F_σᵀ: density-fitted (DensityFittedFock,
 // df_fock.hpp) or from exact four-index integrals (ExactFock, exact_fock.hpp). Each builder
 // counts its work for the SCF stage's floor.
 #pragma once
+
+#include <array>
 
 #include <Eigen/Core>
 
@@ -18,6 +21,11 @@ class FockBuilder {
   // density-fitted exchange in single precision), for early SCF iterations, from builders that
   // have one (has_fp32_build()); the others build exactly.
   virtual Eigen::MatrixXd build(const Eigen::MatrixXd& density_factor, kernels::Precision precision) = 0;
+  // UHF: {G_α, G_β} from the α and β density factors (either may have no columns), both spins
+  // from one pass over the integrals. Collective; precision as for build.
+  virtual std::array<Eigen::MatrixXd, 2> build_unrestricted(const Eigen::MatrixXd& alpha_factor,
+                                                            const Eigen::MatrixXd& beta_factor,
+                                                            kernels::Precision precision) = 0;
   virtual bool has_fp32_build() const { return false; }
   // Work of the builds so far.
   const StageWork& work() const { return work_; }

@@ -14,12 +14,20 @@
 namespace dfmp2 {
 namespace {
 
-// Pulay's DIIS: the Fock matrix whose extrapolated error vector is smallest.
+// Pulay's DIIS: the Fock matrices whose extrapolated error vector is smallest. For UHF an entry
+// holds both spins' Fock matrices and errors, extrapolated with one set of coefficients.
 class Diis {
  public:
-  explicit Diis(int max_vectors) : max_vectors_(max_vectors) {}
+  // scaled: solve with the error products scaled to a largest diagonal element of 1 (same
+  // coefficients). Near convergence they are ~1e-20 beside the constraint's −1, below the pivot
+  // threshold of Eigen's FullPivLU (ε·size of the largest pivot), which then drops them: the
+  // gradient stalls, at ~1e-10 for UHF (NO/def2-TZVP) and ~1e-12 for RHF. UHF, converged to
+  // 1e-10, needs the scaling; RHF's 1e-8 default stays clear of the stall, and its unscaled
+  // system keeps its results bit for bit those of earlier versions.
+  Diis(int max_vectors, bool scaled) : max_vectors_(max_vectors), scaled_(scaled) {}
 
-  Eigen::MatrixXd extrapolate(const Eigen::MatrixXd& F, const Eigen::MatrixXd& error) {
+  std::vector<Eigen::MatrixXd> extrapolate(const std::vector<Eigen::MatrixXd>& F,
+                                           const std::vector<Eigen::MatrixXd>& error) {
     focks_.push_back(F);
     errors_.push_back(error);
     if (static_cast<int>(focks_.size()) > max_vectors_) {
@@ -30,22 +38,38 @@ class Diis {
     Eigen::MatrixXd B = Eigen::MatrixXd::Constant(n + 1, n + 1, -1.0);
     B(n, n) = 0.0;
     for (int a = 0; a < n; ++a)
-      for (int b = 0; b <= a; ++b) B(a, b) = B(b, a) = errors_[a].cwiseProduct(errors_[b]).sum();
+      for (int b = 0; b <= a; ++b) {
+        double overlap = 0.0;
+        for (std::size_t s = 0; s < F.size(); ++s) overlap += errors_[a][s].cwiseProduct(errors_[b][s]).sum();
+        B(a, b) = B(b, a) = overlap;
+      }
+    if (scaled_) B.topLeftCorner(n, n) /= B.topLeftCorner(n, n).diagonal().maxCoeff();
     Eigen::VectorXd rhs = Eigen::VectorXd::Zero(n + 1);
     rhs(n) = -1.0;
     const Eigen::VectorXd c = B.fullPivLu().solve(rhs);
-    Eigen::MatrixXd extrapolated = Eigen::MatrixXd::Zero(F.rows(), F.cols());
-    for (int a = 0; a < n; ++a) extrapolated += c(a) * focks_[a];
+    std::vector<Eigen::MatrixXd> extrapolated(F.size(), Eigen::MatrixXd::Zero(F[0].rows(), F[0].cols()));
+    for (std::size_t s = 0; s < F.size(); ++s)
+      for (int a = 0; a < n; ++a) extrapolated[s] += c(a) * focks_[a][s];
     return extrapolated;
   }
 
  private:
   int max_vectors_;
-  std::deque<Eigen::MatrixXd> focks_, errors_;
+  bool scaled_;
+  std::deque<std::vector<Eigen::MatrixXd>> focks_, errors_;
 };
 
-// Occupation of each orbital, 0 … 1 of its electron pair, for ascending orbital energies.
+// Occupation of each orbital, 0 … 1 (of an electron pair for RHF, of one electron for a UHF
+// spin), for ascending orbital energies.
 using OccupationRule = std::function<Eigen::VectorXd(const Eigen::VectorXd& eps)>;
+
+OccupationRule aufbau(int nocc) {
+  return [nocc](const Eigen::VectorXd& eps) {
+    Eigen::VectorXd occupation = Eigen::VectorXd::Zero(eps.size());
+    occupation.head(nocc).setOnes();
+    return occupation;
+  };
+}
 
 // D = F Fᵀ with F = C diag(√occupation) over the occupied columns.
 Eigen::MatrixXd density_factor(const Eigen::MatrixXd& C, const Eigen::VectorXd& occupation) {
@@ -54,97 +78,163 @@ Eigen::MatrixXd density_factor(const Eigen::MatrixXd& C, const Eigen::VectorXd& 
   return C.leftCols(occupied) * occupation.head(occupied).cwiseSqrt().asDiagonal();
 }
 
-struct ScfRun {
-  ScfResult result;
-  Eigen::MatrixXd density_factor;  // of the last density the Fock matrix was built from
-  bool converged = false;
-};
-
-ScfRun iterate(const Eigen::MatrixXd& S, const Eigen::MatrixXd& H, double e_nuc, int nocc,
-               const OccupationRule& occupy, FockBuilder& fock, const ScfOptions& options,
-               const Eigen::MatrixXd& guess_density_factor) {
-  // Canonical orthogonalisation X = U s^-1/2 over the overlap eigenvalues kept.
+// Canonical orthogonalisation X = U s^-1/2 over the overlap eigenvalues kept.
+Eigen::MatrixXd orthogonaliser(const Eigen::MatrixXd& S, double s_tolerance, int nocc) {
   const kernels::SymmetricEigen s_eig = kernels::symmetric_eigen(S);
   const Eigen::VectorXd& s = s_eig.values;
   Eigen::Index first_kept = 0;
-  while (first_kept < s.size() && s(first_kept) < options.s_tolerance) ++first_kept;
+  while (first_kept < s.size() && s(first_kept) < s_tolerance) ++first_kept;
   const Eigen::Index nmo = s.size() - first_kept;
   if (nmo < nocc)
     throw InputError("only " + std::to_string(nmo) + " linearly independent orbitals for " +
                      std::to_string(nocc) + " occupied ones");
-  const Eigen::MatrixXd X = s_eig.vectors.rightCols(nmo) *
-                            s.tail(nmo).cwiseSqrt().cwiseInverse().asDiagonal();
+  return s_eig.vectors.rightCols(nmo) * s.tail(nmo).cwiseSqrt().cwiseInverse().asDiagonal();
+}
 
+// The spins' two-electron terms: one closed-shell G, or UHF's G_α and G_β.
+std::vector<Eigen::MatrixXd> two_electron_terms(FockBuilder& fock, const std::vector<Eigen::MatrixXd>& factors,
+                                                kernels::Precision precision) {
+  if (factors.size() == 1) return {fock.build(factors[0], precision)};
+  auto [alpha, beta] = fock.build_unrestricted(factors[0], factors[1], precision);
+  return {std::move(alpha), std::move(beta)};
+}
+
+// What one iteration's Fock matrices F_s = H + G_s give.
+struct FockStep {
+  std::vector<Eigen::MatrixXd> F, error;  // per spin; error: the orthogonalised X^T(FDS − SDF)X
+  double energy = 0.0, gradient_rms = 0.0;
+};
+
+// E = Σ_s w tr(D_s (H + F_s)) + E_nuc, w = 1 for RHF's one set (it stands for both spins), ½ for
+// UHF's α and β; the gradient RMS over every spin's error elements.
+FockStep fock_step(const Eigen::MatrixXd& S, const Eigen::MatrixXd& H, const Eigen::MatrixXd& X, double e_nuc,
+                   const std::vector<Eigen::MatrixXd>& factors, const std::vector<Eigen::MatrixXd>& G) {
+  FockStep step;
+  const double weight = 1.0 / static_cast<double>(factors.size());
+  double energy = 0.0, squares = 0.0, count = 0.0;
+  for (std::size_t s = 0; s < factors.size(); ++s) {
+    const Eigen::MatrixXd D = factors[s] * factors[s].transpose();
+    step.F.push_back(H + G[s]);
+    energy += weight * D.cwiseProduct(H + step.F[s]).sum();
+    const Eigen::MatrixXd FDS = step.F[s] * D * S;
+    step.error.push_back(X.transpose() * (FDS - FDS.transpose()) * X);
+    squares += step.error[s].squaredNorm();
+    count += static_cast<double>(step.error[s].size());
+  }
+  step.energy = energy + e_nuc;
+  step.gradient_rms = std::sqrt(squares / count);
+  return step;
+}
+
+struct ScfRun {
+  ScfResult result;
+  std::vector<Eigen::MatrixXd> density_factors;  // of the last densities the Fock matrices were built from
+  bool converged = false;
+};
+
+// The SCF over one set of orbitals (RHF, or a spherical atom's fractional occupations) or two
+// (UHF), each with its occupation rule. A guess density factor starts every set from it.
+ScfRun iterate(const Eigen::MatrixXd& S, const Eigen::MatrixXd& H, double e_nuc,
+               const std::vector<OccupationRule>& occupy, int nocc, FockBuilder& fock,
+               const ScfOptions& options, const Eigen::MatrixXd& guess_density_factor) {
+  const Eigen::MatrixXd X = orthogonaliser(S, options.s_tolerance, nocc);
+  const std::size_t spins = occupy.size();
   ScfRun run;
   Orbitals& orbitals = run.result.orbitals;
-  auto diagonalise = [&](const Eigen::MatrixXd& F) {
-    const kernels::SymmetricEigen eig = kernels::symmetric_eigen(X.transpose() * F * X);
-    orbitals.C = X * eig.vectors;
-    orbitals.eps = eig.values;
-    orbitals.nocc = nocc;
-    run.density_factor = density_factor(orbitals.C, occupy(orbitals.eps));
+  if (spins == 2) orbitals.beta.emplace();
+  run.density_factors.resize(spins);
+  auto diagonalise = [&](const std::vector<Eigen::MatrixXd>& F) {
+    for (std::size_t s = 0; s < spins; ++s) {
+      const kernels::SymmetricEigen eig = kernels::symmetric_eigen(X.transpose() * F[s] * X);
+      SpinOrbitals& set = orbitals.spin(static_cast<int>(s));
+      set.C = X * eig.vectors;
+      set.eps = eig.values;
+      const Eigen::VectorXd occupation = occupy[s](set.eps);
+      set.nocc = static_cast<int>((occupation.array() > 0.0).count());
+      run.density_factors[s] = density_factor(set.C, occupation);
+    }
   };
   if (guess_density_factor.size() > 0)
-    run.density_factor = guess_density_factor;
+    run.density_factors.assign(spins, guess_density_factor);
   else
-    diagonalise(H);
+    diagonalise(std::vector<Eigen::MatrixXd>(spins, H));
 
-  Diis diis(options.diis_vectors);
+  Diis diis(options.diis_vectors, spins == 2);
+  const double d_convergence = options.d_convergence.value_or(spins == 2 ? kUhfDConvergence : kRhfDConvergence);
   double previous_energy = 0.0;
   bool fp32 = options.fp32_until_gradient > 0.0 && fock.has_fp32_build();
   for (int iteration = 1; iteration <= options.max_iterations; ++iteration) {
-    const Eigen::MatrixXd& factor = run.density_factor;
-    const Eigen::MatrixXd D = factor * factor.transpose();
-    const Eigen::MatrixXd F =
-        H + fock.build(factor, fp32 ? kernels::Precision::fp32 : kernels::Precision::fp64);
-    const double energy = D.cwiseProduct(H + F).sum() + e_nuc;
-    const Eigen::MatrixXd FDS = F * D * S;
-    const Eigen::MatrixXd error = X.transpose() * (FDS - FDS.transpose()) * X;
-    const double gradient_rms = std::sqrt(error.squaredNorm() / static_cast<double>(error.size()));
-
-    ScfIteration record{iteration, energy, iteration == 1 ? energy : energy - previous_energy,
-                        gradient_rms, fp32};
+    const FockStep step = fock_step(S, H, X, e_nuc, run.density_factors,
+                                    two_electron_terms(fock, run.density_factors,
+                                                       fp32 ? kernels::Precision::fp32 : kernels::Precision::fp64));
+    ScfIteration record{iteration, step.energy, iteration == 1 ? step.energy : step.energy - previous_energy,
+                        step.gradient_rms, fp32};
     run.result.iterations.push_back(record);
     if (options.on_iteration) options.on_iteration(record);
-    previous_energy = energy;
-    run.result.energy = energy;
+    previous_energy = step.energy;
+    run.result.energy = step.energy;
     if (!fp32 && iteration > 1 && std::abs(record.delta_e) < options.e_convergence &&
-        gradient_rms < options.d_convergence) {
-      diagonalise(F);  // canonical orbitals of the converged Fock matrix
+        step.gradient_rms < d_convergence) {
+      diagonalise(step.F);  // canonical orbitals of the converged Fock matrices
       run.converged = true;
       return run;
     }
-    fp32 = fp32 && gradient_rms >= options.fp32_until_gradient;
+    fp32 = fp32 && step.gradient_rms >= options.fp32_until_gradient;
     // A guess density is not idempotent: its Fock matrix starts the SCF but stays out of DIIS.
     const bool from_guess = iteration == 1 && guess_density_factor.size() > 0;
-    diagonalise(from_guess ? F : diis.extrapolate(F, error));
+    diagonalise(from_guess ? step.F : diis.extrapolate(step.F, step.error));
   }
   return run;
 }
 
-}  // namespace
-
-std::size_t rhf_working_bytes(std::size_t nbf, const ScfOptions& options) {
-  constexpr std::size_t kMatrices = 16;  // S, H, X, C, D, F, FDS, the error and their temporaries
-  return sizeof(double) * nbf * nbf * (kMatrices + 2 * static_cast<std::size_t>(options.diis_vectors));
-}
-
-ScfResult run_rhf(const Eigen::MatrixXd& S, const Eigen::MatrixXd& H, double e_nuc, int nocc,
-                  FockBuilder& fock, const ScfOptions& options,
-                  const Eigen::MatrixXd& guess_density_factor) {
-  const OccupationRule aufbau = [nocc](const Eigen::VectorXd& eps) {
-    Eigen::VectorXd occupation = Eigen::VectorXd::Zero(eps.size());
-    occupation.head(nocc).setOnes();
-    return occupation;
-  };
-  ScfRun run =
-      iterate(S, H, e_nuc, nocc, aufbau, fock, options, guess_density_factor);
+ScfResult converged_or_throw(ScfRun&& run, const ScfOptions& options) {
   if (run.converged) return std::move(run.result);
   const ScfIteration& last = run.result.iterations.back();
   std::ostringstream message;
   message << "SCF did not converge in " << options.max_iterations << " iterations (last ΔE "
           << last.delta_e << " Eh, gradient RMS " << last.gradient_rms << ")";
   throw InputError(message.str());
+}
+
+}  // namespace
+
+std::size_t scf_working_bytes(std::size_t nbf, const ScfOptions& options, std::size_t spins) {
+  constexpr std::size_t kMatrices = 16;  // S, H, X, C, D, F, FDS, the error and their temporaries
+  return sizeof(double) * nbf * nbf * spins * (kMatrices + 2 * static_cast<std::size_t>(options.diis_vectors));
+}
+
+ScfResult run_rhf(const Eigen::MatrixXd& S, const Eigen::MatrixXd& H, double e_nuc, int nocc,
+                  FockBuilder& fock, const ScfOptions& options,
+                  const Eigen::MatrixXd& guess_density_factor) {
+  return converged_or_throw(iterate(S, H, e_nuc, {aufbau(nocc)}, nocc, fock, options, guess_density_factor),
+                            options);
+}
+
+ScfResult run_uhf(const Eigen::MatrixXd& S, const Eigen::MatrixXd& H, double e_nuc, int nalpha, int nbeta,
+                  FockBuilder& fock, const ScfOptions& options, const Eigen::MatrixXd& guess_density_factor) {
+  return converged_or_throw(
+      iterate(S, H, e_nuc, {aufbau(nalpha), aufbau(nbeta)}, nalpha, fock, options, guess_density_factor),
+      options);
+}
+
+double scf_energy(const Orbitals& orbitals, const Eigen::MatrixXd& H, FockBuilder& fock) {
+  std::vector<Eigen::MatrixXd> factors;
+  for (int s = 0; s < orbitals.spin_count(); ++s)
+    factors.push_back(orbitals.spin(s).C.leftCols(orbitals.spin(s).nocc));
+  const std::vector<Eigen::MatrixXd> G = two_electron_terms(fock, factors, kernels::Precision::fp64);
+  const double weight = 1.0 / static_cast<double>(factors.size());
+  double energy = 0.0;
+  for (std::size_t s = 0; s < factors.size(); ++s)
+    energy += weight * (factors[s] * factors[s].transpose()).cwiseProduct(2.0 * H + G[s]).sum();
+  return energy;
+}
+
+double spin_squared(const Orbitals& orbitals, const Eigen::MatrixXd& S) {
+  if (!orbitals.unrestricted()) return 0.0;
+  const int nalpha = orbitals.nocc, nbeta = orbitals.beta->nocc;
+  const double sz = 0.5 * (nalpha - nbeta);
+  const Eigen::MatrixXd overlap = orbitals.C.leftCols(nalpha).transpose() * S * orbitals.beta->C.leftCols(nbeta);
+  return sz * (sz + 1.0) + nbeta - overlap.squaredNorm();
 }
 
 Eigen::MatrixXd spherical_atom_density_factor(const Eigen::MatrixXd& S, const Eigen::MatrixXd& H,
@@ -167,8 +257,7 @@ Eigen::MatrixXd spherical_atom_density_factor(const Eigen::MatrixXd& S, const Ei
     return occupation;
   };
   const int orbitals_needed = (electrons + 1) / 2;
-  return iterate(S, H, 0.0, orbitals_needed, spread, fock, options, {})
-      .density_factor;
+  return iterate(S, H, 0.0, {spread}, orbitals_needed, fock, options, {}).density_factors[0];
 }
 
 }  // namespace dfmp2

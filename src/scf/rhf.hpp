@@ -1,8 +1,10 @@
-// Spin-restricted SCF with DIIS. Knows nothing of integrals: it is handed S, H and a builder of
-// the two-electron Fock term G = 2J − K from a density factor (fock_builder.hpp).
+// Spin-restricted (RHF) and unrestricted (UHF) SCF with DIIS. Knows nothing of integrals: it is
+// handed S, H and a builder of the two-electron Fock terms from density factors
+// (fock_builder.hpp): G = 2J − K, or UHF's G_α and G_β.
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include <Eigen/Core>
@@ -18,9 +20,14 @@ struct ScfIteration {
   bool fp32 = false;  // the Fock matrix came from a single-precision build
 };
 
+inline constexpr double kRhfDConvergence = 1e-8, kUhfDConvergence = 1e-10;
+
 struct ScfOptions {
   double e_convergence = 1e-10;  // |ΔE| between iterations, Eh
-  double d_convergence = 1e-8;   // RMS of the orthogonalised orbital gradient X^T(FDS − SDF)X
+  // RMS of the orthogonalised orbital gradient X^T(FDS − SDF)X. Unset: kRhfDConvergence, or
+  // kUhfDConvergence for UHF, whose flat orbital rotations (spin contamination: NO, allyl) carry a
+  // 1e-8 gradient into E_corr at up to 2e-7 Eh (Psi4's references converge to 1e-10).
+  std::optional<double> d_convergence;
   int max_iterations = 100;
   int diis_vectors = 8;
   double s_tolerance = 1e-7;     // overlap eigenvalues below this are dropped (linear dependence)
@@ -33,12 +40,13 @@ struct ScfOptions {
 
 struct ScfResult {
   double energy = 0.0;
-  Orbitals orbitals;
+  Orbitals orbitals;  // UHF: α and β
   std::vector<ScfIteration> iterations;
 };
 
-// What run_rhf holds beside the Fock builder: its matrices and the DIIS history (bytes).
-std::size_t rhf_working_bytes(std::size_t nbf, const ScfOptions& options);
+// What run_rhf (spins 1) or run_uhf (spins 2) holds beside the Fock builder: its matrices and the
+// DIIS history, per spin (bytes; S, H and X counted with each).
+std::size_t scf_working_bytes(std::size_t nbf, const ScfOptions& options, std::size_t spins);
 
 // Closed-shell RHF. The first Fock matrix comes from guess_density_factor (D = F Fᵀ) or, when
 // that is empty, from the core Hamiltonian. Throws InputError when not converged within
@@ -46,6 +54,21 @@ std::size_t rhf_working_bytes(std::size_t nbf, const ScfOptions& options);
 ScfResult run_rhf(const Eigen::MatrixXd& S, const Eigen::MatrixXd& H, double e_nuc, int nocc,
                   FockBuilder& fock, const ScfOptions& options,
                   const Eigen::MatrixXd& guess_density_factor = {});
+
+// UHF with nalpha ≥ nbeta electrons of each spin; DIIS extrapolates both spins' Fock matrices
+// with one set of coefficients, and the gradient RMS runs over both spins' error elements (as
+// Psi4's). A guess density factor F (closed-shell convention D = F Fᵀ, half the total density:
+// the SAD guess) starts α and β alike; the occupations break their symmetry at the first
+// diagonalisation. Throws as run_rhf.
+ScfResult run_uhf(const Eigen::MatrixXd& S, const Eigen::MatrixXd& H, double e_nuc, int nalpha, int nbeta,
+                  FockBuilder& fock, const ScfOptions& options, const Eigen::MatrixXd& guess_density_factor = {});
+
+// The electronic SCF energy of given orbitals (RHF or UHF) from one Fock build, without E_nuc.
+double scf_energy(const Orbitals& orbitals, const Eigen::MatrixXd& H, FockBuilder& fock);
+
+// ⟨S²⟩ of a UHF determinant: Sz(Sz + 1) + nβ − Σ_ij |⟨iα|jβ⟩|² over the occupied orbitals (S the
+// AO overlap), as Psi4's HF::compute_spin_contamination; 0 for RHF orbitals.
+double spin_squared(const Orbitals& orbitals, const Eigen::MatrixXd& S);
 
 // Spherically averaged atom: spin-restricted SCF with `electrons` spread by aufbau, the last
 // partly filled level's share divided evenly over its degenerate orbitals. Returns the factor

@@ -36,6 +36,12 @@ struct Data {
   }
 };
 
+// One density D = F Fᵀ (F: nf columns).
+template <typename Real>
+void build_one(k::PackedJK& jk, const double* F, std::size_t nf, double* J, double* K) {
+  jk.build<Real>(F, std::span<const std::size_t>(&nf, 1), J, std::span<double* const>(&K, 1));
+}
+
 }  // namespace
 
 TEST_CASE("unpacking gives both triangles of the packed matrix") {
@@ -77,8 +83,8 @@ TEST_CASE("packed J and K equal their definitions in fp64, and within fp32 round
       }
       k::PackedJK jk({d.packed.data(), c.naux, n});
       std::vector<double> J(n * n), K(n * n), J32(n * n), K32(n * n);
-      jk.build<double>(d.F.data(), c.nf, J.data(), K.data());
-      jk.build<float>(d.F.data(), c.nf, J32.data(), K32.data());
+      build_one<double>(jk, d.F.data(), c.nf, J.data(), K.data());
+      build_one<float>(jk, d.F.data(), c.nf, J32.data(), K32.data());
       double scale = 0.0;
       for (double v : K_ref) scale = std::max(scale, std::abs(v));
       for (std::size_t x = 0; x < n * n; ++x) {
@@ -90,4 +96,36 @@ TEST_CASE("packed J and K equal their definitions in fp64, and within fp32 round
     }
   }
   omp_set_num_threads(saved_threads);
+}
+
+TEST_CASE("two spin densities in one pass: J of their sum, and each spin's own K") {
+  // α and β factors of different widths (a triplet: two more α), and a β with none (the H atom).
+  for (const auto& [nf_alpha, nf_beta] : {std::pair<std::size_t, std::size_t>{9, 7}, {3, 0}}) {
+    INFO("nf " << nf_alpha << " + " << nf_beta);
+    const Case c{29, 47, nf_alpha + nf_beta};
+    const Data d(c);  // d.F = [F_α F_β], column-major
+    const std::size_t n = c.nbf;
+    k::PackedJK jk({d.packed.data(), c.naux, n});
+    // References from the one-spin build: K(D_s) from F_s alone; J is linear in D.
+    std::vector<double> J_alpha(n * n), J_beta(n * n, 0.0), K_alpha(n * n), K_beta(n * n, 0.0);
+    build_one<double>(jk, d.F.data(), nf_alpha, J_alpha.data(), K_alpha.data());
+    if (nf_beta > 0) build_one<double>(jk, d.F.data() + n * nf_alpha, nf_beta, J_beta.data(), K_beta.data());
+    const std::size_t nf[2] = {nf_alpha, nf_beta};
+    for (bool fp32 : {false, true}) {
+      std::vector<double> J(n * n), Ka(n * n), Kb(n * n, -1.0);
+      double* K[2] = {Ka.data(), Kb.data()};
+      if (fp32)
+        jk.build<float>(d.F.data(), nf, J.data(), K);
+      else
+        jk.build<double>(d.F.data(), nf, J.data(), K);
+      const double tolerance = fp32 ? 1e-5 : 1e-12;
+      double scale = 0.0;
+      for (double v : K_alpha) scale = std::max(scale, std::abs(v));
+      for (std::size_t x = 0; x < n * n; ++x) {
+        CHECK(std::abs(J[x] - (J_alpha[x] + J_beta[x])) <= 1e-12 * scale);  // J is summed in fp64 either way
+        CHECK(std::abs(Ka[x] - K_alpha[x]) <= tolerance * scale);
+        CHECK(std::abs(Kb[x] - K_beta[x]) <= tolerance * scale);
+      }
+    }
+  }
 }

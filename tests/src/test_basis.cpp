@@ -173,7 +173,7 @@ TEST_CASE("shells at each role's limit go through every integral dfmp2 computes"
   CHECK(core_hamiltonian(obs, h2).allFinite());
   const ShellPairs pairs = significant_shell_pairs(obs);
   const Eigen::MatrixXd D = Eigen::MatrixXd::Identity(obs.nbf(), obs.nbf());
-  CHECK(exact_two_electron_fock(obs, pairs, D).allFinite());
+  CHECK(exact_two_electron_fock(obs, pairs, {D}).front().allFinite());
   // Spherical and Cartesian: the SCF fitting set follows the orbital set's choice.
   for (bool pure : {true, false}) {
     INFO("pure " << pure);

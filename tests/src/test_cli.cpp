@@ -19,15 +19,18 @@
 
 namespace {
 
-// inputs/water.xyz, and Psi4's DF-MP2 total energy for it in cc-pVDZ (tests/reference).
+// inputs/water.xyz and inputs/open-shell/hydroxyl.xyz, and Psi4's DF-MP2 total energy for a
+// case of tests/reference/<file>.
 const std::string kWater = read_text(std::string(DFMP2_SOURCE_DIR) + "/inputs/water.xyz");
-double water_cc_pvdz_total() {
-  const auto refs = nlohmann::json::parse(read_text(std::string(DFMP2_SOURCE_DIR) + "/tests/reference/psi4_energies.json"));
+const std::string kHydroxyl = read_text(std::string(DFMP2_SOURCE_DIR) + "/inputs/open-shell/hydroxyl.xyz");
+double psi4_total(const std::string& file, const std::string& name) {
+  const auto refs = nlohmann::json::parse(read_text(std::string(DFMP2_SOURCE_DIR) + "/tests/reference/" + file));
   for (const auto& ref : refs)
-    if (ref["name"] == "water-cc-pvdz-df-ae") return ref["e_total"].get<double>();
-  FAIL("no water-cc-pvdz-df-ae reference");
+    if (ref["name"] == name) return ref["e_total"].get<double>();
+  FAIL("no " << name << " reference");
   return 0.0;
 }
+double water_cc_pvdz_total() { return psi4_total("psi4_energies.json", "water-cc-pvdz-df-ae"); }
 
 // A bad input must produce exactly one error line naming the problem and no outputs.
 void expect_rejected(const TempDir& dir, const std::string& args, const std::string& problem) {
@@ -169,6 +172,74 @@ TEST_CASE("convert writes an HDF5 input that runs to the same energy, and result
   CHECK(c["nfrozen"] == 1);
 }
 
+TEST_CASE("a UHF run: both spins in the report, JSON and HDF5, and the results file feeds back") {
+  TempDir dir;
+  const std::string oh = dir.write("oh.xyz", kHydroxyl);
+  const CommandResult r = run_dfmp2(oh + " --basis cc-pvdz --multiplicity 2 --quiet --json " + dir.path("a.json") +
+                                    " --output " + dir.path("results.h5"));
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("SCF (df, UHF)"));
+  CHECK_THAT(r.out, Catch::Contains("<S^2> 0.754599"));
+  CHECK_THAT(r.out, Catch::Contains("MP2 same-spin alpha-alpha"));
+  const auto a = nlohmann::json::parse(read_text(dir.path("a.json")));
+  CHECK(a["reference"] == "uhf");
+  CHECK(a["multiplicity"] == 2);
+  CHECK(a["nocc"] == 5);
+  CHECK(a["nocc_beta"] == 4);
+  CHECK(a["nvir"] == 14);
+  CHECK(a["nvir_beta"] == 15);
+  CHECK(a["mo_energies"].size() == 19);
+  CHECK(a["mo_energies_beta"].size() == 19);
+  CHECK(a["e_aa"].get<double>() + a["e_bb"].get<double>() == Approx(a["e_ss"].get<double>()).margin(1e-15));
+  CHECK(a["e_ab"] == a["e_os"]);
+  CHECK(a["e_total"].get<double>() ==
+        Approx(psi4_total("psi4_uhf_energies.json", "hydroxyl-cc-pvdz-df-ae")).margin(2e-7));
+  // The results file holds both spins' orbitals: the SCF is skipped, the energies stay.
+  const CommandResult again = run_dfmp2(dir.path("results.h5") + " --quiet --json " + dir.path("b.json"));
+  REQUIRE(again.exit_code == 0);
+  const auto b = nlohmann::json::parse(read_text(dir.path("b.json")));
+  CHECK(b["scf_iterations"] == 0);
+  for (const char* key : {"e_scf", "e_aa", "e_bb", "e_os", "e_corr", "s2"}) {
+    INFO(key);
+    CHECK(b[key].get<double>() == Approx(a[key].get<double>()).margin(1e-9));
+  }
+  // The multiplicity stored by convert is used; --multiplicity overrides it.
+  const std::string h5 = dir.path("oh.h5");
+  REQUIRE(run_dfmp2("convert " + oh + " --basis cc-pvdz --multiplicity 2 -o " + h5).exit_code == 0);
+  REQUIRE(run_dfmp2(h5 + " --quiet --json " + dir.path("c.json")).exit_code == 0);
+  CHECK(nlohmann::json::parse(read_text(dir.path("c.json")))["e_corr"].get<double>() ==
+        Approx(a["e_corr"].get<double>()).margin(1e-9));
+  REQUIRE(run_dfmp2(h5 + " --quiet --charge 1 --multiplicity 3 --json " + dir.path("d.json")).exit_code == 0);
+  CHECK(nlohmann::json::parse(read_text(dir.path("d.json")))["nocc_beta"] == 3);
+}
+
+TEST_CASE("bad spin input: one error line, non-zero exit, no output") {
+  TempDir dir;
+  const std::string water = dir.write("water.xyz", kWater) + " --basis sto-3g";
+  const std::string oh = dir.write("oh.xyz", kHydroxyl) + " --basis sto-3g";
+  for (const auto& [args, problem] : std::initializer_list<std::pair<std::string, const char*>>{
+           {oh, "odd electron count (9) cannot be a singlet: give the multiplicity"},
+           {oh + " --multiplicity 3", "multiplicity 3 needs an even electron count"},
+           {water + " --multiplicity 2", "multiplicity 2 needs an odd electron count"},
+           {water + " --multiplicity 13", "multiplicity 13 needs 12 unpaired electrons"},
+           {water + " --multiplicity 0", "multiplicity 0 is not a spin multiplicity"},
+           {oh + " --multiplicity 2 --reference rhf", "--reference rhf needs a closed shell"},
+           {water + " --reference roks", "--reference"},
+           {oh + " --multiplicity 2 --molden " + dir.path("oh.molden"), "--molden and --trexio write RHF orbitals only"}})
+    expect_rejected(dir, args, problem);
+  CHECK_FALSE(std::filesystem::exists(dir.path("oh.molden")));
+  // UHF orbitals of a singlet given to an RHF run (the default for multiplicity 1).
+  const std::string uhf = dir.path("uhf.h5");
+  REQUIRE(run_dfmp2(water + " --reference uhf --quiet --output " + uhf).exit_code == 0);
+  expect_rejected(dir, uhf, "given orbitals are UHF's (α and β) but the run is RHF");
+  // convert checks the multiplicity before writing anything.
+  const CommandResult convert =
+      run_dfmp2("convert " + dir.path("water.xyz") + " --basis sto-3g --multiplicity 2 -o " + dir.path("w.h5"));
+  CHECK(convert.exit_code != 0);
+  CHECK_THAT(convert.err, Catch::Contains("multiplicity 2 needs an odd electron count"));
+  CHECK_FALSE(std::filesystem::exists(dir.path("w.h5")));
+}
+
 TEST_CASE("bad input: one error line, non-zero exit, no output") {
   TempDir dir;
   const std::string water = dir.write("water.xyz", kWater);
@@ -183,7 +254,7 @@ TEST_CASE("bad input: one error line, non-zero exit, no output") {
   expect_rejected(dir, water + " --basis cc-pv9z", "unknown basis set 'cc-pv9z'");
   expect_rejected(dir, dir.write("rb.xyz", "2\nx\nRb 0 0 0\nH 0 0 2.5\n") + " --basis cc-pvdz",
                   "no functions for element Rb");
-  expect_rejected(dir, water + " --basis cc-pvdz --charge 1", "odd electron count");
+  expect_rejected(dir, water + " --basis cc-pvdz --charge 1", "odd electron count (9) cannot be a singlet");
   expect_rejected(dir, dir.write("nan.xyz", "2\nx\nH 0 0 nan\nH 0 0 0.7\n") + " --basis cc-pvdz",
                   "non-finite");
   expect_rejected(dir, dir.write("same.xyz", "2\nx\nH 0 0 0\nH 0 0 0\n") + " --basis cc-pvdz",

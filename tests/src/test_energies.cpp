@@ -1,5 +1,6 @@
 // Energies against Psi4 1.3 (tests/reference/psi4_energies.json, made by
-// tests/reference/psi4_reference.py) and every energy backend against the reference backend.
+// tests/reference/psi4_reference.py; open-shell: psi4_uhf_energies.json, made by
+// psi4_uhf_reference.py) and every energy backend against the reference backend.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -21,13 +22,22 @@ namespace {
 // Psi4 agreement the issue asks for, in Eh.
 constexpr double kScfTolerance = 1e-7;
 constexpr double kCorrTolerance = 1e-7;
+// ⟨S²⟩ moves with the orbitals, linearly in their error.
+constexpr double kS2Tolerance = 1e-6;
 // Cases up to this size run in the suite; larger ones are checked by hand (docs).
 constexpr int kLargestTestedNbf = 150;
 
-nlohmann::json psi4_references() {
-  std::ifstream in(std::string(DFMP2_SOURCE_DIR) + "/tests/reference/psi4_energies.json");
+nlohmann::json psi4_references(const std::string& file = "psi4_energies.json") {
+  std::ifstream in(std::string(DFMP2_SOURCE_DIR) + "/tests/reference/" + file);
   REQUIRE(in.good());
   return nlohmann::json::parse(in);
+}
+
+nlohmann::json psi4_reference(const std::string& file, const std::string& name) {
+  for (const auto& ref : psi4_references(file))
+    if (ref["name"] == name) return ref;
+  FAIL("no reference " << name << " in " << file);
+  return {};
 }
 
 // The Psi4 case's molecule into input, and its settings as options.
@@ -36,6 +46,7 @@ RunOptions case_options(const nlohmann::json& ref, RunInput& input) {
   input.molecule = read_xyz(input.path);
   RunOptions options;
   options.charge = ref["charge"].get<int>();
+  options.multiplicity = ref.value("multiplicity", 1);
   options.basis = ref["basis"].get<std::string>();
   options.df_basis = ref["df_basis"].get<std::string>();
   if (ref["scf_type"] == "df") options.jk_basis = ref["jk_basis"].get<std::string>();
@@ -51,6 +62,50 @@ RunResult run_case(const nlohmann::json& ref) {
   return run(input, options, quiet);
 }
 
+// Sizes and every energy Psi4 reports; for UHF also ⟨S²⟩ and the αα / ββ split (the reference
+// script's numpy sums from Psi4's own orbitals).
+void check_against_psi4(const RunResult& r, const nlohmann::json& ref) {
+  CHECK(r.nbf == ref["nbf"].get<int>());
+  CHECK(r.naux == ref["naux"].get<int>());
+  CHECK(r.nfrozen == ref["nfrozen"].get<int>());
+  CHECK(std::abs(r.e_nuc - ref["e_nuc"].get<double>()) < 1e-8);
+  CHECK(std::abs(r.e_scf - ref["e_scf"].get<double>()) < kScfTolerance);
+  CHECK(std::abs(r.e_corr - ref["e_corr"].get<double>()) < kCorrTolerance);
+  CHECK(std::abs(r.e_ss - ref["e_ss"].get<double>()) < kCorrTolerance);
+  CHECK(std::abs(r.e_os - ref["e_os"].get<double>()) < kCorrTolerance);
+  CHECK(std::abs(r.e_scs_corr - ref["e_scs_corr"].get<double>()) < kCorrTolerance);
+  CHECK(std::abs(r.e_total - ref["e_total"].get<double>()) < kScfTolerance + kCorrTolerance);
+  if (!ref.contains("multiplicity")) return;
+  CHECK(r.reference == "uhf");
+  CHECK(r.nocc + r.nfrozen == ref["nalpha"].get<int>());
+  CHECK(r.nocc_beta + r.nfrozen == ref["nbeta"].get<int>());
+  CHECK(std::abs(r.s2 - ref["s2"].get<double>()) < kS2Tolerance);
+  CHECK(std::abs(r.e_aa - ref["numpy_e_aa"].get<double>()) < kCorrTolerance);
+  CHECK(std::abs(r.e_bb - ref["numpy_e_bb"].get<double>()) < kCorrTolerance);
+}
+
+// Every backend and precision on one B (the stages before the energy step run once) against the
+// reference backend, which itself matches Psi4.
+void check_backends_agree(const nlohmann::json& ref) {
+  RunInput input;
+  const RunOptions options = case_options(ref, input);
+  Progress quiet(true);
+  PreparedRun prepared(input, options, quiet);
+  const RunResult reference = prepared.energy(kernels::Backend::reference, kernels::Precision::fp64);
+  CHECK(std::abs(reference.e_corr - ref["e_corr"].get<double>()) < kCorrTolerance);
+  for (auto backend : {kernels::Backend::reference, kernels::Backend::loop, kernels::Backend::fused,
+                       kernels::Backend::automatic}) {
+    INFO(kernels::to_string(backend));
+    const RunResult fp64 = prepared.energy(backend, kernels::Precision::fp64);
+    const RunResult fp32 = prepared.energy(backend, kernels::Precision::fp32);
+    for (const auto part : {&RunResult::e_corr, &RunResult::e_os, &RunResult::e_ss, &RunResult::e_aa,
+                            &RunResult::e_bb}) {
+      CHECK(std::abs(fp64.*part - reference.*part) <= 1e-10 * std::abs(reference.*part));
+      CHECK(std::abs(fp32.*part - reference.*part) <= 1e-6);  // Eh
+    }
+  }
+}
+
 }  // namespace
 
 TEST_CASE("DF-RHF / RHF and DF-MP2 energies match Psi4 1.3 to 1e-7 Eh") {
@@ -58,48 +113,56 @@ TEST_CASE("DF-RHF / RHF and DF-MP2 energies match Psi4 1.3 to 1e-7 Eh") {
   for (const auto& ref : psi4_references()) {
     if (ref["nbf"].get<int>() > kLargestTestedNbf) continue;
     INFO(ref["name"].get<std::string>());
-    const RunResult r = run_case(ref);  // default backend (auto) and precision (fp64)
-    CHECK(r.nbf == ref["nbf"].get<int>());
-    CHECK(r.naux == ref["naux"].get<int>());
-    CHECK(r.nfrozen == ref["nfrozen"].get<int>());
-    CHECK(std::abs(r.e_nuc - ref["e_nuc"].get<double>()) < 1e-8);
-    CHECK(std::abs(r.e_scf - ref["e_scf"].get<double>()) < kScfTolerance);
-    CHECK(std::abs(r.e_corr - ref["e_corr"].get<double>()) < kCorrTolerance);
-    CHECK(std::abs(r.e_ss - ref["e_ss"].get<double>()) < kCorrTolerance);
-    CHECK(std::abs(r.e_os - ref["e_os"].get<double>()) < kCorrTolerance);
-    CHECK(std::abs(r.e_scs_corr - ref["e_scs_corr"].get<double>()) < kCorrTolerance);
-    CHECK(std::abs(r.e_total - ref["e_total"].get<double>()) < kScfTolerance + kCorrTolerance);
+    check_against_psi4(run_case(ref), ref);  // default backend (auto) and precision (fp64)
     ++tested;  // cases run, not rows read
   }
   CHECK(tested >= 12);  // water, ammonia, methane × {DF, exact} × {all-electron, frozen core}
 }
 
+TEST_CASE("DF-UHF / UHF and DF-UMP2 energies and <S^2> match Psi4 1.3 to 1e-7 Eh") {
+  // Doublets, triplets, cations, frozen core, exact SCF, aug and def2 sets: all 13 cases.
+  int tested = 0;
+  for (const auto& ref : psi4_references("psi4_uhf_energies.json")) {
+    INFO(ref["name"].get<std::string>());
+    check_against_psi4(run_case(ref), ref);
+    ++tested;
+  }
+  CHECK(tested == 13);
+}
+
 TEST_CASE("every backend and precision agrees with the reference backend on real molecules") {
-  // Water (24 functions) and benzene (114 functions, 21 occupied: odd sizes for the pair blocks);
-  // the SCF and DF transform run once per molecule, each backend on the same B.
-  const auto refs = psi4_references();
-  for (const char* name : {"water-cc-pvdz-df-ae", "benzene-cc-pvdz-df-ae"}) {
-    DYNAMIC_SECTION(name) {
-      const auto ref = std::find_if(refs.begin(), refs.end(), [&](const auto& r) { return r["name"] == name; });
-      REQUIRE(ref != refs.end());
-      RunInput input;
-      RunOptions options = case_options(*ref, input);
-      Progress quiet(true);
-      PreparedRun prepared(input, options, quiet);
-      const auto energy = [&](kernels::Backend backend, kernels::Precision precision) {
-        return prepared.energy(backend, precision);
-      };
-      const RunResult reference = energy(kernels::Backend::reference, kernels::Precision::fp64);
-      CHECK(std::abs(reference.e_corr - (*ref)["e_corr"].get<double>()) < kCorrTolerance);
-      for (auto backend : {kernels::Backend::reference, kernels::Backend::loop, kernels::Backend::fused,
-                           kernels::Backend::automatic}) {
-        const RunResult fp64 = energy(backend, kernels::Precision::fp64);
-        CHECK(std::abs(fp64.e_corr - reference.e_corr) <= 1e-10 * std::abs(reference.e_corr));
-        CHECK(std::abs(fp64.e_os - reference.e_os) <= 1e-10 * std::abs(reference.e_os));
-        const RunResult fp32 = energy(backend, kernels::Precision::fp32);
-        CHECK(std::abs(fp32.e_corr - reference.e_corr) <= 1e-6);  // Eh
-      }
-    }
+  // Water (24 functions) and benzene (114 functions, 21 occupied: odd sizes for the pair blocks).
+  for (const char* name : {"water-cc-pvdz-df-ae", "benzene-cc-pvdz-df-ae"})
+    DYNAMIC_SECTION(name) { check_backends_agree(psi4_reference("psi4_energies.json", name)); }
+}
+
+TEST_CASE("every backend and precision agrees with the reference backend on open-shell molecules") {
+  // Triplet methylene (5 α, 3 β occupied) and the allyl radical (12 α, 11 β; 67 functions).
+  for (const char* name : {"methylene-def2-svp-df-ae", "allyl-cc-pvdz-df-ae"})
+    DYNAMIC_SECTION(name) { check_backends_agree(psi4_reference("psi4_uhf_energies.json", name)); }
+}
+
+TEST_CASE("UHF of a closed shell is RHF: same energies, no spin contamination, E_aa = E_bb") {
+  // Water, density-fitted and exact SCF (sto-3g keeps the exact one quick).
+  for (const auto& [basis, scf] : {std::pair{"cc-pvdz", ScfType::df}, {"sto-3g", ScfType::exact}}) {
+    INFO(basis);
+    RunInput input;
+    input.path = std::string(DFMP2_SOURCE_DIR) + "/inputs/water.xyz";
+    input.molecule = read_xyz(input.path);
+    RunOptions options;
+    options.basis = basis;
+    options.scf_type = scf;
+    Progress quiet(true);
+    const RunResult rhf = run(input, options, quiet);
+    options.reference = Reference::uhf;
+    const RunResult uhf = run(input, options, quiet);
+    CHECK(rhf.reference == "rhf");
+    CHECK(uhf.reference == "uhf");
+    CHECK(std::abs(uhf.e_scf - rhf.e_scf) < 1e-9);
+    CHECK(std::abs(uhf.e_os - rhf.e_os) < 1e-9);
+    CHECK(std::abs(uhf.e_ss - rhf.e_ss) < 1e-9);
+    CHECK(std::abs(uhf.e_aa - uhf.e_bb) < 1e-10);
+    CHECK(std::abs(uhf.s2) < 1e-9);
   }
 }
 

@@ -3,6 +3,9 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -79,4 +82,34 @@ TEST_CASE("the budget (--memory) bounds a whole run's peak RSS where it binds (b
   CHECK(bound["memory"]["df_transform_batches"].get<int>() > 1);  // the budget binds
   CHECK(bound["resources"]["peak_rss_bytes"].get<double>() <= limit);
   CHECK(std::abs(bound["e_corr"].get<double>() - free["e_corr"].get<double>()) < 1e-10);
+}
+
+namespace {
+
+// The SCF, DF transform and energy peaks (bytes) of the up-front check's refusal message.
+std::vector<double> refused_peaks(const std::string& args) {
+  const CommandResult r = run_dfmp2(args + " --memory 1MB --quiet");
+  REQUIRE(r.exit_code != 0);
+  std::vector<double> peaks;
+  for (const char* stage : {"SCF ", "DF transform ", "energy "}) {
+    const std::size_t at = r.err.find(stage);
+    REQUIRE(at != std::string::npos);
+    std::size_t end = 0;
+    const double value = std::stod(r.err.substr(at + std::strlen(stage)), &end);
+    const std::string unit = r.err.substr(at + std::strlen(stage) + end + 1, 3);
+    peaks.push_back(value * (unit == "GiB" ? 1024.0 * MiB : unit == "MiB" ? double(MiB) : unit == "KiB" ? 1024.0 : 1.0));
+  }
+  return peaks;
+}
+
+}  // namespace
+
+TEST_CASE("the up-front memory check counts UHF's two spins") {
+  // The same singlet as RHF and as UHF: the UHF SCF holds two spins' matrices and exchange
+  // workspaces, its DF transform runs for β while α's B is held, and its energy step holds both B.
+  const std::string benzene = std::string(DFMP2_SOURCE_DIR) + "/inputs/benzene.xyz --basis cc-pvdz";
+  const std::vector<double> rhf = refused_peaks(benzene), uhf = refused_peaks(benzene + " --reference uhf");
+  CHECK(uhf[0] > rhf[0]);
+  CHECK(uhf[1] > 1.2 * rhf[1]);
+  CHECK(uhf[2] > 1.5 * rhf[2]);
 }

@@ -44,16 +44,24 @@ TEST_CASE("unreadable XYZ files are rejected with the reason") {
                     Catch::Contains("more lines"));
 }
 
-TEST_CASE("validation catches what RHF cannot run") {
+TEST_CASE("validation catches impossible molecules and multiplicities") {
   Molecule h2;
   h2.atoms = {{1, {0, 0, 0}}, {1, {0, 0, 1.4}}};
   CHECK_NOTHROW(validate(h2));
   Molecule odd = h2;
   odd.charge = 1;
-  CHECK_THROWS_WITH(validate(odd), Catch::Contains("odd electron count"));
+  CHECK_THROWS_WITH(validate(odd), Catch::Contains("odd electron count (1) cannot be a singlet"));
+  odd.multiplicity = 2;
+  CHECK_NOTHROW(validate(odd));
   Molecule triplet = h2;
   triplet.multiplicity = 3;
-  CHECK_THROWS_WITH(validate(triplet), Catch::Contains("multiplicity 3"));
+  CHECK_NOTHROW(validate(triplet));
+  triplet.multiplicity = 2;
+  CHECK_THROWS_WITH(validate(triplet), Catch::Contains("multiplicity 2 needs an odd electron count"));
+  triplet.multiplicity = 5;
+  CHECK_THROWS_WITH(validate(triplet), Catch::Contains("multiplicity 5 needs 4 unpaired electrons"));
+  triplet.multiplicity = 0;
+  CHECK_THROWS_WITH(validate(triplet), Catch::Contains("multiplicity 0 is not a spin multiplicity"));
   Molecule clash = h2;
   clash.atoms[1].r = {0, 0, 1e-6};
   CHECK_THROWS_WITH(validate(clash), Catch::Contains("same place"));
@@ -61,6 +69,17 @@ TEST_CASE("validation catches what RHF cannot run") {
   nan.atoms[0].r[1] = std::nan("");
   CHECK_THROWS_WITH(validate(nan), Catch::Contains("non-finite"));
   CHECK_THROWS_WITH(validate(Molecule{}), Catch::Contains("no atoms"));
+}
+
+TEST_CASE("the unpaired electrons are α") {
+  Molecule o2;
+  o2.atoms = {{8, {0, 0, 0}}, {8, {0, 0, 2.28}}};
+  o2.multiplicity = 3;
+  CHECK(alpha_electrons(o2) == 9);
+  CHECK(beta_electrons(o2) == 7);
+  o2.multiplicity = 1;
+  CHECK(alpha_electrons(o2) == 8);
+  CHECK(beta_electrons(o2) == 8);
 }
 
 TEST_CASE("nuclear repulsion and frozen core follow their definitions") {

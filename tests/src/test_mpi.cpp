@@ -1,5 +1,5 @@
-// dfmp2 under mpirun: the serial energies for every backend, a rank count above the number of
-// occupied orbitals, and per-rank B storage that falls with the ranks.
+// dfmp2 under mpirun: the serial energies for every backend, RHF and UHF, a rank count above the
+// number of occupied orbitals, and per-rank B storage that falls with the ranks.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -37,11 +37,16 @@ std::string mpirun(int ranks) {
 constexpr const char* kTightScf = " --d-convergence 1e-10";
 
 void check_same_energies(const nlohmann::json& serial, const nlohmann::json& parallel) {
-  for (const char* key : {"e_scf", "e_corr", "e_os", "e_ss"}) {
+  for (const char* key : {"e_scf", "e_corr", "e_os", "e_ss", "e_aa", "e_bb"}) {
+    if (!serial.contains(key)) continue;  // e_aa, e_bb: UHF only
     INFO(key);
     const double s = serial[key].get<double>(), p = parallel[key].get<double>();
     CHECK(std::abs(p - s) <= 1e-10 * std::abs(s));
   }
+}
+
+std::string open_shell(const std::string& name) {
+  return std::string(DFMP2_SOURCE_DIR) + "/inputs/open-shell/" + name + ".xyz";
 }
 
 }  // namespace
@@ -59,6 +64,35 @@ TEST_CASE("2, 3 and 4 ranks give the serial energies for every backend") {
       check_same_energies(serial, parallel);
     }
   }
+}
+
+TEST_CASE("UHF on 2 and 3 ranks gives the serial energies for every backend") {
+  // Triplet methylene: 5 α and 3 β occupied, so the α and β shares differ on every rank count.
+  TempDir dir;
+  const std::string methylene = open_shell("methylene") + " --basis def2-svp --multiplicity 3 --threads 1";
+  for (const char* backend : {"reference", "loop", "fused"}) {
+    const std::string args = methylene + " --backend " + backend;
+    const auto serial = run_json(dir, "", args);
+    REQUIRE(serial["reference"] == "uhf");
+    for (int ranks : {2, 3}) {
+      INFO(backend << " on " << ranks << " ranks");
+      check_same_energies(serial, run_json(dir, mpirun(ranks), args));
+    }
+  }
+}
+
+TEST_CASE("UHF with exact SCF, in fp32, and on more ranks than active β orbitals") {
+  TempDir dir;
+  const std::string hydroxyl = open_shell("hydroxyl") + " --basis cc-pvdz --multiplicity 2 --threads 1";
+  check_same_energies(run_json(dir, "", hydroxyl + " --scf exact"),
+                      run_json(dir, mpirun(2), hydroxyl + " --scf exact"));
+  const auto serial = run_json(dir, "", hydroxyl + " --precision fp32");
+  const auto parallel = run_json(dir, mpirun(3), hydroxyl + " --precision fp32");
+  for (const char* key : {"e_corr", "e_aa", "e_bb", "e_os"}) CHECK(std::abs(parallel[key].get<double>() -
+                                                                         serial[key].get<double>()) < 1e-8);
+  // Frozen core: 4 active α and 3 active β orbitals; on 4 ranks one holds no β orbital.
+  check_same_energies(run_json(dir, "", hydroxyl + " --frozen-core"),
+                      run_json(dir, mpirun(4), hydroxyl + " --frozen-core"));
 }
 
 TEST_CASE("exact SCF and fp32 also run distributed") {
