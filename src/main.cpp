@@ -17,6 +17,7 @@
 #include "src/common/parallel.hpp"
 #include "src/io/report.hpp"
 #include "src/io/xyz.hpp"
+#include "src/molecule/basis.hpp"
 
 namespace {
 
@@ -60,6 +61,56 @@ void check_orbital_outputs(const RunInput& input, const RunOptions& options, boo
     throw InputError("--molden and --trexio write RHF orbitals only, and this run is UHF");
 }
 
+// `dfmp2 convert`: an XYZ file and basis names into an HDF5 input.
+struct ConvertArgs {
+  std::string xyz, out, basis, df_basis, jk_basis;
+  int charge = 0, multiplicity = 1;
+};
+
+CLI::App* add_convert_command(CLI::App& app, ConvertArgs& args) {
+  auto* convert = app.add_subcommand("convert", "write an HDF5 input from an XYZ file");
+  convert->add_option("xyz", args.xyz, "molecule.xyz (Ångström)")->required();
+  convert->add_option("--basis", args.basis, "orbital basis name stored in the file")->required();
+  convert->add_option("--df-basis", args.df_basis, "auxiliary basis for DF-MP2");
+  convert->add_option("--jk-basis", args.jk_basis, "auxiliary basis for DF-SCF");
+  convert->add_option("--charge", args.charge, "molecular charge");
+  convert->add_option("--multiplicity", args.multiplicity, "spin multiplicity 2S+1 (default 1)");
+  convert->add_option("-o,--output", args.out, "the HDF5 file to write")->required();
+  return convert;
+}
+
+void convert(const ConvertArgs& args) {
+  Molecule mol = read_xyz(args.xyz);
+  mol.charge = args.charge;
+  mol.multiplicity = args.multiplicity;
+  validate(mol);
+  // The file must name bases a run can load: each is read (and checked) now.
+  load_basis(args.basis, BasisRole::orbital);
+  for (const std::string& auxiliary : {args.df_basis, args.jk_basis})
+    if (!auxiliary.empty()) load_basis(auxiliary, BasisRole::auxiliary);
+  check_output_paths(args.xyz, {{"-o", args.out}});
+  write_output_file(args.out, [&](const std::string& file) {
+    write_hdf5_input(file, mol, args.basis, args.df_basis, args.jk_basis);
+  });
+}
+
+struct OutputPaths {
+  std::string json, output, molden, trexio;
+};
+
+// All the run's output files, or none.
+void write_outputs(const OutputPaths& paths, const RunResult& result) {
+  OutputFiles outputs;
+  const std::pair<const std::string&, FileWriter> writers[] = {
+      {paths.json, [&](const std::string& file) { write_json(file, result); }},
+      {paths.output, [&](const std::string& file) { write_hdf5_results(file, result); }},
+      {paths.molden, [&](const std::string& file) { write_molden(file, result); }},
+      {paths.trexio, [&](const std::string& file) { write_trexio(file, result); }}};
+  for (const auto& [path, write] : writers)
+    if (!path.empty()) outputs.add(path, write);
+  outputs.commit();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -68,27 +119,19 @@ int main(int argc, char** argv) {
   CLI::App app{"dfmp2: density-fitted MP2 energies (RHF or UHF → DF-MP2)", "dfmp2"};
   app.set_version_flag("--version", "dfmp2 0.1.0");
 
-  std::string input_path, json_path, output_path, molden_path, trexio_path;
+  std::string input_path;
+  OutputPaths outputs;
   bool quiet = false;
   app.add_option("input", input_path,
                  "molecule.h5 (HDF5 input), molecule.xyz (with --basis), orbitals.molden or a TREXIO file");
   const RunOptionsCli run_options(app, true);
-  app.add_option("--json", json_path, "write results as JSON to this file");
-  app.add_option("--output", output_path, "write results and orbitals to this HDF5 file");
-  app.add_option("--molden", molden_path, "write the molecule, basis and orbitals as a Molden file");
-  app.add_option("--trexio", trexio_path, "write the molecule, basis and orbitals as a TREXIO (HDF5) file");
+  app.add_option("--json", outputs.json, "write results as JSON to this file");
+  app.add_option("--output", outputs.output, "write results and orbitals to this HDF5 file");
+  app.add_option("--molden", outputs.molden, "write the molecule, basis and orbitals as a Molden file");
+  app.add_option("--trexio", outputs.trexio, "write the molecule, basis and orbitals as a TREXIO (HDF5) file");
   app.add_flag("--quiet,-q", quiet, "no progress on stderr");
-
-  std::string convert_xyz, convert_out, convert_basis, convert_df_basis, convert_jk_basis;
-  int convert_charge = 0, convert_multiplicity = 1;
-  auto* convert = app.add_subcommand("convert", "write an HDF5 input from an XYZ file");
-  convert->add_option("xyz", convert_xyz, "molecule.xyz (Ångström)")->required();
-  convert->add_option("--basis", convert_basis, "orbital basis name stored in the file")->required();
-  convert->add_option("--df-basis", convert_df_basis, "auxiliary basis for DF-MP2");
-  convert->add_option("--jk-basis", convert_jk_basis, "auxiliary basis for DF-SCF");
-  convert->add_option("--charge", convert_charge, "molecular charge");
-  convert->add_option("--multiplicity", convert_multiplicity, "spin multiplicity 2S+1 (default 1)");
-  convert->add_option("-o,--output", convert_out, "the HDF5 file to write")->required();
+  ConvertArgs convert_args;
+  const CLI::App* convert_command = add_convert_command(app, convert_args);
 
   try {
     app.parse(argc, argv);
@@ -98,7 +141,7 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     if (comm.is_root()) std::cerr << "dfmp2: error: " << e.what() << " (see dfmp2 --help)\n";
-    return 2;
+    return 1;
   }
 
   // Only rank 0 talks to the user and writes files; an error on any rank stops them all.
@@ -111,41 +154,24 @@ int main(int argc, char** argv) {
   };
 
   try {
-    if (*convert) {
-      if (!comm.is_root()) return 0;
-      Molecule mol = read_xyz(convert_xyz);
-      mol.charge = convert_charge;
-      mol.multiplicity = convert_multiplicity;
-      validate(mol);
-      check_output_paths(convert_xyz, {{"-o", convert_out}});
-      write_output_file(convert_out, [&](const std::string& file) {
-        write_hdf5_input(file, mol, convert_basis, convert_df_basis, convert_jk_basis);
-      });
+    if (*convert_command) {
+      if (comm.is_root()) convert(convert_args);
       return 0;
     }
     if (input_path.empty()) throw InputError("no input file given (see dfmp2 --help)");
-    check_output_paths(input_path, {{"--json", json_path}, {"--output", output_path}, {"--molden", molden_path},
-                                    {"--trexio", trexio_path}});
+    check_output_paths(input_path, {{"--json", outputs.json}, {"--output", outputs.output},
+                                    {"--molden", outputs.molden}, {"--trexio", outputs.trexio}});
     const RunOptions options = run_options.options();
 
     RunInput input = read_input(input_path);
     if (is_xyz(input_path) && !options.basis)
       throw InputError("an XYZ input needs --basis NAME");
-    check_orbital_outputs(input, options, !(molden_path.empty() && trexio_path.empty()));
+    check_orbital_outputs(input, options, !(outputs.molden.empty() && outputs.trexio.empty()));
     Progress progress(quiet || !comm.is_root());
     const RunResult result = run(input, options, progress);
-
     if (comm.is_root()) {
       print_report(std::cout, result);
-      OutputFiles outputs;  // all or none
-      const std::pair<const std::string&, FileWriter> writers[] = {
-          {json_path, [&](const std::string& file) { write_json(file, result); }},
-          {output_path, [&](const std::string& file) { write_hdf5_results(file, result); }},
-          {molden_path, [&](const std::string& file) { write_molden(file, result); }},
-          {trexio_path, [&](const std::string& file) { write_trexio(file, result); }}};
-      for (const auto& [path, write] : writers)
-        if (!path.empty()) outputs.add(path, write);
-      outputs.commit();
+      write_outputs(outputs, result);
     }
     return 0;
   } catch (const InputError& e) {

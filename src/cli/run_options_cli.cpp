@@ -1,5 +1,6 @@
 #include "src/cli/run_options_cli.hpp"
 
+#include <cmath>
 #include <map>
 
 #include <omp.h>
@@ -18,6 +19,18 @@ void add_choice(CLI::App& app, const std::string& flag, Enum& value, NamedChoice
   app.add_option(flag, value,
                  help + " (" + kernels::list_names(choices) + "; default " + kernels::name_in(choices, value) + ")")
       ->transform(CLI::CheckedTransformer(by_name));
+}
+
+// A number above zero (or at least zero), finite: CLI11's PositiveNumber lets NaN through.
+CLI::Validator finite_number(bool zero_allowed) {
+  return CLI::Validator(
+      [zero_allowed](std::string& text) -> std::string {
+        double value = 0.0;
+        const bool number = CLI::detail::lexical_cast(text, value);
+        if (number && std::isfinite(value) && (value > 0.0 || (zero_allowed && value == 0.0))) return {};
+        return "'" + text + "' is not a finite number " + (zero_allowed ? "≥ 0" : "> 0");
+      },
+      zero_allowed ? "NONNEGATIVE" : "POSITIVE");
 }
 
 }  // namespace
@@ -43,17 +56,17 @@ RunOptionsCli::RunOptionsCli(CLI::App& app, bool energy_choices) {
   app.add_option("--threads", threads_, "OpenMP threads (default: OMP_NUM_THREADS or all cores)")
       ->check(CLI::Range(1, 4096));
   app.add_option("--e-convergence", options_.scf.e_convergence, "SCF energy convergence / Eh")
-      ->check(CLI::PositiveNumber)
+      ->check(finite_number(false))
       ->capture_default_str();
   app.add_option("--d-convergence", options_.scf.d_convergence,
                  "SCF orbital-gradient convergence (default 1e-8 for RHF, 1e-10 for UHF)")
-      ->check(CLI::PositiveNumber);
+      ->check(finite_number(false));
   app.add_option("--max-iterations", options_.scf.max_iterations, "SCF iteration limit")
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();
   app.add_option("--fp32-until", options_.scf.fp32_until_gradient,
                  "DF-SCF builds the exchange in fp32 until the orbital-gradient RMS falls below this (0: never)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(finite_number(true))
       ->capture_default_str();
 }
 

@@ -57,6 +57,9 @@ std::size_t parse_memory(const std::string& text) {
   else if (unit == "t" || unit == "tb" || unit == "tib") scale = std::pow(1024.0, 4);
   if (used == 0 || scale == 0.0 || !(value > 0.0) || !std::isfinite(value))
     throw InputError("invalid memory size '" + text + "' (expected e.g. 4GB, 500MB)");
+  if (value * scale < 1.0)  // else it would round to 0, which means the default
+    throw InputError("memory size '" + text + "' is less than one byte (a number without a unit counts bytes: e.g. " +
+                     text + "GB)");
   return static_cast<std::size_t>(value * scale);
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -31,7 +32,7 @@ std::string normalize_symbol(const std::string& s) {
 }
 
 // 2S unpaired electrons out of nelec: the rest pair up, so 2S has nelec's parity.
-void validate_multiplicity(int nelec, int multiplicity) {
+void validate_multiplicity(std::int64_t nelec, int multiplicity) {
   const std::string M = "multiplicity " + std::to_string(multiplicity), n = std::to_string(nelec);
   const std::string has = ", the molecule has " + n + " electrons";
   if (multiplicity < 1) throw InputError(M + " is not a spin multiplicity 2S+1 (at least 1)");
@@ -73,26 +74,32 @@ void validate(const Molecule& mol) {
       const Atom& other = mol.atoms[b];
       const double d = std::hypot(atom.r[0] - other.r[0], atom.r[1] - other.r[1],
                                   atom.r[2] - other.r[2]);
-      if (d < 1e-3)
-        throw InputError("atoms " + std::to_string(b + 1) + " and " + std::to_string(a + 1) +
-                         " are at the same place");
+      if (!(d >= kMinAtomDistance)) {
+        char distance[64];
+        std::snprintf(distance, sizeof distance, "%.3g bohr apart, closer than %g bohr", d, kMinAtomDistance);
+        throw InputError("atoms " + std::to_string(b + 1) + " (" + element_symbol(other.Z) + ") and " +
+                         std::to_string(a + 1) + " (" + element_symbol(atom.Z) + ") are " + distance +
+                         ": check the geometry and its units (XYZ files are in Angstrom)");
+      }
     }
   }
-  const int nelec = electron_count(mol);
+  const std::int64_t nelec = electron_count(mol);
   if (nelec <= 0)
-    throw InputError("charge " + std::to_string(mol.charge) + " leaves " +
-                     std::to_string(nelec) + " electrons");
+    throw InputError("charge " + std::to_string(mol.charge) + " leaves " + std::to_string(nelec) + " electrons");
+  if (nelec > kMaxElectrons)
+    throw InputError("charge " + std::to_string(mol.charge) + " gives " + std::to_string(nelec) +
+                     " electrons, more than dfmp2 takes (" + std::to_string(kMaxElectrons) + ")");
   validate_multiplicity(nelec, mol.multiplicity);
 }
 
-int electron_count(const Molecule& mol) {
-  int n = -mol.charge;
+std::int64_t electron_count(const Molecule& mol) {
+  std::int64_t n = -static_cast<std::int64_t>(mol.charge);
   for (const Atom& atom : mol.atoms) n += atom.Z;
   return n;
 }
 
-int alpha_electrons(const Molecule& mol) { return (electron_count(mol) + mol.multiplicity - 1) / 2; }
-int beta_electrons(const Molecule& mol) { return (electron_count(mol) - mol.multiplicity + 1) / 2; }
+int alpha_electrons(const Molecule& mol) { return static_cast<int>((electron_count(mol) + mol.multiplicity - 1) / 2); }
+int beta_electrons(const Molecule& mol) { return static_cast<int>((electron_count(mol) - mol.multiplicity + 1) / 2); }
 
 double nuclear_repulsion(const Molecule& mol) {
   double e = 0.0;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -28,13 +29,20 @@ constexpr int kMaxAtomicNumber = 118;
 int atomic_number(const std::string& symbol);
 const std::string& element_symbol(int Z);
 
+// Closer than this no two nuclei of a molecule come (H2's bond is 1.4 bohr); closer atoms are a
+// geometry in the wrong units or a typing error.
+constexpr double kMinAtomDistance = 0.2;  // bohr
+// Electron counts stay where α and β counts fit an int (and far beyond any basis we can hold).
+constexpr std::int64_t kMaxElectrons = 1'000'000'000;
+
 // Throws InputError for: no atoms, Z out of range, non-finite coordinates, two atoms closer
-// than 1e-3 bohr, no electrons, or a multiplicity 2S+1 the electron count cannot have (below 1,
-// of the wrong parity — an odd count with multiplicity 1 among them — or more unpaired electrons
-// than electrons).
+// than kMinAtomDistance, no electrons or more than kMaxElectrons, or a multiplicity 2S+1 the
+// electron count cannot have (below 1, of the wrong parity — an odd count with multiplicity 1
+// among them — or more unpaired electrons than electrons).
 void validate(const Molecule& mol);
 
-int electron_count(const Molecule& mol);
+// In 64 bits: a charge near INT_MIN must not overflow.
+std::int64_t electron_count(const Molecule& mol);
 // Electrons of each spin, the unpaired ones α: nα = (n + 2S)/2, nβ = (n − 2S)/2.
 int alpha_electrons(const Molecule& mol);
 int beta_electrons(const Molecule& mol);

@@ -9,6 +9,7 @@
 
 #include "src/common/errors.hpp"
 #include "src/integrals/one_electron.hpp"
+#include "src/io/ao_conventions.hpp"
 #include "src/mp2/df_transform.hpp"
 #include "src/scf/df_fock.hpp"
 #include "src/scf/exact_fock.hpp"
@@ -32,6 +33,38 @@ std::string default_auxiliary(const std::string& basis, std::string (*rule)(cons
   throw InputError("'" + input.path + "' does not name its orbital basis: give the auxiliary set with " + option);
 }
 
+Eigen::Map<const Eigen::VectorXd> as_vector(const std::vector<double>& v) {
+  return {v.data(), static_cast<Eigen::Index>(v.size())};
+}
+
+// MP2's denominators ε_a + ε_b − ε_i − ε_j must be positive: every virtual above every occupied.
+void require_energy_gap(Eigen::Ref<const Eigen::VectorXd> eps_occ, Eigen::Ref<const Eigen::VectorXd> eps_vir,
+                        const std::string& source) {
+  if (eps_occ.size() == 0 || eps_vir.size() == 0) return;
+  const double homo = eps_occ.maxCoeff(), lumo = eps_vir.minCoeff();
+  if (!(lumo > homo)) {
+    char numbers[96];
+    std::snprintf(numbers, sizeof numbers, "highest occupied %.6f Eh, lowest virtual %.6f Eh", homo, lumo);
+    throw InputError(source + " have no occupied-virtual gap (" + numbers +
+                     "): MP2 needs every virtual orbital above every occupied one");
+  }
+}
+
+void check_spin_orbitals(const SpinOrbitals& orbitals, const Eigen::MatrixXd& S, const std::string& name) {
+  if (!std::is_sorted(orbitals.eps.data(), orbitals.eps.data() + orbitals.eps.size()))
+    throw InputError(name + " are not sorted by orbital energy");
+  constexpr double kTolerance = 1e-8;
+  if (const double error = orthonormality_error(orbitals.C, S); !(error <= kTolerance)) {
+    char detail[64];
+    std::snprintf(detail, sizeof detail, "max |C^T S C - 1| = %.1e > %.0e", error, kTolerance);
+    throw InputError(name + " are not orthonormal in the basis's overlap (" + detail +
+                     "): they do not belong to this molecule and basis");
+  }
+  require_energy_gap(orbitals.eps.head(orbitals.nocc), orbitals.eps.tail(orbitals.eps.size() - orbitals.nocc), name);
+}
+
+// Orbitals from the input (/scf, Molden, TREXIO) must fit the problem and be canonical SCF
+// orbitals' shape; checked before any integral beyond the overlap.
 void check_given_orbitals(const Orbitals& orbitals, const Problem& problem) {
   const std::size_t nbf = problem.obs.nbf();
   if (static_cast<std::size_t>(orbitals.C.rows()) != nbf)
@@ -46,6 +79,18 @@ void check_given_orbitals(const Orbitals& orbitals, const Problem& problem) {
   if (problem.unrestricted && orbitals.beta->nocc != problem.nocc_beta)
     throw InputError("given orbitals have nocc_beta = " + std::to_string(orbitals.beta->nocc) +
                      " but the molecule has " + std::to_string(problem.nocc_beta) + " β occupied orbitals");
+  const Eigen::MatrixXd S = overlap_matrix(problem.obs);
+  check_spin_orbitals(orbitals, S, orbitals.unrestricted() ? "the given α orbitals" : "the given orbitals");
+  if (orbitals.beta) check_spin_orbitals(*orbitals.beta, S, "the given β orbitals");
+}
+
+// Electrons beyond what the basis can hold are refused before anything is sized from them.
+void check_occupation(const Problem& problem) {
+  const std::size_t nbf = problem.obs.nbf();
+  if (static_cast<std::size_t>(problem.nocc) > nbf)
+    throw InputError(std::to_string(electron_count(problem.molecule)) + " electrons need " +
+                     std::to_string(problem.nocc) + (problem.unrestricted ? " α" : " doubly occupied") +
+                     " orbitals, but the basis has " + std::to_string(nbf) + " functions");
 }
 
 // The active orbitals' B_ia^P of one set of orbitals (RHF's, or one spin's), adding to `stats`.
@@ -113,6 +158,8 @@ Problem define_problem(const RunInput& input, const RunContext& context) {
   // As Psi4 1.3 does, the SCF fitting set takes the orbital set's spherical/Cartesian choice.
   if (!p.jk_basis.empty())
     p.jk_aux = place_on(load_basis(p.jk_basis, BasisRole::auxiliary), p.molecule, p.orbital_basis.pure);
+  check_occupation(p);
+  if (input.orbitals) check_given_orbitals(*input.orbitals, p);
   context.progress.message("dfmp2: " + p.name + ", nbf " + std::to_string(p.obs.nbf()) + ", naux " +
                            std::to_string(p.aux.nbf()) + ", nocc " + std::to_string(p.nocc) +
                            (p.unrestricted ? " α, " + std::to_string(p.nocc_beta) + " β (UHF)" : ""));
@@ -226,8 +273,7 @@ ScfSolution solve_scf(const Problem& problem, Integrals& integrals, const std::o
   ScfSolution solution;
   const auto matrices = context.budget.reserve(
       scf_working_bytes(problem.obs.nbf(), context.options.scf, problem.unrestricted ? 2 : 1), "the SCF's matrices");
-  if (given) {  // one Fock build for E_SCF instead of the SCF
-    check_given_orbitals(*given, problem);
+  if (given) {  // one Fock build for E_SCF instead of the SCF (checked by define_problem)
     solution.orbitals = *given;
     solution.e_scf = scf_energy(*given, integrals.H, *integrals.fock) + problem.e_nuc;
   } else {
@@ -281,6 +327,7 @@ DFTensor read_given_tensor(const GivenDFTensor& given, const RunContext& context
   df.naux = given.naux;
   df.eps_occ = given.eps_occ;
   df.eps_vir = given.eps_vir;
+  require_energy_gap(as_vector(df.eps_occ), as_vector(df.eps_vir), "the orbital energies of the given DF tensor (/df/eps_occ, /df/eps_vir)");
   const std::size_t count = mine.size() * given.nvir * given.naux;
   if (given.fp32) {
     df.B32 = context.budget.allocate<float>(count, "the given DF tensor /df/B");

@@ -66,6 +66,23 @@ std::string write_broken_h5(const TempDir& dir, const std::string& name, bool wi
   return path;
 }
 
+// Rewrites a double dataset of an HDF5 file in place: `change` gets its values.
+void rewrite_doubles(const std::string& path, const std::string& dataset,
+                     const std::function<void(std::vector<double>&)>& change) {
+  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  REQUIRE(file >= 0);
+  const hid_t set = H5Dopen2(file, dataset.c_str(), H5P_DEFAULT);
+  REQUIRE(set >= 0);
+  const hid_t space = H5Dget_space(set);
+  std::vector<double> values(static_cast<std::size_t>(H5Sget_simple_extent_npoints(space)));
+  H5Dread(set, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data());
+  change(values);
+  H5Dwrite(set, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data());
+  H5Sclose(space);
+  H5Dclose(set);
+  H5Fclose(file);
+}
+
 // Every name in the directory, sorted.
 std::vector<std::string> names_in(const std::string& directory) {
   std::vector<std::string> names;
@@ -258,7 +275,7 @@ TEST_CASE("bad input: one error line, non-zero exit, no output") {
   expect_rejected(dir, dir.write("nan.xyz", "2\nx\nH 0 0 nan\nH 0 0 0.7\n") + " --basis cc-pvdz",
                   "non-finite");
   expect_rejected(dir, dir.write("same.xyz", "2\nx\nH 0 0 0\nH 0 0 0\n") + " --basis cc-pvdz",
-                  "same place");
+                  "closer than 0.2 bohr");
   expect_rejected(dir, dir.write("bad.xyz", "3\nwater\nO 0 0\n") + " --basis cc-pvdz",
                   "is not 'El x y z'");
   expect_rejected(dir, water, "needs --basis");
@@ -274,6 +291,49 @@ TEST_CASE("bad input: one error line, non-zero exit, no output") {
                   "nan.gbs), line 5: the exponent must be a finite number");
   expect_rejected(dir, water + " --basis " + dir.write("i.gbs", "spherical\n****\nO 0\nI 1 1.00\n 1.0 1.0\n****\n"),
                   "line 4: angular momentum 6 (I shell) is above 5");
+}
+
+TEST_CASE("orbitals or a DF tensor that MP2 cannot use are refused before any integral") {
+  TempDir dir;
+  const std::string water = dir.write("water.xyz", kWater);
+  const std::string results = dir.path("results.h5");
+  REQUIRE(run_dfmp2(water + " --basis sto-3g --quiet --output " + results).exit_code == 0);
+  const auto edited = [&](const std::string& name, const std::string& dataset,
+                          const std::function<void(std::vector<double>&)>& change) {
+    const std::string path = dir.path(name);
+    std::filesystem::copy_file(results, path);
+    rewrite_doubles(path, dataset, change);
+    return path;
+  };
+  expect_rejected(dir, edited("zero.h5", "/scf/mo_coefficients", [](auto& C) { std::fill(C.begin(), C.end(), 0.0); }),
+                  "the given orbitals are not orthonormal in the basis's overlap");
+  expect_rejected(dir, edited("scaled.h5", "/scf/mo_coefficients", [](auto& C) { C[0] *= 1.001; }),
+                  "not orthonormal");
+  expect_rejected(dir, edited("unsorted.h5", "/scf/mo_energies", [](auto& e) { std::swap(e[0], e[1]); }),
+                  "the given orbitals are not sorted by orbital energy");
+  // Water sto-3g: 5 occupied, 2 virtual; a virtual level with the HOMO's energy leaves no gap.
+  expect_rejected(dir, edited("gap.h5", "/scf/mo_energies", [](auto& e) { e[5] = e[4]; }),
+                  "the given orbitals have no occupied-virtual gap");
+  const std::string df = std::string(DFMP2_SOURCE_DIR) + "/tests/fuzz/corpus/hdf5/df64.h5";
+  const std::string lowered = dir.path("lowered.h5");
+  std::filesystem::copy_file(df, lowered);
+  rewrite_doubles(lowered, "/df/eps_vir", [](auto& e) { e[0] = -100.0; });
+  expect_rejected(dir, lowered, "(/df/eps_occ, /df/eps_vir) have no occupied-virtual gap");
+}
+
+TEST_CASE("option values that cannot mean anything are refused") {
+  TempDir dir;
+  const std::string water = dir.write("water.xyz", kWater) + " --basis sto-3g";
+  expect_rejected(dir, water + " --e-convergence nan", "--e-convergence");
+  expect_rejected(dir, water + " --d-convergence inf", "--d-convergence");
+  expect_rejected(dir, water + " --memory 0.5", "'0.5' is less than one byte");
+  expect_rejected(dir, water + " --charge -2000", "2010 electrons need 1005 doubly occupied orbitals, but the basis has 7 functions");
+  expect_rejected(dir, water + " --charge -2147483648", "more than dfmp2 takes");
+  const std::string converted = dir.path("converted.h5");
+  const CommandResult r = run_dfmp2("convert " + water + " --df-basis nosuch-ri -o " + converted);
+  CHECK(r.exit_code != 0);
+  CHECK_THAT(r.err, Catch::Contains("unknown basis set 'nosuch-ri'"));
+  CHECK_FALSE(std::filesystem::exists(converted));
 }
 
 TEST_CASE("a broken auxiliary basis is refused before the SCF runs") {

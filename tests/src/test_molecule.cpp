@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "src/common/errors.hpp"
 #include "src/molecule/molecule.hpp"
@@ -64,11 +65,21 @@ TEST_CASE("validation catches impossible molecules and multiplicities") {
   CHECK_THROWS_WITH(validate(triplet), Catch::Contains("multiplicity 0 is not a spin multiplicity"));
   Molecule clash = h2;
   clash.atoms[1].r = {0, 0, 1e-6};
-  CHECK_THROWS_WITH(validate(clash), Catch::Contains("same place"));
+  CHECK_THROWS_WITH(validate(clash), Catch::Contains("closer than 0.2 bohr"));
+  clash.atoms[1].r = {0, 0, 0.19};
+  CHECK_THROWS_WITH(validate(clash), Catch::Contains("are 0.19 bohr apart"));
+  clash.atoms[1].r = {0, 0, 0.21};
+  CHECK_NOTHROW(validate(clash));
   Molecule nan = h2;
   nan.atoms[0].r[1] = std::nan("");
   CHECK_THROWS_WITH(validate(nan), Catch::Contains("non-finite"));
   CHECK_THROWS_WITH(validate(Molecule{}), Catch::Contains("no atoms"));
+  Molecule ion = h2;
+  ion.charge = std::numeric_limits<int>::min();  // −charge overflows an int
+  CHECK(electron_count(ion) == 2147483650LL);
+  CHECK_THROWS_WITH(validate(ion), Catch::Contains("2147483650 electrons, more than dfmp2 takes"));
+  ion.charge = std::numeric_limits<int>::max();
+  CHECK_THROWS_WITH(validate(ion), Catch::Contains("leaves -2147483645 electrons"));
 }
 
 TEST_CASE("the unpaired electrons are α") {

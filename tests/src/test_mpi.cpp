@@ -148,3 +148,21 @@ TEST_CASE("an error on the ranks stops them all with the message, no hang") {
   CHECK(r.exit_code != 124);  // timeout's code: a hang
   CHECK_THAT(r.err, Catch::Contains("unknown element symbol 'Xx'"));
 }
+
+TEST_CASE("an error on one rank alone, late in the run, ends every rank") {
+  TempDir dir;
+  const std::string args = dir.write("water.xyz", "3\nw\nO 0 0 0.1178\nH 0 0.7555 -0.4712\nH 0 -0.7555 -0.4712\n") +
+                           " --basis cc-pvdz --threads 1 --quiet";
+  for (int ranks : {2, 3}) {
+    INFO(ranks << " ranks");
+    // MPMD launch: the last rank alone stops its SCF after two iterations, while the others are
+    // in the SCF's collectives.
+    const std::string exe = " " + std::string(DFMP2_EXE) + " " + args;
+    const CommandResult r = run_command("timeout 120 " + mpirun(ranks - 1) + exe + " : -np 1" + exe +
+                                        " --max-iterations 2");
+    INFO("exit " << r.exit_code << ", stderr:\n" << r.err);
+    CHECK(r.exit_code != 0);
+    CHECK(r.exit_code != 124);  // timeout's code: a hang
+    CHECK_THAT(r.err, Catch::Contains("error (rank " + std::to_string(ranks - 1) + "): SCF did not converge"));
+  }
+}
