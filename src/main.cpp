@@ -9,6 +9,7 @@
 #include "src/cli/run_options_cli.hpp"
 #include "src/run/driver.hpp"
 #include "src/common/errors.hpp"
+#include "src/common/text.hpp"
 #include "src/io/hdf5_io.hpp"
 #include "src/io/molden.hpp"
 #include "src/io/output_file.hpp"
@@ -24,9 +25,7 @@ namespace {
 using namespace dfmp2;
 
 bool is_xyz(const std::string& path) {
-  std::string ext = std::filesystem::path(path).extension().string();
-  for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return ext == ".xyz";
+  return lowercase(std::filesystem::path(path).extension().string()) == ".xyz";
 }
 
 // XYZ by its name; Molden and TREXIO (HDF5 file or text-back-end directory) by their content;
@@ -111,6 +110,24 @@ void write_outputs(const OutputPaths& paths, const RunResult& result) {
   outputs.commit();
 }
 
+// `dfmp2 input ...`: the run, its report and output files (rank 0's).
+void compute(const std::string& input_path, const RunOptionsCli& run_options, const OutputPaths& outputs, bool quiet) {
+  if (input_path.empty()) throw InputError("no input file given (see dfmp2 --help)");
+  check_output_paths(input_path, {{"--json", outputs.json}, {"--output", outputs.output},
+                                  {"--molden", outputs.molden}, {"--trexio", outputs.trexio}});
+  const RunOptions options = run_options.options();
+  RunInput input = read_input(input_path);
+  if (is_xyz(input_path) && !options.basis) throw InputError("an XYZ input needs --basis NAME");
+  check_orbital_outputs(input, options, !(outputs.molden.empty() && outputs.trexio.empty()));
+  const bool root = Communicator::world().is_root();
+  Progress progress(quiet || !root);
+  const RunResult result = run(input, options, progress);
+  if (root) {
+    print_report(std::cout, result);
+    write_outputs(outputs, result);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -158,21 +175,7 @@ int main(int argc, char** argv) {
       if (comm.is_root()) convert(convert_args);
       return 0;
     }
-    if (input_path.empty()) throw InputError("no input file given (see dfmp2 --help)");
-    check_output_paths(input_path, {{"--json", outputs.json}, {"--output", outputs.output},
-                                    {"--molden", outputs.molden}, {"--trexio", outputs.trexio}});
-    const RunOptions options = run_options.options();
-
-    RunInput input = read_input(input_path);
-    if (is_xyz(input_path) && !options.basis)
-      throw InputError("an XYZ input needs --basis NAME");
-    check_orbital_outputs(input, options, !(outputs.molden.empty() && outputs.trexio.empty()));
-    Progress progress(quiet || !comm.is_root());
-    const RunResult result = run(input, options, progress);
-    if (comm.is_root()) {
-      print_report(std::cout, result);
-      write_outputs(outputs, result);
-    }
+    compute(input_path, run_options, outputs, quiet);
     return 0;
   } catch (const InputError& e) {
     fail(e.what());

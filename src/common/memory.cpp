@@ -14,6 +14,7 @@
 #include <new>
 
 #include "src/common/errors.hpp"
+#include "src/common/text.hpp"
 
 namespace dfmp2 {
 
@@ -45,10 +46,8 @@ std::size_t parse_memory(const std::string& text) {
   } catch (const std::exception&) {
     used = 0;
   }
-  std::string unit;
-  for (char c : text.substr(used))
-    if (!std::isspace(static_cast<unsigned char>(c)))
-      unit += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  std::string unit = lowercase(text.substr(used));
+  unit.erase(std::remove_if(unit.begin(), unit.end(), [](unsigned char c) { return std::isspace(c); }), unit.end());
   double scale = 0.0;
   if (unit.empty() || unit == "b") scale = 1.0;
   else if (unit == "k" || unit == "kb" || unit == "kib") scale = 1024.0;

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "src/common/errors.hpp"
+#include "src/common/text.hpp"
 
 namespace dfmp2 {
 namespace {
@@ -77,11 +78,6 @@ Handle plist_handle(hid_t id) { return {id, H5Pclose}; }
 
 // HDF5 prints its error stack to stderr by default; users should see only our one line.
 void silence_hdf5_errors() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
-
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 
 // ---------------------------------------------------------------------------------------------
 // Surviving libhdf5 on damaged files
@@ -361,9 +357,9 @@ Molecule read_molecule(const Reader& in) {
         dataset_handle(H5Dopen2(in.file(), "/molecule/coordinates", H5P_DEFAULT));
     const std::string units =
         in.string_attribute(coordinates, "/molecule/coordinates", "units");
-    if (lower(units) == "angstrom") {
+    if (lowercase(units) == "angstrom") {
       scale = kBohrPerAngstrom;
-    } else if (!units.empty() && lower(units) != "bohr") {
+    } else if (!units.empty() && lowercase(units) != "bohr") {
       in.fail("attribute 'units' on /molecule/coordinates must be \"bohr\" or \"angstrom\", "
               "found \"" + units + "\"");
     }

@@ -13,6 +13,7 @@
 #include <stdexcept>
 
 #include "src/common/errors.hpp"
+#include "src/common/text.hpp"
 #include "src/io/orbital_file.hpp"
 
 namespace dfmp2 {
@@ -32,11 +33,6 @@ struct Section {
   Line header;
   std::vector<Line> lines;
 };
-
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 
 std::string trim(const std::string& s) {
   const auto first = s.find_first_not_of(" \t\r");
@@ -105,7 +101,7 @@ std::vector<Section> read_sections(const Reader& in) {
     const Line line{number, text};
     if (!t.empty() && t.front() == '[' && t.find(']') != std::string::npos) {
       const auto close = t.find(']');
-      sections.push_back({lower(trim(t.substr(1, close - 1))), trim(t.substr(close + 1)), line, {}});
+      sections.push_back({lowercase(trim(t.substr(1, close - 1))), trim(t.substr(close + 1)), line, {}});
     } else if (!t.empty()) {
       if (sections.empty()) in.fail(line, "not a Molden file: the first line must be [Molden Format]");
       sections.back().lines.push_back(line);
@@ -131,7 +127,7 @@ std::array<bool, kMaxMoldenL + 1> spherical_flags(const std::vector<Section>& se
 }
 
 Molecule read_atoms(const Reader& in, const Section& atoms, std::map<long, int>& index_of) {
-  const std::string units = lower(atoms.rest);
+  const std::string units = lowercase(atoms.rest);
   double scale = 0.0;
   if (units.find("au") != std::string::npos) scale = 1.0;
   if (units.find("ang") != std::string::npos) scale = kBohrPerAngstrom;
@@ -167,7 +163,7 @@ std::vector<FileShell> read_gto(const Reader& in, const Section& gto, const std:
       continue;
     }
     if (atom < 0) in.fail(lines[i], "a shell before any atom number");
-    const std::string label = lower(w[0]);
+    const std::string label = lowercase(w[0]);
     std::vector<int> ls;
     for (char c : label) {
       const char* letter = std::strchr(kShellLetters, c);
@@ -210,7 +206,7 @@ std::vector<MoldenOrbital> read_mo_blocks(const Reader& in, const Section& mo) {
     if (equals != std::string::npos) {  // "Key= value": a new orbital after coefficients
       if (orbitals.empty() || !orbitals.back().coefficients.empty()) orbitals.push_back({line, {}, {}, "Alpha", {}, {}});
       MoldenOrbital& orbital = orbitals.back();
-      const std::string key = lower(trim(line.text.substr(0, equals)));
+      const std::string key = lowercase(trim(line.text.substr(0, equals)));
       const std::string value = trim(line.text.substr(equals + 1));
       if (key == "ene") orbital.energy = in.number(line, value);
       if (key == "occup") orbital.occupation = in.number(line, value);
@@ -234,7 +230,7 @@ FileOrbitals read_mo(const Reader& in, const Section& mo, Eigen::Index nbf) {
   for (Eigen::Index p = 0; p < nmo; ++p) {
     const MoldenOrbital& orbital = blocks[static_cast<std::size_t>(p)];
     const std::string which = "orbital " + std::to_string(p + 1);
-    if (lower(orbital.spin) != "alpha")
+    if (lowercase(orbital.spin) != "alpha")
       in.fail(orbital.header, which + " has Spin= " + orbital.spin +
                                   ": UHF orbitals are not supported yet, only closed-shell RHF ones");
     if (!orbital.energy || !orbital.occupation) in.fail(orbital.header, which + " lacks Ene= or Occup=");
@@ -325,7 +321,7 @@ bool is_molden(const std::string& path) {
   std::ifstream in(path);
   std::string line;
   while (std::getline(in, line))
-    if (!trim(line).empty()) return lower(trim(line)) == "[molden format]";
+    if (!trim(line).empty()) return lowercase(trim(line)) == "[molden format]";
   return false;
 }
 
@@ -339,7 +335,7 @@ RunInput read_molden(const std::string& path) {
     by_name.emplace(s.name, &s);
   }
   for (const char* needed : {"Atoms", "GTO", "MO"})
-    if (!by_name.count(lower(needed))) in.fail(std::string("no [") + needed + "] section");
+    if (!by_name.count(lowercase(needed))) in.fail(std::string("no [") + needed + "] section");
 
   OrbitalFileData file;
   file.path = path;

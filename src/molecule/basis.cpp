@@ -13,6 +13,7 @@
 #include <libint2/util/generated/libint2_params.h>
 
 #include "src/common/errors.hpp"
+#include "src/common/text.hpp"
 
 #ifndef DFMP2_BASIS_DIR
 #error "DFMP2_BASIS_DIR must name the directory of the shipped basis sets"
@@ -20,12 +21,6 @@
 
 namespace dfmp2 {
 namespace {
-
-std::string lowercase(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
 
 // Psi4's file names: "6-31+G*" → "6-31pgs", "cc-pVDZ" → "cc-pvdz".
 std::string file_stem(const std::string& name) {
@@ -115,6 +110,170 @@ bool contraction_vanishes(const ContractedShell& shell) {
   return !(norm > 1e-10 * scale);
 }
 
+// Psi4's G94 dialect, a line at a time: a "spherical"/"cartesian" header, element blocks
+// ("H 0", shells, "****"), then optional ECP blocks, which are only noted. Every error names the
+// file and line.
+class GbsReader {
+ public:
+  GbsReader(const std::string& text, const std::string& name, const std::string& path, BasisRole role)
+      : in_(text), role_(role) {
+    basis_.name = name;
+    basis_.path = path;
+  }
+
+  BasisSetData read() {
+    std::string line;
+    while (next_data_line(line)) {
+      std::istringstream fields(line);
+      std::string word;
+      fields >> word;
+      if (read_keyword(word, line)) continue;
+      if (in_ecp_section_) continue;
+      if (current_Z_ == 0) {
+        start_element(word);
+        continue;
+      }
+      auto& list = basis_.shells_by_Z[current_Z_];
+      const std::vector<ContractedShell> shells = read_shell(word, fields, line);
+      list.insert(list.end(), shells.begin(), shells.end());
+    }
+    if (!header_seen_) fail("missing 'spherical' or 'cartesian' header");
+    if (basis_.shells_by_Z.empty()) fail("no elements defined");
+    return std::move(basis_);
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& why) const {
+    throw InputError("basis '" + basis_.name + "' (" + basis_.path + "), line " + std::to_string(line_no_) + ": " +
+                     why);
+  }
+
+  // The next line that is neither blank nor a '!' comment.
+  bool next_data_line(std::string& out) {
+    while (std::getline(in_, out)) {
+      ++line_no_;
+      const auto first = out.find_first_not_of(" \t\r");
+      if (first != std::string::npos && out[first] != '!') return true;
+    }
+    return false;
+  }
+
+  // The header, an element's end ("****") or an ECP block's start: true when `word` was one.
+  bool read_keyword(const std::string& word, const std::string& line) {
+    const std::string lower = lowercase(word);
+    if (!header_seen_ && (lower == "spherical" || lower == "cartesian")) {
+      basis_.pure = lower == "spherical";
+      header_seen_ = true;
+      return true;
+    }
+    if (word.find_first_not_of('*') == std::string::npos) {
+      if (word == "****") current_Z_ = 0;
+      return true;
+    }
+    if (const auto ecp = lower.rfind("-ecp"); ecp != std::string::npos && ecp + 4 == lower.size()) {
+      // Effective core potentials come last in the file: note which elements have one.
+      try {
+        basis_.ecp_elements.insert(atomic_number(word.substr(0, ecp)));
+      } catch (const InputError&) {
+        fail("bad ECP header '" + line + "'");
+      }
+      in_ecp_section_ = true;
+      return true;
+    }
+    return false;
+  }
+
+  // An element header, "H 0".
+  void start_element(const std::string& word) {
+    try {
+      current_Z_ = atomic_number(word);
+    } catch (const InputError&) {
+      fail("expected an element symbol, got '" + word + "'");
+    }
+    // A second block would silently add its functions to the first.
+    if (const auto [first, added] = element_line_.emplace(current_Z_, line_no_); !added)
+      fail("element " + element_symbol(current_Z_) + " is given twice (first on line " +
+           std::to_string(first->second) + ")");
+    basis_.shells_by_Z[current_Z_];
+  }
+
+  // A shell header ("S 3 1.00", "SP 3 1.00": type, primitive count, scale) and its primitives:
+  // one contracted shell per letter.
+  std::vector<ContractedShell> read_shell(const std::string& word, std::istringstream& fields,
+                                          const std::string& line) {
+    std::string count_text, scale_text, extra;
+    fields >> count_text >> scale_text >> extra;
+    const std::optional<int> nprim = parse_count(count_text);
+    std::vector<ContractedShell> shells;
+    for (char c : word) shells.push_back({angular_momentum(c), {}, {}});
+    if (scale_text.empty() || !extra.empty() ||
+        std::any_of(shells.begin(), shells.end(), [](const ContractedShell& s) { return s.l < 0; }))
+      fail("bad shell header '" + line + "' (expected e.g. 'S 3 1.00': shell type, primitive count, scale factor)");
+    if (!nprim) fail("the primitive count '" + count_text + "' is not a positive whole number");
+    // Psi4 and Gaussian read the scale factor differently (contraction or exponents): only the
+    // value both agree on is accepted.
+    if (parse_number(scale_text) != 1.0) fail("scale factor '" + scale_text + "' is not supported, only 1.00");
+    for (const ContractedShell& shell : shells) check_angular_momentum(shell.l);
+    const int header_line = line_no_;
+    for (int p = 0; p < *nprim; ++p) {
+      const std::vector<double> values = read_primitive(shells.size() + 1);
+      for (std::size_t s = 0; s < shells.size(); ++s) {
+        shells[s].exponents.push_back(values[0]);
+        shells[s].coefficients.push_back(values[s + 1]);
+      }
+    }
+    for (const ContractedShell& shell : shells)
+      if (contraction_vanishes(shell)) {
+        line_no_ = header_line;  // the message points at the shell, not its last primitive
+        fail("the contracted function is zero: its coefficients are all zero or cancel out");
+      }
+    return shells;
+  }
+
+  void check_angular_momentum(int l) const {
+    const int limit = max_angular_momentum(role_);
+    if (l > limit)
+      fail("angular momentum " + std::to_string(l) + " (" + static_cast<char>(std::toupper(kShellLetters[l])) +
+           " shell) is above " + std::to_string(limit) + ", the most libint2 computes for " +
+           (role_ == BasisRole::orbital ? "an orbital" : "an auxiliary") + " basis");
+  }
+
+  // One primitive line: its exponent and one coefficient per shell letter.
+  std::vector<double> read_primitive(std::size_t count) {
+    std::string line;
+    if (!next_data_line(line)) fail("file ends inside a shell");
+    std::istringstream prim(line);
+    std::string token;
+    std::vector<double> values;
+    while (prim >> token) {
+      const std::optional<double> value = parse_number(token);
+      if (!value) fail("bad number '" + token + "' in '" + line + "'");
+      values.push_back(*value);
+    }
+    if (values.size() != count) fail("expected exponent and coefficients: '" + line + "'");
+    // libint2 takes these as given: a NaN or non-positive exponent crashes or reads out of
+    // bounds inside it.
+    if (!(values[0] >= kMinExponent && values[0] <= kMaxExponent)) {
+      std::ostringstream why;
+      why << "the exponent must be a finite number between " << kMinExponent << " and " << kMaxExponent << ": '"
+          << line << "'";
+      fail(why.str());
+    }
+    if (!std::all_of(values.begin() + 1, values.end(), [](double c) { return std::isfinite(c); }))
+      fail("a contraction coefficient is not finite: '" + line + "'");
+    return values;
+  }
+
+  std::istringstream in_;
+  BasisRole role_;
+  BasisSetData basis_;
+  int line_no_ = 0;
+  int current_Z_ = 0;  // the element whose block is open, 0 between blocks
+  bool header_seen_ = false;
+  bool in_ecp_section_ = false;
+  std::map<int, int> element_line_;  // where each element's block starts
+};
+
 }  // namespace
 
 int max_angular_momentum(BasisRole role) {
@@ -123,126 +282,7 @@ int max_angular_momentum(BasisRole role) {
 
 BasisSetData parse_gbs(const std::string& text, const std::string& name, const std::string& path,
                        BasisRole role) {
-  BasisSetData basis;
-  basis.name = name;
-  basis.path = path;
-  std::istringstream in(text);
-  std::string line;
-  int line_no = 0;
-  int current_Z = 0;
-  bool header_seen = false;
-  bool in_ecp_section = false;
-  std::map<int, int> element_line;  // where each element's block starts
-  auto fail = [&](const std::string& why) {
-    throw InputError("basis '" + name + "' (" + path + "), line " + std::to_string(line_no) +
-                     ": " + why);
-  };
-  auto next_data_line = [&](std::string& out) {
-    while (std::getline(in, out)) {
-      ++line_no;
-      const auto first = out.find_first_not_of(" \t\r");
-      if (first != std::string::npos && out[first] != '!') return true;
-    }
-    return false;
-  };
-  while (next_data_line(line)) {
-    std::istringstream fields(line);
-    std::string word;
-    fields >> word;
-    const std::string lower = lowercase(word);
-    if (!header_seen && (lower == "spherical" || lower == "cartesian")) {
-      basis.pure = lower == "spherical";
-      header_seen = true;
-      continue;
-    }
-    if (word.find_first_not_of('*') == std::string::npos) {  // "****" ends an element
-      if (word == "****") current_Z = 0;
-      continue;
-    }
-    if (const auto ecp = lower.rfind("-ecp"); ecp != std::string::npos && ecp + 4 == lower.size()) {
-      // Effective core potentials come last in the file: note which elements have one.
-      try {
-        basis.ecp_elements.insert(atomic_number(word.substr(0, ecp)));
-      } catch (const InputError&) {
-        fail("bad ECP header '" + line + "'");
-      }
-      in_ecp_section = true;
-      continue;
-    }
-    if (in_ecp_section) continue;
-    if (current_Z == 0) {  // element header: "H 0"
-      try {
-        current_Z = atomic_number(word);
-      } catch (const InputError&) {
-        fail("expected an element symbol, got '" + word + "'");
-      }
-      // A second block would silently add its functions to the first.
-      if (const auto [first, added] = element_line.emplace(current_Z, line_no); !added)
-        fail("element " + element_symbol(current_Z) + " is given twice (first on line " +
-             std::to_string(first->second) + ")");
-      basis.shells_by_Z[current_Z];
-      continue;
-    }
-    // shell header: "S 3 1.00" or "SP 3 1.00"
-    std::string count_text, scale_text, extra;
-    fields >> count_text >> scale_text >> extra;
-    const std::optional<int> nprim = parse_count(count_text);
-    std::vector<int> ls;
-    for (char c : word) ls.push_back(angular_momentum(c));
-    if (scale_text.empty() || !extra.empty() || std::count(ls.begin(), ls.end(), -1) > 0)
-      fail("bad shell header '" + line + "' (expected e.g. 'S 3 1.00': shell type, primitive "
-           "count, scale factor)");
-    if (!nprim) fail("the primitive count '" + count_text + "' is not a positive whole number");
-    // Psi4 and Gaussian read the scale factor differently (contraction or exponents): only the
-    // value both agree on is accepted.
-    if (parse_number(scale_text) != 1.0) fail("scale factor '" + scale_text + "' is not supported, only 1.00");
-    const int limit = max_angular_momentum(role);
-    for (std::size_t s = 0; s < ls.size(); ++s)
-      if (ls[s] > limit)
-        fail("angular momentum " + std::to_string(ls[s]) + " (" +
-             static_cast<char>(std::toupper(kShellLetters[ls[s]])) +
-             " shell) is above " + std::to_string(limit) + ", the most libint2 computes for " +
-             (role == BasisRole::orbital ? "an orbital" : "an auxiliary") + " basis");
-    const int header_line = line_no;
-    std::vector<ContractedShell> shells(ls.size());
-    for (std::size_t s = 0; s < ls.size(); ++s) shells[s].l = ls[s];
-    for (int p = 0; p < *nprim; ++p) {
-      if (!next_data_line(line)) fail("file ends inside a shell");
-      std::istringstream prim(line);
-      std::string token;
-      std::vector<double> values;
-      while (prim >> token) {
-        const std::optional<double> value = parse_number(token);
-        if (!value) fail("bad number '" + token + "' in '" + line + "'");
-        values.push_back(*value);
-      }
-      if (values.size() != ls.size() + 1) fail("expected exponent and coefficients: '" + line + "'");
-      // libint2 takes these as given: a NaN or non-positive exponent crashes or reads out of
-      // bounds inside it.
-      if (!(values[0] >= kMinExponent && values[0] <= kMaxExponent)) {
-        std::ostringstream why;
-        why << "the exponent must be a finite number between " << kMinExponent << " and "
-            << kMaxExponent << ": '" << line << "'";
-        fail(why.str());
-      }
-      if (!std::all_of(values.begin() + 1, values.end(), [](double c) { return std::isfinite(c); }))
-        fail("a contraction coefficient is not finite: '" + line + "'");
-      for (std::size_t s = 0; s < ls.size(); ++s) {
-        shells[s].exponents.push_back(values[0]);
-        shells[s].coefficients.push_back(values[s + 1]);
-      }
-    }
-    for (const ContractedShell& shell : shells)
-      if (contraction_vanishes(shell)) {
-        line_no = header_line;  // the message points at the shell, not its last primitive
-        fail("the contracted function is zero: its coefficients are all zero or cancel out");
-      }
-    auto& list = basis.shells_by_Z[current_Z];
-    list.insert(list.end(), shells.begin(), shells.end());
-  }
-  if (!header_seen) fail("missing 'spherical' or 'cartesian' header");
-  if (basis.shells_by_Z.empty()) fail("no elements defined");
-  return basis;
+  return GbsReader(text, name, path, role).read();
 }
 
 BasisSetData load_basis(const std::string& name_or_path, BasisRole role) {

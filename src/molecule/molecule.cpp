@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "src/common/errors.hpp"
+#include "src/common/text.hpp"
 
 namespace dfmp2 {
 namespace {
@@ -24,10 +25,8 @@ const std::array<std::string, kMaxAtomicNumber + 1> kSymbols = {
     "Db", "Sg", "Bh", "Hs", "Mt", "Ds", "Rg", "Cn", "Nh", "Fl", "Mc", "Lv", "Ts", "Og"};
 
 std::string normalize_symbol(const std::string& s) {
-  std::string out;
-  for (std::size_t k = 0; k < s.size(); ++k)
-    out += static_cast<char>(k == 0 ? std::toupper(static_cast<unsigned char>(s[k]))
-                                    : std::tolower(static_cast<unsigned char>(s[k])));
+  std::string out = lowercase(s);
+  if (!out.empty()) out[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(out[0])));
   return out;
 }
 
