@@ -12,11 +12,11 @@ namespace dfmp2::kernels {
 template <typename Enum>
 using NamedChoices = std::span<const std::pair<Enum, const char*>>;
 
-// "a, b, c": the names, for messages.
+// "a, b, c": the names, for messages (or with another separator, e.g. "a|b|c" for --help).
 template <typename Enum>
-std::string list_names(NamedChoices<Enum> table) {
+std::string list_names(NamedChoices<Enum> table, const std::string& separator = ", ") {
   std::string names;
-  for (const auto& [value, name] : table) names += (names.empty() ? "" : ", ") + std::string(name);
+  for (const auto& [value, name] : table) names += (names.empty() ? "" : separator) + std::string(name);
   return names;
 }
 

@@ -1,7 +1,6 @@
 #include "src/cli/run_options_cli.hpp"
 
 #include <cmath>
-#include <map>
 
 #include <omp.h>
 
@@ -14,11 +13,16 @@ namespace {
 template <typename Enum>
 void add_choice(CLI::App& app, const std::string& flag, Enum& value, NamedChoices<Enum> choices,
                 const std::string& help) {
-  std::map<std::string, Enum> by_name;
-  for (const auto& [choice, name] : choices) by_name.emplace(name, choice);
-  app.add_option(flag, value,
-                 help + " (" + kernels::list_names(choices) + "; default " + kernels::name_in(choices, value) + ")")
-      ->transform(CLI::CheckedTransformer(by_name));
+  const auto is_a_name = [choices](std::string& text) -> std::string {
+    for (const auto& [choice, name] : choices)
+      if (text == name) return {};
+    return "'" + text + "' is not one of " + kernels::list_names(choices);
+  };
+  app.add_option_function<std::string>(
+         flag, [&value, choices](const std::string& name) { value = kernels::parse_in(choices, name, "choice"); },
+         help + " (default " + kernels::name_in(choices, value) + ")")
+      ->check(CLI::Validator(is_a_name, ""))
+      ->type_name(kernels::list_names(choices, "|"));
 }
 
 // A number above zero (or at least zero), finite: CLI11's PositiveNumber lets NaN through.
@@ -52,7 +56,8 @@ RunOptionsCli::RunOptionsCli(CLI::App& app, bool energy_choices) {
     add_choice(app, "--backend", options_.backend, backend_names(), "MP2 energy backend");
     add_choice(app, "--precision", options_.precision, precision_names(), "B tensor precision");
   }
-  app.add_option("--memory", memory_, "memory budget of the whole run, e.g. 8GB (default: half the RAM)");
+  app.add_option("--memory", memory_, "memory budget of the whole run, e.g. 8GB (default: half the RAM)")
+      ->type_name("SIZE");
   app.add_option("--threads", threads_, "OpenMP threads (default: OMP_NUM_THREADS or all cores)")
       ->check(CLI::Range(1, 4096));
   app.add_option("--e-convergence", options_.scf.e_convergence, "SCF energy convergence / Eh")
