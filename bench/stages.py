@@ -4,10 +4,13 @@
 For each molecule, runs dfmp2 (its JSON gives each stage's wall time and floor — GEMM work at
 the GEMM rate measured at start-up plus libint2's own time for the integrals — page faults and
 peak RSS) and Psi4 1.3 with the same settings, alternating the two --repeat times, and reports
-medians. --scaling adds one-thread dfmp2 runs (each stage's speedup from 1 to --threads
-threads); --exact adds uracil with exact integrals (dfmp2 --scf exact beside Psi4's PK).
+medians. --scaling NAMES adds one-thread dfmp2 runs of those molecules (each stage's speedup from
+1 to --threads threads); --exact adds uracil with exact integrals (dfmp2 --scf exact beside
+Psi4's PK); --baseline BINARY runs an earlier dfmp2 build once per molecule beside them (its
+whole-run time, peak RSS and page faults, from the kernel's rusage of the child).
 
-    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 bench/stages.py --scaling --exact
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 bench/stages.py \
+        --scaling naphthalene-dimer,uracil --exact --baseline old/dfmp2
 
 Writes <out>/stages.json (every run) and stages.md (the tables of docs/benchmarks.md).
 perf-free: everything comes from the programs' own outputs.
@@ -20,6 +23,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -39,12 +43,28 @@ def run_dfmp2(binary, xyz, args, workdir, threads, scf="df"):
     return json.loads(out.read_text())
 
 
+def run_baseline(binary, xyz, args, threads, scf):
+    """An earlier build's whole run: wall time, peak RSS and page faults of the child process."""
+    cmd = [str(binary), str(xyz), "--basis", args.basis, "--df-basis", args.df_basis, "--scf", scf,
+           "--threads", str(threads), "--memory", args.memory, "--quiet"]
+    if scf == "df":
+        cmd += ["--jk-basis", args.jk_basis]
+    start = time.perf_counter()
+    child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, env=amdahl.basis_environment(args.basis))
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - start
+    if status != 0:
+        sys.exit(f"stages.py: baseline {' '.join(cmd)} failed")
+    return {"wall_seconds": wall, "peak_rss_bytes": usage.ru_maxrss * 1024,
+            "minor_page_faults": usage.ru_minflt, "major_page_faults": usage.ru_majflt}
+
+
 def median(values):
     values = [v for v in values if v is not None]
     return statistics.median(values) if values else None
 
 
-def summarise(name, runs, psi4, serial):
+def summarise(name, runs, psi4, serial, baseline):
     """Medians over the repetitions: per stage wall, floor and ratio; whole run; Psi4."""
     stages = {}
     for stage in STAGES:
@@ -70,7 +90,17 @@ def summarise(name, runs, psi4, serial):
             "speedup_vs_psi4": psi4_wall / total if psi4_wall else None,
             "de_scf": first["e_scf"] - psi4[0]["e_scf"] if psi4 else None,
             "de_corr": first["e_corr"] - psi4[0]["e_corr"] if psi4 else None,
+            "baseline": baseline,
             "repeat": len(runs)}
+
+
+def baseline_lines(baseline, s):
+    if not baseline:
+        return []
+    return [f"Earlier build (one run, same settings): whole run {baseline['wall_seconds']:.2f} s, peak RSS "
+            f"{baseline['peak_rss_bytes'] / 2**20:.0f} MiB, {baseline['minor_page_faults']} minor page faults; "
+            f"this build {baseline['wall_seconds'] / s['total_s']:.2f}× faster, "
+            f"{baseline['minor_page_faults'] / s['minor_page_faults']:.1f}× fewer page faults.", ""]
 
 
 def markdown(summaries, machine, args):
@@ -98,20 +128,23 @@ def markdown(summaries, machine, args):
                   f"{s['scf_fp32_iterations']} with the exchange in fp32), Psi4 {s['psi4_scf_iterations']}. "
                   f"Peak RSS {s['peak_rss_bytes'] / 2**20:.0f} MiB, {s['minor_page_faults']:.0f} minor page faults. "
                   f"GEMM rate at start-up {s['dgemm_gflops']:.1f} / {s['sgemm_gflops']:.1f} GFLOP/s (fp64 / fp32).",
-                  ""]
+                  "", *baseline_lines(s["baseline"], s)]
     return "\n".join(lines)
 
 
 def measure(name, xyz, scf, args, binary, work, use_psi4):
-    runs, psi4, serial = [], [], []
+    runs, psi4, serial, baseline = [], [], [], None
     for k in range(args.repeat):
         print(f"stages.py: {name} ({scf}) run {k + 1}/{args.repeat}", file=sys.stderr, flush=True)
         runs.append(run_dfmp2(binary, xyz, args, work, args.threads, scf))
         if use_psi4:
             psi4.append(amdahl.run_psi4(xyz, args, "df" if scf == "df" else "pk"))
-        if args.scaling:
+        if name in args.scaling.split(","):
             serial.append(run_dfmp2(binary, xyz, args, work, 1, scf))
-    return summarise(name, runs, psi4, serial), {"dfmp2": runs, "psi4": psi4, "dfmp2_one_thread": serial}
+        if args.baseline and k == 0:
+            baseline = run_baseline(args.baseline, xyz, args, args.threads, scf)
+    return (summarise(name, runs, psi4, serial, baseline),
+            {"dfmp2": runs, "psi4": psi4, "dfmp2_one_thread": serial, "baseline": baseline})
 
 
 def main():
@@ -123,7 +156,8 @@ def main():
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--threads", type=int, default=os.cpu_count())
     p.add_argument("--memory", default="12GB")
-    p.add_argument("--scaling", action="store_true", help="also one-thread dfmp2 runs")
+    p.add_argument("--scaling", default="", help="comma-separated molecules also run on one thread")
+    p.add_argument("--baseline", help="an earlier dfmp2 binary, run once per molecule beside the others")
     p.add_argument("--exact", action="store_true", help="also uracil with exact integrals, beside Psi4's PK")
     p.add_argument("--no-psi4", action="store_true")
     args = p.parse_args()
