@@ -18,11 +18,24 @@ against the measured peak RSS. Writes results/scaling_model.md and prints it.
 import argparse
 import json
 import os
+import re
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STAGES = ["integrals", "scf", "df_transform", "energy"]
-DIIS_VECTORS = 8
-SLAB_BYTES = 32 << 20  # kRedistributeSlabBytes: one slab of an all-to-all exchange
+
+
+def source_constant(path, pattern):
+    """A constant read from dfmp2's own source, so that the model follows the program."""
+    match = re.search(pattern, open(os.path.join(ROOT, path)).read())
+    if not match:
+        raise SystemExit(f"scaling_model.py: no match for {pattern!r} in {path}")
+    return int(match.group(1))
+
+
+DIIS_VECTORS = source_constant("src/scf/rhf.hpp", r"int diis_vectors = (\d+);")
+# One slab of an all-to-all exchange.
+SLAB_BYTES = source_constant("src/common/parallel.hpp",
+                             r"kRedistributeSlabBytes = std::size_t\((\d+)\) << 20;") << 20
 
 
 def sizes(result):
