@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -102,29 +103,28 @@ const double* compute_quartet(libint2::Engine& engine, const libint2::BasisSet& 
   return engine.results()[0];
 }
 
-template <std::size_t kSpins>
-std::vector<Eigen::MatrixXd> two_electron_fock(const libint2::BasisSet& obs, const ShellPairs& pairs,
-                                               const std::vector<Eigen::MatrixXd>& D_spins, int part, int parts) {
+// Each spin's G from the quartets `visit_bra(p12, thread, add)` hands to add(p34, values), bra
+// pairs of this part in parallel, from the most expensive (largest p12: most ket pairs) down.
+template <std::size_t kSpins, typename VisitBra>
+std::vector<Eigen::MatrixXd> contract_quartets(const libint2::BasisSet& obs, const ShellPairs& pairs,
+                                               const std::vector<Eigen::MatrixXd>& D_spins, int part, int parts,
+                                               VisitBra&& visit_bra) {
   const auto shell2bf = obs.shell2bf();
   const auto nbf = static_cast<Eigen::Index>(obs.nbf());
   const std::size_t npairs = pairs.pairs.size();
-  const Eigen::MatrixXd Dmax = shell_block_max(obs, D_spins);
   const Eigen::MatrixXd mean = kSpins == 1 ? D_spins[0] : Eigen::MatrixXd(0.5 * (D_spins[0] + D_spins[1]));
   QuartetDensities<kSpins> D{mean, {}};
   for (std::size_t s = 0; s < kSpins; ++s) D.exchange[s] = &D_spins[s];
   std::array<Eigen::MatrixXd, kSpins> zero;
   zero.fill(Eigen::MatrixXd::Zero(nbf, nbf));
   std::vector<std::array<Eigen::MatrixXd, kSpins>> g(static_cast<std::size_t>(omp_get_max_threads()), zero);
-  auto engines = engines_per_thread(libint2::Engine(Operator::coulomb, obs.max_nprim(), obs.max_l()));
-  // Bra pairs from the most expensive (largest p12: most ket pairs) down, for load balance.
 #pragma omp parallel for schedule(dynamic)
   for (std::size_t k = 0; k < npairs; ++k) {
     const std::size_t p12 = npairs - 1 - k;
     if (p12 % static_cast<std::size_t>(parts) != static_cast<std::size_t>(part)) continue;
     const int thread = omp_get_thread_num();
-    for_each_quartet(pairs, Dmax, p12, [&](std::size_t p34) {
-      if (const double* values = compute_quartet(engines[thread], obs, pairs, p12, p34))
-        add_quartet<kSpins>(obs, shell2bf, pairs, p12, p34, values, D, g[thread]);
+    visit_bra(p12, thread, [&](std::size_t p34, const double* values) {
+      add_quartet<kSpins>(obs, shell2bf, pairs, p12, p34, values, D, g[thread]);
     });
   }
   std::vector<Eigen::MatrixXd> G;
@@ -134,6 +134,30 @@ std::vector<Eigen::MatrixXd> two_electron_fock(const libint2::BasisSet& obs, con
     G.push_back(0.5 * (sum + sum.transpose()));
   }
   return G;
+}
+
+template <std::size_t kSpins>
+std::vector<Eigen::MatrixXd> two_electron_fock(const libint2::BasisSet& obs, const ShellPairs& pairs,
+                                               const std::vector<Eigen::MatrixXd>& D_spins, int part, int parts) {
+  const Eigen::MatrixXd Dmax = shell_block_max(obs, D_spins);
+  auto engines = engines_per_thread(libint2::Engine(Operator::coulomb, obs.max_nprim(), obs.max_l()));
+  return contract_quartets<kSpins>(obs, pairs, D_spins, part, parts, [&](std::size_t p12, int thread, auto&& add) {
+    for_each_quartet(pairs, Dmax, p12, [&](std::size_t p34) {
+      if (const double* values = compute_quartet(engines[thread], obs, pairs, p12, p34)) add(p34, values);
+    });
+  });
+}
+
+// The store keeps the quartets whose Schwarz bound alone reaches the threshold: those of any
+// density whose elements are at most 1 in magnitude (for_each_quartet's D_max of ones).
+Eigen::MatrixXd unit_density_bound(const libint2::BasisSet& obs) {
+  return Eigen::MatrixXd::Ones(static_cast<Eigen::Index>(obs.size()), static_cast<Eigen::Index>(obs.size()));
+}
+
+std::size_t quartet_size(const libint2::BasisSet& obs, const ShellPairs& pairs, std::size_t p12, std::size_t p34) {
+  const auto [s1, s2] = pairs.pairs[p12];
+  const auto [s3, s4] = pairs.pairs[p34];
+  return obs[s1].size() * obs[s2].size() * obs[s3].size() * obs[s4].size();
 }
 
 }  // namespace
@@ -163,6 +187,50 @@ double exact_fock_libint_seconds(const libint2::BasisSet& obs, const ShellPairs&
   for (const auto& [p12, p34] : sample) compute_quartet(engine, obs, pairs, p12, p34);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return seconds * double(computed) / double(sample.size()) / double(omp_get_max_threads());
+}
+
+std::size_t StoredQuartets::bytes(const libint2::BasisSet& obs, const ShellPairs& pairs, int part, int parts) {
+  const Eigen::MatrixXd bound = unit_density_bound(obs);
+  std::size_t total = 0;
+  for (std::size_t p12 = static_cast<std::size_t>(part); p12 < pairs.pairs.size();
+       p12 += static_cast<std::size_t>(parts))
+    for_each_quartet(pairs, bound, p12, [&](std::size_t p34) {
+      total += sizeof(double) * quartet_size(obs, pairs, p12, p34) + sizeof(std::uint32_t);
+    });
+  return total;
+}
+
+StoredQuartets::StoredQuartets(const libint2::BasisSet& obs, const ShellPairs& pairs, int part, int parts)
+    : obs_(obs), pairs_(pairs), part_(part), parts_(parts), kets_(pairs.pairs.size()), values_(pairs.pairs.size()) {
+  const Eigen::MatrixXd bound = unit_density_bound(obs);
+  auto engines = engines_per_thread(libint2::Engine(Operator::coulomb, obs.max_nprim(), obs.max_l()));
+  const std::size_t npairs = pairs.pairs.size();
+#pragma omp parallel for schedule(dynamic)
+  for (std::size_t k = 0; k < npairs; ++k) {
+    const std::size_t p12 = npairs - 1 - k;
+    if (p12 % static_cast<std::size_t>(parts) != static_cast<std::size_t>(part)) continue;
+    libint2::Engine& engine = engines[static_cast<std::size_t>(omp_get_thread_num())];
+    for_each_quartet(pairs, bound, p12, [&](std::size_t p34) {
+      const std::size_t size = quartet_size(obs, pairs, p12, p34);
+      const double* values = compute_quartet(engine, obs, pairs, p12, p34);
+      kets_[p12].push_back(static_cast<std::uint32_t>(p34));
+      if (values) values_[p12].insert(values_[p12].end(), values, values + size);
+      else values_[p12].resize(values_[p12].size() + size, 0.0);  // libint2's "all zero"
+    });
+  }
+}
+
+std::vector<Eigen::MatrixXd> StoredQuartets::fock(const std::vector<Eigen::MatrixXd>& D_spins) const {
+  const auto visit_bra = [this](std::size_t p12, int, auto&& add) {
+    const double* values = values_[p12].data();
+    for (const std::uint32_t p34 : kets_[p12]) {
+      add(p34, values);
+      values += quartet_size(obs_, pairs_, p12, p34);
+    }
+  };
+  if (D_spins.size() == 1) return contract_quartets<1>(obs_, pairs_, D_spins, part_, parts_, visit_bra);
+  if (D_spins.size() == 2) return contract_quartets<2>(obs_, pairs_, D_spins, part_, parts_, visit_bra);
+  throw std::invalid_argument("StoredQuartets::fock: one or two spin densities, not " + std::to_string(D_spins.size()));
 }
 
 }  // namespace dfmp2

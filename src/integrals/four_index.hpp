@@ -2,6 +2,7 @@
 // density-weighted Schwarz screening, libint2's shell-pair data precomputed.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include <Eigen/Core>
@@ -24,5 +25,24 @@ std::vector<Eigen::MatrixXd> exact_two_electron_fock(const libint2::BasisSet& ob
 // sample of its unscreened quartets timed on one thread, scaled to all of them.
 double exact_fock_libint_seconds(const libint2::BasisSet& obs, const ShellPairs& pairs,
                                  const std::vector<Eigen::MatrixXd>& D_spins, int part = 0, int parts = 1);
+
+// The quartets of exact_two_electron_fock computed once and kept, for SCF iterations that then
+// only contract them (as Psi4's PK and conventional SCF do) — when they fit in memory: every
+// unique quartet of this part whose Schwarz bound reaches the screening threshold.
+class StoredQuartets {
+ public:
+  // What the store of this part would hold, from the Schwarz bounds alone (no integral).
+  static std::size_t bytes(const libint2::BasisSet& obs, const ShellPairs& pairs, int part = 0, int parts = 1);
+  StoredQuartets(const libint2::BasisSet& obs, const ShellPairs& pairs, int part = 0, int parts = 1);
+  // exact_two_electron_fock(obs, pairs, D_spins, part, parts), without its density screening.
+  std::vector<Eigen::MatrixXd> fock(const std::vector<Eigen::MatrixXd>& D_spins) const;
+
+ private:
+  const libint2::BasisSet& obs_;
+  const ShellPairs& pairs_;
+  int part_, parts_;
+  std::vector<std::vector<std::uint32_t>> kets_;  // per bra pair: its stored ket pairs, in order
+  std::vector<std::vector<double>> values_;       // per bra pair: their integrals, one after another
+};
 
 }  // namespace dfmp2

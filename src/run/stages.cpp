@@ -263,7 +263,7 @@ Integrals compute_integrals(const Problem& problem, const RunContext& context) {
   } else {
     ints.exact_fock_memory = context.budget.reserve(ExactFock::peak_bytes(problem.obs.nbf(), problem.unrestricted ? 2 : 1),
                                                     "the exact Fock builds");
-    ints.fock = std::make_unique<ExactFock>(problem.obs, ints.pairs, context.comm);
+    ints.fock = std::make_unique<ExactFock>(problem.obs, ints.pairs, context.comm, context.budget);
   }
   return ints;
 }
@@ -280,7 +280,7 @@ ScfSolution solve_scf(const Problem& problem, Integrals& integrals, const std::o
     ScfOptions options = context.options.scf;
     options.on_iteration = [&context](const ScfIteration& it) { report_iteration(context.progress, it); };
     const Eigen::MatrixXd guess = context.options.guess == ScfGuess::sad
-                                      ? atomic_density_guess(problem.orbital_basis, problem.molecule)
+                                      ? atomic_density_guess(problem.orbital_basis, problem.molecule, context.budget)
                                       : Eigen::MatrixXd();
     ScfResult scf = problem.unrestricted ? run_uhf(integrals.S, integrals.H, problem.e_nuc, problem.nocc,
                                                    problem.nocc_beta, *integrals.fock, options, guess)

@@ -9,8 +9,9 @@ namespace {
 constexpr int kFullBuildEvery = 8;
 }  // namespace
 
-ExactFock::ExactFock(const libint2::BasisSet& obs, const ShellPairs& pairs, Communicator& comm)
-    : obs_(obs), pairs_(pairs), comm_(comm) {}
+ExactFock::ExactFock(const libint2::BasisSet& obs, const ShellPairs& pairs, Communicator& comm,
+                     MemoryBudget& budget)
+    : obs_(obs), pairs_(pairs), comm_(comm), budget_(budget) {}
 
 std::size_t ExactFock::peak_bytes(std::size_t nbf, std::size_t spins) {
   return sizeof(double) * nbf * nbf * spins * static_cast<std::size_t>(omp_get_max_threads() + 4);
@@ -27,18 +28,41 @@ std::array<Eigen::MatrixXd, 2> ExactFock::build_unrestricted(const Eigen::Matrix
   return {std::move(G[0]), std::move(G[1])};
 }
 
+void ExactFock::store_if_it_fits() {
+  const std::size_t bytes = StoredQuartets::bytes(obs_, pairs_, comm_.rank(), comm_.size());
+  // Every rank stores, or none: the ranks' shares differ in size.
+  double ranks_it_fits = bytes <= budget_.available() ? 1.0 : 0.0;
+  comm_.allreduce_sum(&ranks_it_fits, 1);
+  if (ranks_it_fits < comm_.size()) return;
+  stored_memory_ = budget_.reserve(bytes, "the stored four-index integrals");
+  stored_.emplace(obs_, pairs_, comm_.rank(), comm_.size());
+  const auto nbf = static_cast<Eigen::Index>(obs_.nbf());
+  work_.libint_seconds += exact_fock_libint_seconds(obs_, pairs_, {Eigen::MatrixXd::Ones(nbf, nbf)}, comm_.rank(),
+                                                    comm_.size());
+}
+
+std::vector<Eigen::MatrixXd> ExactFock::summed_over_ranks(std::vector<Eigen::MatrixXd> G) {
+  for (Eigen::MatrixXd& G_s : G) comm_.allreduce_sum(G_s.data(), static_cast<std::size_t>(G_s.size()));
+  return G;
+}
+
 std::vector<Eigen::MatrixXd> ExactFock::build_spins(const std::vector<Eigen::MatrixXd>& D) {
+  // From the second build on: a single build (E_SCF of given orbitals) would gain nothing.
+  if (builds_ == 1) store_if_it_fits();
+  if (stored_) {
+    ++builds_;
+    return summed_over_ranks(stored_->fock(D));
+  }
   // Densities of another spin count than the last build (RHF, then UHF) start afresh.
   const bool incremental = builds_++ % kFullBuildEvery != 0 && D_.size() == D.size();
   std::vector<Eigen::MatrixXd> change = D;
   if (incremental)
     for (std::size_t s = 0; s < D.size(); ++s) change[s] -= D_[s];
-  std::vector<Eigen::MatrixXd> G = exact_two_electron_fock(obs_, pairs_, change, comm_.rank(), comm_.size());
+  std::vector<Eigen::MatrixXd> G =
+      summed_over_ranks(exact_two_electron_fock(obs_, pairs_, change, comm_.rank(), comm_.size()));
   work_.libint_seconds += exact_fock_libint_seconds(obs_, pairs_, change, comm_.rank(), comm_.size());
-  for (std::size_t s = 0; s < G.size(); ++s) {
-    comm_.allreduce_sum(G[s].data(), static_cast<std::size_t>(G[s].size()));
-    if (incremental) G[s] += G_[s];
-  }
+  if (incremental)
+    for (std::size_t s = 0; s < G.size(); ++s) G[s] += G_[s];
   D_ = D;
   G_ = G;
   return G;

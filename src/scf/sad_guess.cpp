@@ -10,7 +10,7 @@
 
 namespace dfmp2 {
 
-Eigen::MatrixXd atomic_density_guess(const BasisSetData& basis, const Molecule& mol) {
+Eigen::MatrixXd atomic_density_guess(const BasisSetData& basis, const Molecule& mol, MemoryBudget& budget) {
   std::map<int, Eigen::MatrixXd> factor_by_element;
   for (const Atom& atom : mol.atoms) {
     if (factor_by_element.count(atom.Z)) continue;
@@ -19,7 +19,7 @@ Eigen::MatrixXd atomic_density_guess(const BasisSetData& basis, const Molecule& 
     const libint2::BasisSet obs = place_on(basis, lone_atom);
     const ShellPairs pairs = significant_shell_pairs(obs);
     Communicator this_process;  // every rank makes the same guess on its own
-    ExactFock fock(obs, pairs, this_process);
+    ExactFock fock(obs, pairs, this_process, budget);
     ScfOptions options;  // a guess: loose convergence is plenty
     options.e_convergence = 1e-8;
     options.d_convergence = 1e-5;

@@ -5,6 +5,7 @@
 
 #include <Eigen/Core>
 
+#include "src/common/memory.hpp"
 #include "src/molecule/basis.hpp"
 #include "src/molecule/molecule.hpp"
 
@@ -12,7 +13,7 @@ namespace dfmp2 {
 
 // Factor F of the guess density D = F Fᵀ (closed-shell convention D = C_occ C_occᵀ) over the
 // functions of place_on(basis, mol): block diagonal, one block per atom, each the spherically
-// averaged neutral atom from an SCF in the same basis with exact integrals.
-Eigen::MatrixXd atomic_density_guess(const BasisSetData& basis, const Molecule& mol);
+// averaged neutral atom from an SCF in the same basis with exact integrals (drawn from `budget`).
+Eigen::MatrixXd atomic_density_guess(const BasisSetData& basis, const Molecule& mol, MemoryBudget& budget);
 
 }  // namespace dfmp2

@@ -3,12 +3,16 @@
 
 #include <cmath>
 
+#include "src/common/memory.hpp"
 #include "src/molecule/basis.hpp"
 #include "src/run/driver.hpp"
 #include "src/integrals/libint.hpp"
 #include "src/integrals/one_electron.hpp"
 #include "src/integrals/shell_ranges.hpp"
+#include "src/scf/exact_fock.hpp"
 #include "src/scf/sad_guess.hpp"
+#include "src/integrals/shell_pairs.hpp"
+#include "src/common/parallel.hpp"
 #include "src/io/xyz.hpp"
 
 using namespace dfmp2;
@@ -26,7 +30,8 @@ TEST_CASE("SAD guess: each atom's block holds that neutral atom's electrons") {
   const BasisSetData basis = load_basis("cc-pvdz", BasisRole::orbital);
   Libint2Session session;
   const libint2::BasisSet obs = place_on(basis, mol);
-  const Eigen::MatrixXd F = atomic_density_guess(basis, mol);
+  MemoryBudget budget(std::size_t(1) << 30);
+  const Eigen::MatrixXd F = atomic_density_guess(basis, mol, budget);
   REQUIRE(F.rows() == static_cast<Eigen::Index>(obs.nbf()));
   const Eigen::MatrixXd DS = F * F.transpose() * overlap_matrix(obs);
   // Atoms' functions are contiguous, in atom order; D = F Fᵀ counts electron pairs.
@@ -47,7 +52,8 @@ TEST_CASE("SAD guess: an open-shell atom is spherical (carbon's 2p pair spread o
   const BasisSetData basis = load_basis("cc-pvdz", BasisRole::orbital);
   Libint2Session session;
   const libint2::BasisSet obs = place_on(basis, carbon);
-  const Eigen::MatrixXd F = atomic_density_guess(basis, carbon);
+  MemoryBudget budget(std::size_t(1) << 30);
+  const Eigen::MatrixXd F = atomic_density_guess(basis, carbon, budget);
   const Eigen::MatrixXd D = F * F.transpose();
   int p_shells = 0;
   for (std::size_t s = 0; s < obs.size(); ++s) {
@@ -78,4 +84,25 @@ TEST_CASE("SAD and core-Hamiltonian guesses converge to the same RHF energy") {
   // The guess is the closer start: its first energy is nearer the converged one.
   CHECK(std::abs(sad.scf_iterations.front().energy - sad.e_scf) <
         std::abs(core.scf_iterations.front().energy - core.e_scf));
+}
+
+TEST_CASE("exact Fock builds from stored quartets equal the direct, incremental ones") {
+  const Molecule water = source_molecule("water");
+  Libint2Session session;
+  const libint2::BasisSet obs = place_on(load_basis("cc-pvdz", BasisRole::orbital), water);
+  const ShellPairs pairs = significant_shell_pairs(obs);
+  Communicator this_process;
+  MemoryBudget roomy(std::size_t(1) << 30), none(0);  // nothing fits in `none`: direct builds
+  ExactFock stored(obs, pairs, this_process, roomy), direct(obs, pairs, this_process, none);
+  const auto nbf = static_cast<Eigen::Index>(obs.nbf());
+  Eigen::MatrixXd factor = Eigen::MatrixXd::Random(nbf, 5);
+  for (int build = 0; build < 4; ++build) {  // a density that changes a little each time, as an SCF's
+    INFO("build " << build);
+    factor += 1e-3 * Eigen::MatrixXd::Random(nbf, 5);
+    const Eigen::MatrixXd G_stored = stored.build(factor, kernels::Precision::fp64);
+    const Eigen::MatrixXd G_direct = direct.build(factor, kernels::Precision::fp64);
+    CHECK((G_stored - G_direct).norm() <= 1e-10 * G_stored.norm());
+  }
+  CHECK(roomy.peak_drawn() > 0);  // the quartets were stored there
+  CHECK(none.peak_drawn() == 0);
 }
