@@ -85,9 +85,10 @@ void silence_hdf5_errors() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
 // libhdf5 1.10 trusts a file's structures: a damaged file can make it dereference NULL or loop
 // forever inside H5Fopen, H5Lexists, H5Aread and the like (fuzzing found dozens of such files),
 // which no check of ours can see coming. So a forked child first has libhdf5 go over every
-// structure the reader touches, attribute values included, with none of our code; the file is
-// read only when the child came through. The datasets' data is left to the reader, so that a
-// large B_ia^P is read once.
+// structure the reader touches, attribute values included, and then runs the reader itself (its
+// own conversions take other paths through libhdf5: a vlen string attribute read as a string
+// looped where reading it as stored did not); the file is read only when the child came through.
+// The DF tensor's rows are read on demand, later, so a large B_ia^P is not read twice.
 
 // Walking a dfmp2 input's few objects takes milliseconds; this long means libhdf5 is looping.
 constexpr unsigned kWalkSeconds = 10;
@@ -134,7 +135,8 @@ std::string dims_text(const std::vector<hsize_t>& dims) {
 // The open input file; every error names the file (and the object) in one line.
 class Reader {
  public:
-  explicit Reader(const std::string& path) : path_(path) {
+  // `survival_checked`: require_hdf5_survives(path) has already come through (or this is its child).
+  explicit Reader(const std::string& path, bool survival_checked = false) : path_(path) {
     silence_hdf5_errors();
     // Checked with std::ifstream first: H5Fis_hdf5 cannot tell "missing" from "not HDF5".
     std::error_code ec;  // the non-throwing overload: a permission problem is "cannot open" too
@@ -142,7 +144,7 @@ class Reader {
       throw InputError("cannot open '" + path + "'");
     const htri_t is_hdf5 = H5Fis_hdf5(path.c_str());
     if (is_hdf5 == 0) throw InputError("'" + path + "' is not an HDF5 file");
-    require_hdf5_survives(path);
+    if (!survival_checked) require_hdf5_survives(path);
     // Read-only: the input must never be modified.
     file_ = file_handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
     if (is_hdf5 < 0 || !file_.valid()) throw InputError("cannot open '" + path + "'");
@@ -637,6 +639,8 @@ void write_file(const std::string& path, const std::function<void(hid_t)>& body)
   check(file.close(), "cannot finish the file (disk full?)");
 }
 
+RunInput read_layout(const Reader& in);
+
 }  // namespace
 
 void require_hdf5_survives(const std::string& path) {
@@ -653,6 +657,10 @@ void require_hdf5_survives(const std::string& path) {
     if (file.valid())
       H5Ovisit2(file, H5_INDEX_NAME, H5_ITER_NATIVE, touch_object, nullptr,
                 H5O_INFO_BASIC | H5O_INFO_NUM_ATTRS);
+    try {
+      read_layout(Reader(path, true));
+    } catch (...) {  // the parent reads again and reports
+    }
     _exit(0);
   }
   int status = 0;
@@ -663,10 +671,13 @@ void require_hdf5_survives(const std::string& path) {
                      " reading it");
 }
 
-RunInput read_hdf5_input(const std::string& path) {
-  const Reader in(path);
+RunInput read_hdf5_input(const std::string& path) { return read_layout(Reader(path)); }
+
+namespace {
+
+RunInput read_layout(const Reader& in) {
   RunInput input;
-  input.path = path;
+  input.path = in.path();
   const bool has_molecule = in.exists("/molecule"), has_df = in.exists("/df");
   if (!has_molecule && !has_df)
     in.fail("neither /molecule nor /df found (see docs/input-format.md)");
@@ -683,6 +694,8 @@ RunInput read_hdf5_input(const std::string& path) {
   }
   return input;
 }
+
+}  // namespace
 
 void write_hdf5_input(const std::string& path, const Molecule& mol, const std::string& basis,
                       const std::string& df_basis, const std::string& jk_basis) {
