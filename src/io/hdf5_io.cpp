@@ -663,8 +663,13 @@ void require_hdf5_survives(const std::string& path) {
     }
     _exit(0);
   }
+  if (child < 0) return;  // no check: read as before
   int status = 0;
-  if (child < 0 || waitpid(child, &status, 0) != child) return;  // no check: read as before
+  pid_t waited;
+  // Signal handlers of the process (libFuzzer's timer, for one) may interrupt the wait.
+  while ((waited = waitpid(child, &status, 0)) < 0 && errno == EINTR) {
+  }
+  if (waited != child) return;
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
     throw InputError("'" + path + "' is damaged: the HDF5 library " +
                      (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM ? "loops" : "crashes") +

@@ -10,6 +10,8 @@
 #include <vector>
 
 #include <hdf5.h>
+#include <signal.h>
+#include <sys/time.h>
 
 #include "src/common/errors.hpp"
 #include "src/io/hdf5_io.hpp"
@@ -440,6 +442,15 @@ TEST_CASE("files on which libhdf5 itself crashes or loops are refused as damaged
     CHECK_THROWS_WITH(read_hdf5_input(dir + name),
                       "'" + dir + name + "' is damaged: the HDF5 library crashes reading it");
   }
+  // While the check waits, a timer's signal interrupts it every 0.2 s (as libFuzzer's does):
+  // the wait resumes instead of reading the file in this process, where libhdf5 would loop.
+  struct sigaction ignore {}, previous {};
+  ignore.sa_handler = [](int) {};
+  sigaction(SIGALRM, &ignore, &previous);  // no SA_RESTART: waitpid returns EINTR
+  const itimerval every_200ms{{0, 200000}, {0, 200000}}, off{};
+  setitimer(ITIMER_REAL, &every_200ms, nullptr);
   CHECK_THROWS_WITH(read_hdf5_input(dir + "global-heap-loop.h5"),
                     "'" + dir + "global-heap-loop.h5' is damaged: the HDF5 library loops reading it");
+  setitimer(ITIMER_REAL, &off, nullptr);
+  sigaction(SIGALRM, &previous, nullptr);
 }
