@@ -5,7 +5,6 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <memory>
 
 #include "kernels/backends.hpp"
 #include "kernels/gemm_engine.hpp"
@@ -27,6 +26,7 @@ EnergyResult fused_energy(const PairSpace<Real>& pairs, const EnergyOptions& opt
   ProgressCounter progress(options.progress, blocks.size());
   double e_os = 0.0, e_ss = 0.0;
   int team = 1;
+  const Workspace<Real> tiles(options, std::size_t(scope.threads()) * tile_elems);
 
   // Inside the parallel region OpenBLAS (OpenMP build) sees omp_in_parallel() and runs each
   // GEMM on the calling thread only: no oversubscription (checked by bench_energy's GEMM probe).
@@ -34,7 +34,7 @@ EnergyResult fused_energy(const PairSpace<Real>& pairs, const EnergyOptions& opt
   {
 #pragma omp single
     team = omp_get_num_threads();
-    std::unique_ptr<Real[]> tile(new Real[tile_elems]);
+    Real* const tile = tiles.data() + std::size_t(omp_get_thread_num()) * tile_elems;
 #pragma omp for schedule(dynamic, 1)
     for (std::size_t n = 0; n < blocks.size(); ++n) {
       const PairBlock& p = blocks[n];
@@ -42,15 +42,15 @@ EnergyResult fused_energy(const PairSpace<Real>& pairs, const EnergyOptions& opt
       const std::size_t ldt = (p.j1 - p.j0) * nvir_b;
       if (!(pairs.triangular && p.touches_diagonal())) {  // every pair needed: one GEMM for the block
         gemm_abt<Real>((p.i1 - p.i0) * nvir_a, ldt, naux, B_rows + p.i0 * ldb_rows, naux, B_cols + p.j0 * ldb_cols,
-                       naux, tile.get(), ldt);
+                       naux, tile, ldt);
       } else {  // diagonal block: row i against j0..i only (the trapezoid), skipping j > i
         for (std::size_t i = p.i0; i < p.i1; ++i)
           gemm_abt<Real>(nvir_a, (std::min(p.j1, i + 1) - p.j0) * nvir_b, naux, B_rows + i * ldb_rows, naux,
-                         B_cols + p.j0 * ldb_cols, naux, tile.get() + (i - p.i0) * nvir_a * ldt, ldt);
+                         B_cols + p.j0 * ldb_cols, naux, tile + (i - p.i0) * nvir_a * ldt, ldt);
       }
       for (std::size_t i = p.i0; i < p.i1; ++i)
         for (std::size_t j = p.j0; j < std::min(p.j1, pairs.cols_needed(i)); ++j) {
-          const PairEnergy e = pairs.energy(i, j, tile.get() + (i - p.i0) * nvir_a * ldt + (j - p.j0) * nvir_b, ldt);
+          const PairEnergy e = pairs.energy(i, j, tile + (i - p.i0) * nvir_a * ldt + (j - p.j0) * nvir_b, ldt);
           e_os += e.os;
           e_ss += e.ss;
         }

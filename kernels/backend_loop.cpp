@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <memory>
 
 #include "kernels/backends.hpp"
 #include "kernels/gemm_engine.hpp"
@@ -26,7 +25,7 @@ EnergyResult loop_energy(const PairSpace<Real>& pairs, const EnergyOptions& opti
 
   std::size_t t_flat_elems = 0;
   for (const auto& c : chunks) t_flat_elems = std::max(t_flat_elems, (c.i1 - c.i0) * (c.j1 - c.j0) * nvir_a * nvir_b);
-  std::unique_ptr<Real[]> T_flat(new Real[t_flat_elems]);  // uninitialised: every GEMM overwrites
+  const Workspace<Real> T_flat(options, t_flat_elems);
 
   EnergyResult r;
   double e_os = 0.0, e_ss = 0.0;
@@ -35,9 +34,9 @@ EnergyResult loop_energy(const PairSpace<Real>& pairs, const EnergyOptions& opti
     const std::size_t ldt = cols * nvir_b;  // T_flat[(i - i0)·nvir_a + a][(j - j0)·nvir_b + b] = T_ij,ab
     const auto t0 = clock::now();
     gemm_abt<Real>(rows * nvir_a, cols * nvir_b, naux, pairs.rows.data + c.i0 * ldb_rows, naux,
-                   pairs.cols.data + c.j0 * ldb_cols, naux, T_flat.get(), ldt);
+                   pairs.cols.data + c.j0 * ldb_cols, naux, T_flat.data(), ldt);
     const auto t1 = clock::now();
-    const Real* T = T_flat.get();
+    const Real* T = T_flat.data();
 #pragma omp parallel for collapse(2) schedule(dynamic, 1) reduction(+ : e_os, e_ss)
     for (std::size_t i = c.i0; i < c.i1; ++i)
       for (std::size_t j = c.j0; j < c.j1; ++j) {

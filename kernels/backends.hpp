@@ -2,6 +2,8 @@
 // here, and register it in mp2_energy.cpp (name table + dispatch).
 #pragma once
 
+#include <memory>
+
 #include "kernels/energy_reduction.hpp"
 #include "kernels/mp2_energy.hpp"
 
@@ -35,6 +37,26 @@ struct PairSpace {
                                                                eps_vir_rows.data(), eps_vir_cols.data());
     return {weight(i, j) * e.os, weight(i, j) * e.ss};
   }
+};
+
+// A backend's workspace of `count` elements: the memory lent in the options when it is large
+// enough, else the backend's own.
+template <typename Real>
+class Workspace {
+ public:
+  Workspace(const EnergyOptions& options, std::size_t count) {
+    if (options.workspace != nullptr && count * sizeof(Real) <= options.workspace_bytes) {
+      data_ = static_cast<Real*>(options.workspace);
+    } else {
+      own_.reset(new Real[count]);  // uninitialised: the backends overwrite before they read
+      data_ = own_.get();
+    }
+  }
+  Real* data() const { return data_; }
+
+ private:
+  std::unique_ptr<Real[]> own_;
+  Real* data_ = nullptr;
 };
 
 // Arguments are validated by the dispatcher (mp2_energy.cpp); backends fill e_os, e_ss,

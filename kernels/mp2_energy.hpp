@@ -45,6 +45,11 @@ struct DFTensorView {
 struct EnergyOptions {
   std::size_t memory_bytes = std::size_t(1) << 30;  // budget for T_flat (loop backend)
   int threads = 0;                                  // 0: OpenMP default
+  // Memory the caller lends for the backend's workspace (T_flat, the per-thread tiles), so that
+  // it comes from pages the caller already holds; a backend whose workspace does not fit in it
+  // allocates its own.
+  void* workspace = nullptr;
+  std::size_t workspace_bytes = 0;
   // Called from one thread with the share of pair blocks done, in [0, 1]; may be empty.
   std::function<void(double fraction_done)> progress;
 };

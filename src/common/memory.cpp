@@ -153,9 +153,9 @@ void* MemoryBudget::take(std::size_t bytes, const std::string& what) {
     count_drawn(static_cast<std::ptrdiff_t>(bytes));
     return data;
   }
-  // No piece fits: give the free ones back to the system when keeping them would leave the
-  // process above the limit, then map new pages.
-  if (baseline_ + mapped_ + reserved_ + bytes > limit_) release_free_pieces();
+  // No piece fits: give the free ones back to the system before mapping new pages; kept, their
+  // pages would stay resident beside the new ones, and peak RSS would exceed the most drawn.
+  release_free_pieces();
   void* data = map_pages(bytes);
   mapped_ += bytes;
   count_drawn(static_cast<std::ptrdiff_t>(bytes));

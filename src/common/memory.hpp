@@ -29,7 +29,8 @@ class MemoryBudget;
 
 // An uninitialised array drawn from a MemoryBudget. Its pages come from the budget's pool,
 // mapped once with transparent huge pages requested, and go back to the pool when the array
-// dies, so a later stage reuses them without new page faults.
+// dies, so a later stage reuses them without new page faults (an array that fits in no free
+// piece has the free pieces returned to the system before new pages are mapped).
 template <typename T>
 class LargeArray {
  public:

@@ -1,6 +1,7 @@
 #include "src/run/stages.hpp"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdio>
 #include <tuple>
 #include <type_traits>
@@ -175,22 +176,27 @@ struct SpinBlock {
 
 SpinBlock block_of(const DFTensor& df) { return {df.eps_occ.size(), df.nocc, df.nvir}; }
 
-// The backend's workspace and, over MPI, a visiting chunk of B: the most of any pair block this
-// rank sums (UHF: αα, ββ, and its α share against β shares).
-std::size_t energy_workspace(const std::vector<SpinBlock>& spins, std::size_t naux, kernels::Backend backend,
-                             kernels::Precision precision, std::size_t memory_bytes, const Communicator& comm) {
+// What the energy step holds beside B: the backend's workspace (lent to it from the budget's
+// pages) and, over MPI, a chunk of B visiting from another rank; each the most of any pair block
+// this rank sums (UHF: αα, ββ, and its α share against β shares).
+struct EnergyWorkspace {
+  std::size_t backend = 0, visiting = 0;
+  std::size_t total() const { return backend + visiting; }
+};
+EnergyWorkspace energy_workspace(const std::vector<SpinBlock>& spins, std::size_t naux, kernels::Backend backend,
+                                 kernels::Precision precision, std::size_t memory_bytes, const Communicator& comm) {
   const std::size_t elem = precision == kernels::Precision::fp32 ? sizeof(float) : sizeof(double);
   const int threads = omp_get_max_threads();
-  const auto visiting = [&](const SpinBlock& s) { return visiting_chunk_bytes(s.nocc, s.nvir, naux, elem, comm); };
-  std::size_t most = 0;
-  for (const SpinBlock& s : spins)
-    most = std::max(most, kernels::energy_workspace_bytes(backend, precision, s.nocc_mine, s.nvir, threads,
-                                                          memory_bytes) + visiting(s));
+  EnergyWorkspace most;
+  for (const SpinBlock& s : spins) {
+    most.backend = std::max(most.backend, kernels::energy_workspace_bytes(backend, precision, s.nocc_mine, s.nvir,
+                                                                          threads, memory_bytes));
+    most.visiting = std::max(most.visiting, visiting_chunk_bytes(s.nocc, s.nvir, naux, elem, comm));
+  }
   if (spins.size() == 2)
-    most = std::max(most, kernels::energy_workspace_bytes_opposite_spin(backend, precision, spins[0].nocc_mine,
-                                                                        spins[0].nvir, spins[1].nocc_mine,
-                                                                        spins[1].nvir, threads, memory_bytes) +
-                              visiting(spins[1]));
+    most.backend = std::max(most.backend, kernels::energy_workspace_bytes_opposite_spin(
+                                              backend, precision, spins[0].nocc_mine, spins[0].nvir,
+                                              spins[1].nocc_mine, spins[1].nvir, threads, memory_bytes));
   return most;
 }
 
@@ -203,7 +209,7 @@ std::size_t energy_peak_bytes(const std::vector<SpinBlock>& spins, std::size_t n
   const std::size_t stored = stored_fp32 ? sizeof(float) : sizeof(double);
   std::size_t tensors = 0;
   for (const SpinBlock& s : spins) tensors += s.nocc_mine * s.nvir * naux * (stored + (stored == elem ? 0 : elem));
-  return tensors + energy_workspace(spins, naux, context.options.backend, precision, 0, context.comm);
+  return tensors + energy_workspace(spins, naux, context.options.backend, precision, 0, context.comm).total();
 }
 
 // B in precision Real: the stored tensor, or a converted copy drawn from the budget when it was
@@ -359,9 +365,11 @@ Mp2Energy mp2_energy(const DFTensor& df, const std::optional<DFTensor>& df_beta,
     options.progress = [&context](double done) { context.progress.fraction(done); };
     if (backend == kernels::Backend::automatic)
       backend = kernels::resolve_automatic(precision, df.eps_occ.size(), df.nvir, options.memory_bytes);
-    const auto workspace = context.budget.reserve(
-        energy_workspace(blocks, df.naux, backend, precision, options.memory_bytes, context.comm),
-        "the MP2 energy's workspace");
+    const EnergyWorkspace needs = energy_workspace(blocks, df.naux, backend, precision, options.memory_bytes, context.comm);
+    LargeArray<std::byte> workspace = context.budget.allocate<std::byte>(needs.backend, "the MP2 energy's workspace");
+    const auto visiting = context.budget.reserve(needs.visiting, "the MP2 energy's chunk of B from other ranks");
+    options.workspace = workspace.data();
+    options.workspace_bytes = workspace.size();
     energy.backend = backend;
     energy.distributed = df_beta ? distributed_ump2_energy(backend, B, df, B_beta, *df_beta, options, context.comm)
                                  : distributed_mp2_energy(backend, B, df, options, context.comm);

@@ -52,6 +52,22 @@ TEST_CASE("freed arrays' pages are reused by later ones, split and merged") {
   CHECK(whole.data() == first);
 }
 
+TEST_CASE("an array that fits in no free piece has the free pieces returned to the system first") {
+  MemoryBudget budget(current_rss_bytes() + 512 * MiB);
+  {
+    LargeArray<char> big = budget.allocate<char>(128 * MiB, "big");
+    std::memset(big.data(), 1, big.size());
+  }
+  LargeArray<char> kept = budget.allocate<char>(8 * MiB, "kept");  // inside big's resident pages
+  const std::size_t before = current_rss_bytes();
+  LargeArray<char> larger = budget.allocate<char>(160 * MiB, "larger");
+  std::memset(larger.data(), 2, larger.size());
+  std::memset(kept.data(), 3, kept.size());  // still mapped
+  // big's other 120 MiB went back: the process grew by 160 - 120 MiB, not by 160 MiB.
+  CHECK(current_rss_bytes() < before + 128 * MiB);
+  CHECK(kept[kept.size() - 1] == 3);
+}
+
 TEST_CASE("past the limit: one InputError saying what needed how much") {
   MemoryBudget budget(current_rss_bytes() + 64 * MiB);
   CHECK_THROWS_AS(budget.allocate<double>(128 * MiB / sizeof(double), "the big tensor"), InputError);
