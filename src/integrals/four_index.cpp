@@ -103,30 +103,37 @@ const double* compute_quartet(libint2::Engine& engine, const libint2::BasisSet& 
   return engine.results()[0];
 }
 
-// Each spin's G from the quartets `visit_bra(p12, thread, add)` hands to add(p34, values), bra
-// pairs of this part in parallel, from the most expensive (largest p12: most ket pairs) down.
+// body(p12, thread) for the bra pairs of this part, in parallel, from the most expensive
+// (largest p12: most ket pairs) down, for load balance.
+template <typename Body>
+void for_each_bra_of_part(const ShellPairs& pairs, int part, int parts, Body&& body) {
+  const std::size_t npairs = pairs.pairs.size();
+#pragma omp parallel for schedule(dynamic)
+  for (std::size_t k = 0; k < npairs; ++k) {
+    const std::size_t p12 = npairs - 1 - k;
+    if (p12 % static_cast<std::size_t>(parts) == static_cast<std::size_t>(part)) body(p12, omp_get_thread_num());
+  }
+}
+
+// Each spin's G from the quartets `visit_bra(p12, thread, add)` hands to add(p34, values), over
+// the bra pairs of this part (for_each_bra_of_part).
 template <std::size_t kSpins, typename VisitBra>
 std::vector<Eigen::MatrixXd> contract_quartets(const libint2::BasisSet& obs, const ShellPairs& pairs,
                                                const std::vector<Eigen::MatrixXd>& D_spins, int part, int parts,
                                                VisitBra&& visit_bra) {
   const auto shell2bf = obs.shell2bf();
   const auto nbf = static_cast<Eigen::Index>(obs.nbf());
-  const std::size_t npairs = pairs.pairs.size();
   const Eigen::MatrixXd mean = kSpins == 1 ? D_spins[0] : Eigen::MatrixXd(0.5 * (D_spins[0] + D_spins[1]));
   QuartetDensities<kSpins> D{mean, {}};
   for (std::size_t s = 0; s < kSpins; ++s) D.exchange[s] = &D_spins[s];
   std::array<Eigen::MatrixXd, kSpins> zero;
   zero.fill(Eigen::MatrixXd::Zero(nbf, nbf));
   std::vector<std::array<Eigen::MatrixXd, kSpins>> g(static_cast<std::size_t>(omp_get_max_threads()), zero);
-#pragma omp parallel for schedule(dynamic)
-  for (std::size_t k = 0; k < npairs; ++k) {
-    const std::size_t p12 = npairs - 1 - k;
-    if (p12 % static_cast<std::size_t>(parts) != static_cast<std::size_t>(part)) continue;
-    const int thread = omp_get_thread_num();
+  for_each_bra_of_part(pairs, part, parts, [&](std::size_t p12, int thread) {
     visit_bra(p12, thread, [&](std::size_t p34, const double* values) {
       add_quartet<kSpins>(obs, shell2bf, pairs, p12, p34, values, D, g[thread]);
     });
-  }
+  });
   std::vector<Eigen::MatrixXd> G;
   for (std::size_t s = 0; s < kSpins; ++s) {
     Eigen::MatrixXd sum = Eigen::MatrixXd::Zero(nbf, nbf);
@@ -204,12 +211,8 @@ StoredQuartets::StoredQuartets(const libint2::BasisSet& obs, const ShellPairs& p
     : obs_(obs), pairs_(pairs), part_(part), parts_(parts), kets_(pairs.pairs.size()), values_(pairs.pairs.size()) {
   const Eigen::MatrixXd bound = unit_density_bound(obs);
   auto engines = engines_per_thread(libint2::Engine(Operator::coulomb, obs.max_nprim(), obs.max_l()));
-  const std::size_t npairs = pairs.pairs.size();
-#pragma omp parallel for schedule(dynamic)
-  for (std::size_t k = 0; k < npairs; ++k) {
-    const std::size_t p12 = npairs - 1 - k;
-    if (p12 % static_cast<std::size_t>(parts) != static_cast<std::size_t>(part)) continue;
-    libint2::Engine& engine = engines[static_cast<std::size_t>(omp_get_thread_num())];
+  for_each_bra_of_part(pairs, part, parts, [&](std::size_t p12, int thread) {
+    libint2::Engine& engine = engines[static_cast<std::size_t>(thread)];
     for_each_quartet(pairs, bound, p12, [&](std::size_t p34) {
       const std::size_t size = quartet_size(obs, pairs, p12, p34);
       const double* values = compute_quartet(engine, obs, pairs, p12, p34);
@@ -217,7 +220,7 @@ StoredQuartets::StoredQuartets(const libint2::BasisSet& obs, const ShellPairs& p
       if (values) values_[p12].insert(values_[p12].end(), values, values + size);
       else values_[p12].resize(values_[p12].size() + size, 0.0);  // libint2's "all zero"
     });
-  }
+  });
 }
 
 std::vector<Eigen::MatrixXd> StoredQuartets::fock(const std::vector<Eigen::MatrixXd>& D_spins) const {

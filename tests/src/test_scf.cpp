@@ -4,16 +4,16 @@
 #include <cmath>
 
 #include "src/common/memory.hpp"
-#include "src/molecule/basis.hpp"
-#include "src/run/driver.hpp"
+#include "src/common/parallel.hpp"
 #include "src/integrals/libint.hpp"
 #include "src/integrals/one_electron.hpp"
+#include "src/integrals/shell_pairs.hpp"
 #include "src/integrals/shell_ranges.hpp"
+#include "src/io/xyz.hpp"
+#include "src/molecule/basis.hpp"
+#include "src/run/driver.hpp"
 #include "src/scf/exact_fock.hpp"
 #include "src/scf/sad_guess.hpp"
-#include "src/integrals/shell_pairs.hpp"
-#include "src/common/parallel.hpp"
-#include "src/io/xyz.hpp"
 
 using namespace dfmp2;
 
