@@ -15,21 +15,10 @@
 namespace dfmp2::kernels {
 namespace {
 
-// An unpacked B^Q of nbf² elements fits in L2/L3 a few at a time; a SYRK wants k ≳ 1000 to run
-// near its peak.
-constexpr std::size_t kUnpackBytes = std::size_t(4) << 20;
+// A SYRK wants k ≳ 1000 to run near its peak: that many columns of X^Q per SYRK.
 constexpr std::size_t kSyrkColumns = 1024;
 
-struct Batching {
-  std::size_t unpacked;  // B^Q unpacked at once (one GEMM)
-  std::size_t per_syrk;  // Q per SYRK, a multiple of `unpacked`
-};
-
-Batching batching(std::size_t nbf, std::size_t nf, std::size_t real_bytes) {
-  const std::size_t unpacked = std::max<std::size_t>(1, kUnpackBytes / (nbf * nbf * real_bytes));
-  const std::size_t groups = std::max<std::size_t>(1, kSyrkColumns / (unpacked * std::max<std::size_t>(nf, 1)));
-  return {unpacked, unpacked * groups};
-}
+std::size_t q_per_syrk(std::size_t nf) { return std::max<std::size_t>(1, kSyrkColumns / std::max<std::size_t>(nf, 1)); }
 
 // Packed D with the off-diagonal elements doubled: γ_Q is then one dot product with a packed row.
 std::vector<double> weighted_packed_density(const double* F, std::size_t nbf, std::size_t nf) {
@@ -48,7 +37,7 @@ std::vector<double> weighted_packed_density(const double* F, std::size_t nbf, st
 struct PackedJK::Thread {
   std::vector<double> J;               // packed J
   std::vector<std::vector<double>> K;  // per spin: lower K, column-major
-  std::vector<double> unpacked, X, K_batch;
+  std::vector<double> square, X, K_batch;
 
   template <typename Real>
   Real* as(std::vector<double>& buffer, std::size_t count) {
@@ -56,34 +45,29 @@ struct PackedJK::Thread {
     return reinterpret_cast<Real*>(buffer.data());
   }
 
+  // Per Q, while its packed row is in cache: γ_Q and its share of J, and X^Q_s = B^Q F_s by
+  // SYMM from the row copied into one triangle of a square (no mirrored, strided writes).
   template <typename Real>
   void add_batch(const PackedFactors& B, std::size_t q_begin, std::size_t q_end, const double* D_weighted,
-                 const Real* F, std::span<const std::size_t> nf_per_spin, std::size_t unpack_count) {
+                 const Real* F, std::span<const std::size_t> nf_per_spin) {
     const std::size_t nbf = B.nbf, npacked = packed_size(nbf), nq = q_end - q_begin;
     std::size_t nf = 0;
     for (std::size_t n : nf_per_spin) nf += n;
-    Real* U = as<Real>(unpacked, unpack_count * nbf * nbf);
+    Real* B_square = as<Real>(square, nbf * nbf);
     // Each spin's X^q of the batch side by side, so that one SYRK per spin takes them all.
     std::array<Real*, kMaxSpins> X_first{}, X_next{};
     X_first[0] = as<Real>(X, nq * nbf * nf);
     for (std::size_t s = 1; s < nf_per_spin.size(); ++s) X_first[s] = X_first[s - 1] + nq * nbf * nf_per_spin[s - 1];
     X_next = X_first;
-    for (std::size_t first = q_begin; first < q_end; first += unpack_count) {
-      const std::size_t count = std::min(unpack_count, q_end - first);
-      for (std::size_t q = first; q < first + count; ++q) {
-        const double* row = B.data + q * npacked;
-        double gamma = 0.0;
-        for (std::size_t p = 0; p < npacked; ++p) gamma += row[p] * D_weighted[p];
-        for (std::size_t p = 0; p < npacked; ++p) J[p] += gamma * row[p];
-        unpack_symmetric(row, nbf, U + (q - first) * nbf * nbf);
-      }
-      // Rows (q, μ) of the stacked B^q times F_s: as an nbf × (count·nf_s) matrix, columns of X^q.
+    for (std::size_t q = q_begin; q < q_end; ++q) {
+      const double* row = B.data + q * npacked;
+      axpy(npacked, dot(npacked, row, D_weighted), row, J.data());
+      unpack_upper(row, nbf, B_square);
       const Real* F_spin = F;
       for (std::size_t s = 0; s < nf_per_spin.size(); F_spin += nbf * nf_per_spin[s], ++s) {
         if (nf_per_spin[s] == 0) continue;  // a spin without electrons (the H atom's β) has K = 0
-        gemm(Transpose::yes, Transpose::no, count * nbf, nf_per_spin[s], nbf, Real(1), U, nbf, F_spin, nbf, Real(0),
-             X_next[s], count * nbf);
-        X_next[s] += count * nbf * nf_per_spin[s];
+        symm_upper_left(nbf, nf_per_spin[s], B_square, nbf, F_spin, nbf, X_next[s], nbf);
+        X_next[s] += nbf * nf_per_spin[s];
       }
     }
     for (std::size_t s = 0; s < nf_per_spin.size(); ++s)
@@ -117,8 +101,8 @@ void PackedJK::build(const double* F, std::span<const std::size_t> nf_per_spin, 
   for (std::size_t n : nf_per_spin) nf += n;
   const std::vector<double> D_weighted = weighted_packed_density(F, nbf, nf);
   const std::vector<Real> F_real(F, F + nbf * nf);
-  const Batching b = batching(nbf, nf, sizeof(Real));
-  const std::size_t nbatches = (B_.naux + b.per_syrk - 1) / b.per_syrk;
+  const std::size_t per_syrk = q_per_syrk(nf);
+  const std::size_t nbatches = (B_.naux + per_syrk - 1) / per_syrk;
 #pragma omp parallel num_threads(static_cast<int>(threads_.size()))
   {
     Thread& mine = threads_[static_cast<std::size_t>(omp_get_thread_num())];
@@ -127,8 +111,8 @@ void PackedJK::build(const double* F, std::span<const std::size_t> nf_per_spin, 
     for (auto& K_spin : mine.K) K_spin.assign(nbf * nbf, 0.0);
 #pragma omp for schedule(dynamic, 1)
     for (std::size_t batch = 0; batch < nbatches; ++batch)
-      mine.add_batch<Real>(B_, batch * b.per_syrk, std::min(B_.naux, (batch + 1) * b.per_syrk), D_weighted.data(),
-                           F_real.data(), nf_per_spin, b.unpacked);
+      mine.add_batch<Real>(B_, batch * per_syrk, std::min(B_.naux, (batch + 1) * per_syrk), D_weighted.data(),
+                           F_real.data(), nf_per_spin);
     // Sum the threads' shares, each thread a range of the elements.
 #pragma omp for schedule(static)
     for (std::size_t p = 0; p < npacked; ++p)
@@ -154,9 +138,8 @@ double packed_jk_flops(std::size_t naux, std::size_t nbf, std::size_t nf) {
 }
 
 std::size_t packed_jk_workspace_bytes(std::size_t nbf, std::size_t nf, int threads, std::size_t spins) {
-  const Batching b = batching(nbf, nf, sizeof(double));
-  const std::size_t per_thread = sizeof(double) * (packed_size(nbf) + (spins + 1) * nbf * nbf +
-                                                   b.unpacked * nbf * nbf + b.per_syrk * nbf * nf);
+  const std::size_t per_thread =
+      sizeof(double) * (packed_size(nbf) + (spins + 2) * nbf * nbf + q_per_syrk(nf) * nbf * nf);
   return std::size_t(threads + 1) * per_thread;
 }
 

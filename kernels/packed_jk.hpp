@@ -2,9 +2,9 @@
 // in one pass over the factors:
 //   γ_Q = Σ_μν B^Q_μν D_μν,   J_μν = Σ_Q B^Q_μν γ_Q,
 //   X^Q = B^Q F,              K_μν = Σ_Q Σ_k X^Q_μk X^Q_νk,     with D = F Fᵀ.
-// Threads take batches of Q; each unpacks a few B^Q into a cache-sized buffer, forms their X^Q
-// with one GEMM and adds X Xᵀ to its K with one SYRK (single-threaded BLAS inside the parallel
-// region). J is summed in double; K's GEMM and SYRK run in Real, so float halves their cost
+// Threads take batches of Q; for each Q a thread copies the packed B^Q into one triangle of a
+// square, forms X^Q by SYMM (which reads only that triangle), and adds the batch's X Xᵀ to its K
+// with one SYRK (single-threaded BLAS inside the parallel region). J is summed in double; K's GEMM and SYRK run in Real, so float halves their cost
 // (the SCF's early iterations) while K is still accumulated in double.
 // Several spin densities (UHF's α and β) share the pass: each unpacked B^Q serves every spin's
 // X^Q, J comes from their sum and each spin gets its own K.

@@ -44,15 +44,21 @@ void build_one(k::PackedJK& jk, const double* F, std::size_t nf, double* J, doub
 
 }  // namespace
 
-TEST_CASE("unpacking gives both triangles of the packed matrix") {
-  const std::size_t n = 37;  // more than one tile, not a multiple of one
+TEST_CASE("unpacking gives both triangles of the packed matrix, or the one SYMM reads") {
+  const std::size_t n = 71;  // more than two tiles, not a multiple of one
   std::vector<double> packed(k::packed_size(n));
   for (std::size_t p = 0; p < packed.size(); ++p) packed[p] = double(p);
-  std::vector<float> square(n * n, -1.0f);
-  k::unpack_symmetric(packed.data(), n, square.data());
+  const auto element = [&](std::size_t m, std::size_t c) {
+    return float(packed[k::packed_index(std::max(m, c), std::min(m, c))]);
+  };
+  std::vector<float> both(n * n, -1.0f), upper(n * n, -1.0f);
+  k::unpack_symmetric(packed.data(), n, both.data());
+  k::unpack_upper(packed.data(), n, upper.data());
   for (std::size_t m = 0; m < n; ++m)
-    for (std::size_t c = 0; c < n; ++c)
-      CHECK(square[m * n + c] == float(packed[k::packed_index(std::max(m, c), std::min(m, c))]));
+    for (std::size_t c = 0; c < n; ++c) {
+      CHECK(both[m * n + c] == element(m, c));
+      CHECK(upper[m * n + c] == (c <= m ? element(m, c) : -1.0f));  // column-major (c, m): upper when c ≤ m
+    }
 }
 
 TEST_CASE("packed J and K equal their definitions in fp64, and within fp32 rounding in fp32") {
