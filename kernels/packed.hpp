@@ -11,20 +11,14 @@ namespace dfmp2::kernels {
 constexpr std::size_t packed_size(std::size_t n) { return n * (n + 1) / 2; }
 constexpr std::size_t packed_index(std::size_t m, std::size_t n) { return m * (m + 1) / 2 + n; }
 
-// square[m * n + k] = packed (m, k), both triangles, converted to Real. By tiles, so that the
-// mirrored (strided) writes of a tile stay within a few cache lines and pages.
+// square[m * n_rows + k] = packed (m, k), both triangles, converted to Real.
 template <typename Real>
 void unpack_symmetric(const double* packed, std::size_t n, Real* square) {
-  constexpr std::size_t kTile = 32;
-  for (std::size_t m0 = 0; m0 < n; m0 += kTile) {
-    const std::size_t m1 = std::min(n, m0 + kTile);
-    for (std::size_t k0 = 0; k0 <= m0; k0 += kTile) {
-      for (std::size_t m = m0; m < m1; ++m) {
-        const double* row = packed + packed_index(m, 0);
-        for (std::size_t k = k0, k1 = std::min(m + 1, k0 + kTile); k < k1; ++k) square[m * n + k] = static_cast<Real>(row[k]);
-      }
-      for (std::size_t k = k0, k1 = std::min(m1, k0 + kTile); k < k1; ++k)
-        for (std::size_t m = std::max(m0, k); m < m1; ++m) square[k * n + m] = static_cast<Real>(packed[packed_index(m, k)]);
+  for (std::size_t m = 0; m < n; ++m) {
+    const double* row = packed + packed_index(m, 0);
+    for (std::size_t k = 0; k <= m; ++k) {
+      square[m * n + k] = static_cast<Real>(row[k]);
+      square[k * n + m] = static_cast<Real>(row[k]);
     }
   }
 }

@@ -17,33 +17,22 @@ namespace {
 
 using kernels::Transpose;
 
-// Unpacked (Q|μν) per thread: a few Q that stay in cache between the unpack and the GEMM.
-constexpr std::size_t kUnpackBytes = std::size_t(4) << 20;
-
-std::size_t q_per_unpack(std::size_t nbf) {
-  return std::max<std::size_t>(1, kUnpackBytes / (sizeof(double) * nbf * nbf));
-}
-
 // (Q|ia) = C_virᵀ (Q|μν) C_occ for q_count rows of packed (Q|μν), into Qia rows [Q][i][a].
 void transform_rows(const double* packed, std::size_t q_count, const Eigen::MatrixXd& C_occ,
                     const Eigen::MatrixXd& C_vir, double* Qia) {
   const std::size_t nbf = C_occ.rows(), nocc = C_occ.cols(), nvir = C_vir.cols();
-  const std::size_t npacked = kernels::packed_size(nbf), per_unpack = q_per_unpack(nbf);
-  const std::size_t groups = (q_count + per_unpack - 1) / per_unpack;
+  const std::size_t npacked = kernels::packed_size(nbf);
 #pragma omp parallel
   {
-    std::vector<double> unpacked(per_unpack * nbf * nbf), X(per_unpack * nbf * nocc);
+    std::vector<double> square(nbf * nbf), X(nbf * nocc);
 #pragma omp for schedule(dynamic)
-    for (std::size_t g = 0; g < groups; ++g) {
-      const std::size_t first = g * per_unpack, count = std::min(per_unpack, q_count - first);
-      for (std::size_t q = 0; q < count; ++q)
-        kernels::unpack_symmetric(packed + (first + q) * npacked, nbf, unpacked.data() + q * nbf * nbf);
-      // Rows (q, μ) of the stacked (Q|μν) times C_occ: X^q_μi at X[q nbf + μ + count nbf i].
-      kernels::gemm(Transpose::yes, Transpose::no, count * nbf, nocc, nbf, 1.0, unpacked.data(), nbf, C_occ.data(),
-                    nbf, 0.0, X.data(), count * nbf);
-      for (std::size_t q = 0; q < count; ++q)  // column-major nvir × nocc is row-major [i][a]
-        kernels::gemm(Transpose::yes, Transpose::no, nvir, nocc, nbf, 1.0, C_vir.data(), nbf, X.data() + q * nbf,
-                      count * nbf, 0.0, Qia + (first + q) * nocc * nvir, nvir);
+    for (std::size_t q = 0; q < q_count; ++q) {
+      // X = (q|μν) C_occ by SYMM from one triangle: no mirrored, strided writes.
+      kernels::unpack_upper(packed + q * npacked, nbf, square.data());
+      kernels::symm_upper_left(nbf, nocc, square.data(), nbf, C_occ.data(), nbf, X.data(), nbf);
+      // column-major nvir × nocc is row-major [i][a]
+      kernels::gemm(Transpose::yes, Transpose::no, nvir, nocc, nbf, 1.0, C_vir.data(), nbf, X.data(), nbf, 0.0,
+                    Qia + q * nocc * nvir, nvir);
     }
   }
 }
@@ -78,7 +67,7 @@ struct Layout {
   std::size_t naux() const { return static_cast<std::size_t>(aux.nbf()); }
   std::size_t row_bytes() const { return sizeof(double) * kernels::packed_size(nbf); }
   std::size_t workspace_bytes() const {
-    return sizeof(double) * omp_get_max_threads() * q_per_unpack(nbf) * nbf * (nbf + nocc);
+    return sizeof(double) * omp_get_max_threads() * nbf * (nbf + nocc);
   }
   // Beyond (Q|ia): after the batches, the exchange between ranks and B itself.
   std::size_t later_bytes(int rank) const {
