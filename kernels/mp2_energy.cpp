@@ -31,10 +31,9 @@ constexpr std::array<std::pair<Precision, const char*>, 2> kPrecisionNames{{
 
 // From the measurements (results/energy_backends*.md, results/amdahl*/amdahl.md, both OpenBLAS
 // kernel sets): in fp32 fused is the fastest on the medium and large shapes and on every
-// molecule but one (the tetracene dimer, loop 4 % ahead in one of three series); in fp64 fused is
-// ahead on water and benzene, and from nvir ≈ 150 the two are within 7 % of each other, loop
-// ahead by up to 7 % on most rows from nvir ≈ 300 (pentacene, the medium shape) — when its T_flat
-// holds the nocc/16 rows it is designed for.
+// molecule; in fp64 fused is ahead on water and benzene, and from nvir ≈ 150 the two are within
+// 8 % of each other, loop ahead by up to 8 % from nvir ≈ 300 (the medium shape, the tetracene
+// dimer) — when its T_flat holds the nocc/16 rows it is designed for.
 Backend resolve_automatic(Precision precision, std::size_t nocc, std::size_t nvir, std::size_t memory_bytes) {
   constexpr std::size_t kLoopFromNvir = 300;
   if (precision == Precision::fp32 || nvir < kLoopFromNvir) return Backend::fused;
