@@ -4,9 +4,10 @@
 //   X^Q = B^Q F,              K_μν = Σ_Q Σ_k X^Q_μk X^Q_νk,     with D = F Fᵀ.
 // Threads take batches of Q; for each Q a thread copies the packed B^Q into one triangle of a
 // square, forms X^Q by SYMM (which reads only that triangle), and adds the batch's X Xᵀ to its K
-// with one SYRK (single-threaded BLAS inside the parallel region). J is summed in double; K's GEMM and SYRK run in Real, so float halves their cost
-// (the SCF's early iterations) while K is still accumulated in double.
-// Several spin densities (UHF's α and β) share the pass: each unpacked B^Q serves every spin's
+// with one SYRK (single-threaded BLAS inside the parallel region). J is summed in double; K's
+// SYMM and SYRK run in Real, so float halves their cost (the SCF's early iterations) while K is
+// still accumulated in double.
+// Several spin densities (UHF's α and β) share the pass: each B^Q's square serves every spin's
 // X^Q, J comes from their sum and each spin gets its own K.
 #pragma once
 
@@ -42,7 +43,7 @@ class PackedJK {
   std::vector<Thread> threads_;
 };
 
-// Floating-point work of one packed_jk call: the GEMM and SYRK of K, the two passes of J (nf: all
+// Floating-point work of one packed_jk call: the SYMM and SYRK of K, the two passes of J (nf: all
 // spins' columns).
 double packed_jk_flops(std::size_t naux, std::size_t nbf, std::size_t nf);
 
