@@ -1,5 +1,7 @@
 #include "src/integrals/shell_ranges.hpp"
 
+#include "kernels/packed.hpp"
+
 namespace dfmp2 {
 
 std::size_t first_function(const libint2::BasisSet& basis, std::size_t shell) {
@@ -26,15 +28,29 @@ std::vector<ShellRange> shell_batches(const libint2::BasisSet& basis, ShellRange
   return batches;
 }
 
-ShellRange shell_part(const libint2::BasisSet& basis, int part, int parts) {
-  // Part k starts at the first shell whose first function reaches k/parts of all functions.
+namespace {
+
+// Part k starts at the first shell whose first function's position reaches k/parts of total.
+template <typename Position>
+ShellRange part_by(const libint2::BasisSet& basis, int part, int parts, std::size_t total, Position position) {
   auto start = [&](int k) {
-    const std::size_t target = basis.nbf() * static_cast<std::size_t>(k) / static_cast<std::size_t>(parts);
+    const std::size_t target = total * static_cast<std::size_t>(k) / static_cast<std::size_t>(parts);
     std::size_t shell = 0;
-    while (shell < basis.size() && first_function(basis, shell) < target) ++shell;
+    while (shell < basis.size() && position(first_function(basis, shell)) < target) ++shell;
     return shell;
   };
   return {start(part), part + 1 == parts ? basis.size() : start(part + 1)};
+}
+
+}  // namespace
+
+ShellRange shell_part(const libint2::BasisSet& basis, int part, int parts) {
+  return part_by(basis, part, parts, basis.nbf(), [](std::size_t function) { return function; });
+}
+
+ShellRange shell_part_of_triangle(const libint2::BasisSet& basis, int part, int parts) {
+  return part_by(basis, part, parts, kernels::packed_size(basis.nbf()),
+                 [](std::size_t row) { return kernels::packed_index(row, 0); });
 }
 
 }  // namespace dfmp2

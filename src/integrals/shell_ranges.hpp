@@ -26,5 +26,8 @@ std::vector<ShellRange> shell_batches(const libint2::BasisSet& basis, ShellRange
 
 // Part `part` of `parts` contiguous shell ranges with about equal function counts.
 ShellRange shell_part(const libint2::BasisSet& basis, int part, int parts);
+// The same for rows of a packed lower triangle (kernels/packed.hpp), where row μ holds μ + 1
+// elements: parts with about equal element counts, so later parts have fewer rows.
+ShellRange shell_part_of_triangle(const libint2::BasisSet& basis, int part, int parts);
 
 }  // namespace dfmp2

@@ -20,7 +20,7 @@ struct Layout {
   std::size_t naux, npacked;
   int ranks;
 
-  ShellRange rows_of(int rank) const { return shell_part(obs, rank, ranks); }
+  ShellRange rows_of(int rank) const { return shell_part_of_triangle(obs, rank, ranks); }
   Range columns_of(int rank) const {
     const ShellRange rows = rows_of(rank);
     return {kernels::packed_index(first_function(obs, rows.first), 0),

@@ -64,6 +64,32 @@ TEST_CASE("packed (P|μν) equals libint2's own integrals, for all rows and for 
   }
 }
 
+TEST_CASE("parts of a packed triangle's rows hold about equal element counts, parts of functions equal rows") {
+  const Molecule mol = read_xyz(std::string(DFMP2_SOURCE_DIR) + "/inputs/benzene.xyz");
+  const libint2::BasisSet obs = place_on(load_basis("cc-pvdz", BasisRole::orbital), mol);
+  std::size_t widest_shell = 0;
+  for (const auto& shell : obs) widest_shell = std::max(widest_shell, shell.size());
+  for (int parts : {1, 2, 3, 4}) {
+    const double elements_each = double(kernels::packed_size(obs.nbf())) / parts;
+    const double functions_each = double(obs.nbf()) / parts;
+    std::size_t next_triangle = 0, next_functions = 0;
+    for (int part = 0; part < parts; ++part) {
+      const ShellRange triangle = shell_part_of_triangle(obs, part, parts), functions = shell_part(obs, part, parts);
+      CHECK(triangle.first == next_triangle);  // contiguous, every shell once
+      CHECK(functions.first == next_functions);
+      next_triangle = triangle.last;
+      next_functions = functions.last;
+      const double elements = double(kernels::packed_index(first_function(obs, triangle.last), 0) -
+                                     kernels::packed_index(first_function(obs, triangle.first), 0));
+      // Off by at most one shell's rows at each end: widest_shell rows of at most nbf elements.
+      CHECK(std::abs(elements - elements_each) <= 2.0 * double(widest_shell * obs.nbf()));
+      CHECK(std::abs(double(function_count(obs, functions)) - functions_each) <= 2.0 * double(widest_shell));
+    }
+    CHECK(next_triangle == obs.size());
+    CHECK(next_functions == obs.size());
+  }
+}
+
 TEST_CASE("the Coulomb fit takes Cholesky when no eigenvalue can be dropped, and drops them otherwise") {
   // A well-conditioned metric: B = A L⁻ᵀ, so B Bᵀ reproduces A J⁻¹ Aᵀ.
   const Eigen::MatrixXd J = Eigen::MatrixXd::Identity(6, 6) + 0.1 * Eigen::MatrixXd::Ones(6, 6);
