@@ -38,6 +38,10 @@ SLAB_BYTES = source_constant("src/common/parallel.hpp",
                              r"kRedistributeSlabBytes = std::size_t\((\d+)\) << 20;") << 20
 
 
+def packed(n):
+    return n * (n + 1) / 2
+
+
 def sizes(result):
     return dict(n=result["nbf"], X=result["naux_jk"], Q=result["naux"], o=result["nocc"],
                 v=result["nvir"], iters=result["scf_iterations"])
@@ -46,8 +50,9 @@ def sizes(result):
 def shared_work(s):
     """Flops the ranks divide among themselves, per stage."""
     n, X, Q, o, v, it = s["n"], s["X"], s["Q"], s["o"], s["v"], s["iters"]
-    return {"integrals": X * X * n * n,                       # fitting the SCF tensor
-            "scf": it * 4.0 * X * n * n * o,                  # J and K from it
+    p = packed(n)
+    return {"integrals": X * X * p,                           # fitting the packed SCF tensor
+            "scf": it * (3.0 * X * n * n * o + 4.0 * X * p),  # K by SYMM + SYRK, J from it
             "df_transform": 2 * Q * n * n * o + 2 * Q * n * o * v + Q * Q * o * v,
             "energy": 2.0 * o * (o + 1) / 2 * v * v * Q}
 
@@ -70,18 +75,30 @@ def comm_bytes(s, N, elem=8):
     n, X, Q, o, v, it = s["n"], s["X"], s["Q"], s["o"], s["v"], s["iters"]
     if N == 1:
         return 0.0
-    return (8.0 * X * n * n * (N - 1) / N ** 2 + it * 8.0 * n * n + 8.0 * Q * o * v * (N - 1) / N ** 2
+    return (8.0 * X * packed(n) * (N - 1) / N ** 2 + it * 8.0 * n * n + 8.0 * Q * o * v * (N - 1) / N ** 2
             + elem * Q * o * v * (N // 2) / N)
 
 
+def repeated_doubles(s):
+    """What every rank holds whatever N is: the larger fitting metric with its factors
+    (CoulombFitting::peak_bytes, 5 naux²) beside the SCF's matrices (scf_working_bytes)."""
+    n, X, Q = s["n"], s["X"], s["Q"]
+    return max(5 * X * X + (16 + 2 * DIIS_VECTORS) * n * n, 5 * Q * Q)
+
+
 def memory_bytes(s, N):
-    """Large arrays per rank in each stage; the peak is the largest. An all-to-all holds the old
-    and the new layout plus one outgoing and one incoming slab (src/parallel.hpp)."""
+    """Large arrays per rank in each stage, as dfmp2 counts them for its budget (docs/scaling.md);
+    the peak is the largest. The AO three-index tensors are stored packed (μ ≥ ν); an all-to-all
+    holds the old and the new layout plus one outgoing and one incoming slab
+    (src/common/parallel.hpp); one thread per rank."""
     n, X, Q, o, v = s["n"], s["X"], s["Q"], s["o"], s["v"]
+    p = packed(n)
     exchange = 1.0 if N == 1 else 2.0
     slabs = 0.0 if N == 1 else 2 * SLAB_BYTES / 8
-    stages = {"scf": exchange * X * n * n / N + slabs + 2 * X * X + (2 * DIIS_VECTORS + 8) * n * n,
-              "df_transform": Q * n * n / N + exchange * Q * o * v / N + slabs + 2 * Q * Q,
+    jk_workspace = 2 * (p + 3 * n * n + 1024 * n)  # kernels::packed_jk_workspace_bytes, one thread
+    scf_setup = exchange * X * p / N + slabs + 5 * X * X
+    stages = {"scf": max(scf_setup, X * p / N + jk_workspace) + (16 + 2 * DIIS_VECTORS) * n * n,
+              "df_transform": 5 * Q * Q + Q * o * v / N + max(n * (n + o) + Q * p / N, exchange * Q * o * v / N),
               "energy": Q * o * v * (1 / N + 1 / (8 * N))}
     return {stage: 8.0 * d for stage, d in stages.items()}
 
@@ -172,8 +189,7 @@ def main():
               "total / h | parallel efficiency | peak memory per rank / GiB (stage) | "
               "of which every rank repeats / GiB | sent per rank / GiB |",
               "|---|---|---|---|---|---|---|---|---|---|---|"]
-    n, X, Q = big["n"], big["X"], big["Q"]
-    repeated_memory = 8.0 * max(2 * X * X + (2 * DIIS_VECTORS + 8) * n * n, 2 * Q * Q)
+    repeated_memory = 8.0 * repeated_doubles(big)
     t1 = None
     for N in (1, 8, 16, 32, 64, 128, 256, 512):
         t = {p: a * share(p, N) + b for p, (a, b) in big_coefficients.items()}
