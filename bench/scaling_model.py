@@ -95,7 +95,7 @@ def memory_bytes(s, N):
     p = packed(n)
     exchange = 1.0 if N == 1 else 2.0
     slabs = 0.0 if N == 1 else 2 * SLAB_BYTES / 8
-    jk_workspace = 2 * (p + 3 * n * n + 1024 * n)  # kernels::packed_jk_workspace_bytes, one thread
+    jk_workspace = 2 * (p + 3 * n * n + 1024 * n)  # kernels::packed_jk_workspace_bytes: one thread, RHF
     scf_setup = exchange * X * p / N + slabs + 5 * X * X
     stages = {"scf": max(scf_setup, X * p / N + jk_workspace) + (16 + 2 * DIIS_VECTORS) * n * n,
               "df_transform": 5 * Q * Q + Q * o * v / N + max(n * (n + o) + Q * p / N, exchange * Q * o * v / N),
