@@ -23,7 +23,9 @@ EnergyResult fused_energy(const PairSpace<Real>& pairs, const EnergyOptions& opt
       plan_pair_blocks({pairs.rows.nocc, pairs.cols.nocc, pairs.triangular}, nvir_a, scope.threads());
   std::size_t tile_elems = 0;
   for (const auto& p : blocks) tile_elems = std::max(tile_elems, (p.i1 - p.i0) * (p.j1 - p.j0) * nvir_a * nvir_b);
-  ProgressCounter progress(options.progress, blocks.size());
+  std::size_t total_pairs = 0;
+  for (const auto& p : blocks) total_pairs += pairs.pairs_needed(p.i0, p.i1, p.j0, p.j1);
+  ProgressCounter progress(options.progress, total_pairs);
   double e_os = 0.0, e_ss = 0.0;
   int team = 1;
   const Workspace<Real> tiles(options, std::size_t(scope.threads()) * tile_elems);
@@ -54,7 +56,7 @@ EnergyResult fused_energy(const PairSpace<Real>& pairs, const EnergyOptions& opt
           e_os += e.os;
           e_ss += e.ss;
         }
-      progress.add(1);
+      progress.add(pairs.pairs_needed(p.i0, p.i1, p.j0, p.j1));
       if (omp_get_thread_num() == 0) progress.report();
     }
   }

@@ -21,7 +21,9 @@ EnergyResult loop_energy(const PairSpace<Real>& pairs, const EnergyOptions& opti
   ThreadScope scope(options.threads);
   const auto chunks = plan_loop_chunks({pairs.rows.nocc, pairs.cols.nocc, pairs.triangular},
                                        nvir_a * nvir_b * sizeof(Real), options.memory_bytes);
-  ProgressCounter progress(options.progress, chunks.size());
+  std::size_t total_pairs = 0;
+  for (const auto& c : chunks) total_pairs += pairs.pairs_needed(c.i0, c.i1, c.j0, c.j1);
+  ProgressCounter progress(options.progress, total_pairs);
 
   std::size_t t_flat_elems = 0;
   for (const auto& c : chunks) t_flat_elems = std::max(t_flat_elems, (c.i1 - c.i0) * (c.j1 - c.j0) * nvir_a * nvir_b);
@@ -48,7 +50,7 @@ EnergyResult loop_energy(const PairSpace<Real>& pairs, const EnergyOptions& opti
     const auto t2 = clock::now();
     r.gemm_seconds += std::chrono::duration<double>(t1 - t0).count();
     r.reduce_seconds += std::chrono::duration<double>(t2 - t1).count();
-    progress.add(1);
+    progress.add(pairs.pairs_needed(c.i0, c.i1, c.j0, c.j1));
     progress.report();
   }
   progress.finish();

@@ -4,7 +4,6 @@
 #include <omp.h>
 
 #include <chrono>
-#include <vector>
 
 #include "kernels/backends.hpp"
 #include "kernels/gemm_engine.hpp"
@@ -28,15 +27,16 @@ EnergyResult reference_energy(const PairSpace<Real>& pairs, const EnergyOptions&
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
 
+  const Workspace<Real> tiles(options, std::size_t(scope.threads()) * nvir_a * nvir_b);
 #pragma omp parallel reduction(+ : e_os, e_ss, gemm_thread_seconds, reduce_thread_seconds)
   {
-    std::vector<Real> T(nvir_a * nvir_b);  // T_ij, a × b
+    Real* const T = tiles.data() + std::size_t(omp_get_thread_num()) * nvir_a * nvir_b;  // T_ij, a × b
 #pragma omp for schedule(dynamic, 1)
     for (std::size_t i = 0; i < nrows; ++i) {
       for (std::size_t j = 0; j < pairs.cols_needed(i); ++j) {
         const auto t0 = clock::now();
         gemm_abt<Real>(nvir_a, nvir_b, naux, pairs.rows.data + i * ldb_rows, naux, pairs.cols.data + j * ldb_cols,
-                       naux, T.data(), nvir_b);
+                       naux, T, nvir_b);
         const auto t1 = clock::now();
         double os = 0.0, ss = 0.0;
         for (std::size_t a = 0; a < nvir_a; ++a)

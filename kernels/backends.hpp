@@ -27,6 +27,12 @@ struct PairSpace {
 
   bool needed(std::size_t i, std::size_t j) const { return !triangular || j <= i; }
   std::size_t cols_needed(std::size_t i) const { return triangular ? i + 1 : cols.nocc; }
+  // Needed pairs of rows [i0, i1) × columns [j0, j1): the unit progress counts work in.
+  std::size_t pairs_needed(std::size_t i0, std::size_t i1, std::size_t j0, std::size_t j1) const {
+    std::size_t n = 0;
+    for (std::size_t i = i0; i < i1; ++i) n += std::min(j1, cols_needed(i)) - std::min(j0, std::min(j1, cols_needed(i)));
+    return n;
+  }
   double weight(std::size_t i, std::size_t j) const { return !same_spin || (triangular && i == j) ? 1.0 : 2.0; }
   // The pair's share of E_OS and E_SS from its T_ij (T[a·ldt + b]), counted with its weight, by
   // the shared SIMD kernel.

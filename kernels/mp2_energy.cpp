@@ -42,38 +42,22 @@ Backend resolve_automatic(Precision precision, std::size_t nocc, std::size_t nvi
   return t_flat_bytes <= memory_bytes ? Backend::loop : Backend::fused;
 }
 
-namespace {
-
-// The backend's workspace on a pair space of this shape, nvir_rows × nvir_cols per pair.
-std::size_t workspace_bytes(Backend backend, Precision precision, const detail::PairShape& shape,
-                            std::size_t nvir_rows, std::size_t nvir_cols, int threads, std::size_t memory_bytes) {
+std::size_t energy_workspace_bytes(Backend backend, Precision precision, const PairSpaceShape& shape, int threads,
+                                   std::size_t memory_bytes) {
   const std::size_t elem = precision == Precision::fp32 ? sizeof(float) : sizeof(double);
-  if (backend == Backend::automatic) backend = resolve_automatic(precision, shape.ncols, nvir_rows, memory_bytes);
-  const std::size_t per_thread = std::size_t(std::max(threads, 1)), pair = nvir_rows * nvir_cols * elem;
+  const detail::PairShape pairs{shape.nrows, shape.ncols, shape.triangular};
+  if (backend == Backend::automatic) backend = resolve_automatic(precision, shape.ncols, shape.nvir_rows, memory_bytes);
+  const std::size_t per_thread = std::size_t(std::max(threads, 1)), pair = shape.nvir_rows * shape.nvir_cols * elem;
   switch (backend) {
     case Backend::reference: return per_thread * pair;
-    case Backend::loop: return detail::loop_chunk_pairs(shape, pair, memory_bytes) * pair;
+    case Backend::loop: return detail::loop_chunk_pairs(pairs, pair, memory_bytes) * pair;
     case Backend::fused: {
-      const std::size_t edge = detail::pair_block_edge(shape, nvir_rows, threads);
+      const std::size_t edge = detail::pair_block_edge(pairs, shape.nvir_rows, threads);
       return per_thread * edge * edge * pair;
     }
     case Backend::automatic: break;
   }
   return 0;
-}
-
-}  // namespace
-
-std::size_t energy_workspace_bytes(Backend backend, Precision precision, std::size_t nocc, std::size_t nvir,
-                                   int threads, std::size_t memory_bytes) {
-  return workspace_bytes(backend, precision, {nocc, nocc, true}, nvir, nvir, threads, memory_bytes);
-}
-
-std::size_t energy_workspace_bytes_opposite_spin(Backend backend, Precision precision, std::size_t nocc_alpha,
-                                                 std::size_t nvir_alpha, std::size_t nocc_beta,
-                                                 std::size_t nvir_beta, int threads, std::size_t memory_bytes) {
-  return workspace_bytes(backend, precision, {nocc_alpha, nocc_beta, false}, nvir_alpha, nvir_beta, threads,
-                         memory_bytes);
 }
 
 NamedChoices<Backend> backend_names() { return kBackendNames; }

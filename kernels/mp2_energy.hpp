@@ -21,11 +21,11 @@
 #include <utility>
 
 #include "kernels/named_choices.hpp"
+#include "kernels/precision.hpp"
 
 namespace dfmp2::kernels {
 
 enum class Backend { reference, loop, fused, automatic };
-enum class Precision { fp64, fp32 };
 
 // The registry's names, in the order users see them (the command line lists these).
 NamedChoices<Backend> backend_names();
@@ -69,14 +69,18 @@ struct EnergyResult {
 // and T_flat budget: fused, or loop in fp64 from nvir ≈ 300 when its T_flat fits.
 Backend resolve_automatic(Precision precision, std::size_t nocc, std::size_t nvir, std::size_t memory_bytes);
 
-// Extra memory the backend allocates for one block of nocc occupied orbitals (its workspace),
-// given the T_flat budget memory_bytes the loop backend sizes itself from.
-std::size_t energy_workspace_bytes(Backend backend, Precision precision, std::size_t nocc, std::size_t nvir,
-                                   int threads, std::size_t memory_bytes);
-// The same for the opposite-spin pairs of an α block (nocc_alpha, nvir_alpha) and a β block.
-std::size_t energy_workspace_bytes_opposite_spin(Backend backend, Precision precision, std::size_t nocc_alpha,
-                                                 std::size_t nvir_alpha, std::size_t nocc_beta,
-                                                 std::size_t nvir_beta, int threads, std::size_t memory_bytes);
+// The pair space of one energy call: nrows × ncols occupied orbitals (triangular: a block with
+// itself, only j ≤ i), with the rows' and the columns' virtuals.
+struct PairSpaceShape {
+  std::size_t nrows = 0, ncols = 0;
+  bool triangular = true;
+  std::size_t nvir_rows = 0, nvir_cols = 0;
+};
+
+// The backend's workspace for a call on this pair space (what it takes from EnergyOptions'
+// workspace), given the T_flat budget memory_bytes the loop backend sizes itself from.
+std::size_t energy_workspace_bytes(Backend backend, Precision precision, const PairSpaceShape& shape, int threads,
+                                   std::size_t memory_bytes);
 
 // The work that is needed, counting the i ≥ j symmetry: 2 · nocc(nocc+1)/2 · nvir² · naux.
 double needed_flops(std::size_t nocc, std::size_t nvir, std::size_t naux);

@@ -3,14 +3,9 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <array>
-#include <stdexcept>
-#include <string>
 #include <type_traits>
-#include <vector>
 
 #include "kernels/blas.hpp"
-#include "kernels/packed.hpp"
 
 namespace dfmp2::kernels {
 namespace {
@@ -18,25 +13,47 @@ namespace {
 // A SYRK wants k ≳ 1000 to run near its peak: that many columns of X^Q per SYRK.
 constexpr std::size_t kSyrkColumns = 1024;
 
-std::size_t q_per_syrk(std::size_t nf) { return std::max<std::size_t>(1, kSyrkColumns / std::max<std::size_t>(nf, 1)); }
+std::size_t q_per_batch(const JKShape& shape) {
+  return std::max<std::size_t>(1, kSyrkColumns / std::max<std::size_t>(shape.factor_columns(), 1));
+}
 
-// Packed D with the off-diagonal elements doubled: γ_Q is then one dot product with a packed row.
-std::vector<double> weighted_packed_density(const double* F, std::size_t nbf, std::size_t nf) {
-  std::vector<double> D(nbf * nbf);
-  syrk_lower(nbf, nf, 1.0, F, nbf, 0.0, D.data(), nbf);
-  std::vector<double> packed(packed_size(nbf));
-  for (std::size_t m = 0; m < nbf; ++m)
-    for (std::size_t n = 0; n <= m; ++n) packed[packed_index(m, n)] = (m == n ? 1.0 : 2.0) * D[n * nbf + m];
-  return packed;
+// Buffer sizes in elements, one definition for the allocations and for workspace_bytes().
+struct ThreadBuffers {
+  std::size_t J, K, square, X, K_batch;  // J, K per density; X and K_batch in the build's precision
+};
+ThreadBuffers thread_buffers(const JKShape& shape) {
+  const std::size_t n2 = shape.nbf * shape.nbf;
+  return {shape.stored, n2, n2, q_per_batch(shape) * shape.nbf * shape.factor_columns(), n2};
 }
 
 }  // namespace
 
-// One thread's share: its batches of Q add to its packed J and the lower triangle of each spin's
-// K. Buffers are raw storage, grown when needed and used as float or double.
+JKShape jk_shape(const BlockPackedLayout& layout, std::span<const DensityFactors> densities) {
+  JKShape shape{layout.n(), layout.size(), densities.size(), 0, 0};
+  for (const DensityFactors& d : densities) (d.symmetric() ? shape.symmetric_columns : shape.general_columns) += d.columns;
+  return shape;
+}
+
+// What one build holds beside the threads: the densities, packed and weighted for γ_Q, and their
+// factors in the build's precision.
+struct PackedJK::Build {
+  Precision precision = Precision::fp64;
+  JKShape shape;
+  std::vector<DensityFactors> densities;
+  std::vector<std::vector<double>> D_weighted;
+  std::vector<float> factors_fp32;             // L_s (and R_s) converted, for fp32 builds
+  std::vector<const void*> left, right;        // per density, in the build's precision
+
+  template <typename Real>
+  const Real* factor(const std::vector<const void*>& which, std::size_t s) const {
+    return static_cast<const Real*>(which[s]);
+  }
+};
+
+// One thread's share: its batches of Q add to its packed J_s and its K_s (the lower triangle for a
+// symmetric density). Buffers are raw storage, grown when needed and used as float or double.
 struct PackedJK::Thread {
-  std::vector<double> J;               // packed J
-  std::vector<std::vector<double>> K;  // per spin: lower K, column-major
+  std::vector<std::vector<double>> J, K;
   std::vector<double> square, X, K_batch;
 
   template <typename Real>
@@ -45,105 +62,177 @@ struct PackedJK::Thread {
     return reinterpret_cast<Real*>(buffer.data());
   }
 
-  // Per Q, while its packed row is in cache: γ_Q and its share of J, and X^Q_s = B^Q F_s by
-  // SYMM from the row copied into one triangle of a square (no mirrored, strided writes).
-  template <typename Real>
-  void add_batch(const PackedFactors& B, std::size_t q_begin, std::size_t q_end, const double* D_weighted,
-                 const Real* F, std::span<const std::size_t> nf_per_spin) {
-    const std::size_t nbf = B.nbf, npacked = packed_size(nbf), nq = q_end - q_begin;
-    std::size_t nf = 0;
-    for (std::size_t n : nf_per_spin) nf += n;
-    Real* B_square = as<Real>(square, nbf * nbf);
-    // Each spin's X^q of the batch side by side, so that one SYRK per spin takes them all.
-    std::array<Real*, kMaxSpins> X_first{}, X_next{};
-    X_first[0] = as<Real>(X, nq * nbf * nf);
-    for (std::size_t s = 1; s < nf_per_spin.size(); ++s) X_first[s] = X_first[s - 1] + nq * nbf * nf_per_spin[s - 1];
-    X_next = X_first;
-    for (std::size_t q = q_begin; q < q_end; ++q) {
-      const double* row = B.data + q * npacked;
-      axpy(npacked, dot(npacked, row, D_weighted), row, J.data());
-      unpack_upper(row, nbf, B_square);
-      const Real* F_spin = F;
-      for (std::size_t s = 0; s < nf_per_spin.size(); F_spin += nbf * nf_per_spin[s], ++s) {
-        if (nf_per_spin[s] == 0) continue;  // a spin without electrons (the H atom's β) has K = 0
-        symm_upper_left(nbf, nf_per_spin[s], B_square, nbf, F_spin, nbf, X_next[s], nbf);
-        X_next[s] += nbf * nf_per_spin[s];
-      }
-    }
-    for (std::size_t s = 0; s < nf_per_spin.size(); ++s)
-      if (nf_per_spin[s] > 0) add_syrk(nbf, nq * nf_per_spin[s], X_first[s], K[s]);
+  void start(const JKShape& shape, Precision precision) {
+    const ThreadBuffers sizes = thread_buffers(shape);
+    J.resize(shape.densities);
+    K.resize(shape.densities);
+    for (auto& J_s : J) J_s.assign(sizes.J, 0.0);
+    for (auto& K_s : K) K_s.assign(sizes.K, 0.0);
+    // Positions outside the stored blocks are never written by unpack_upper: zero in this
+    // precision's element size.
+    if (precision == Precision::fp32)
+      std::fill_n(as<float>(square, sizes.square), sizes.square, 0.0f);
+    else
+      std::fill_n(as<double>(square, sizes.square), sizes.square, 0.0);
   }
 
-  // K += X Xᵀ (lower triangle), X nbf × k.
+  // Per Q, while its row is in cache: γ_Q and its share of each J_s, then X^Q = B^Q L_s (and
+  // B^Q R_s) by SYMM from the row copied into one triangle of the square.
   template <typename Real>
-  void add_syrk(std::size_t nbf, std::size_t k, const Real* X_all, std::vector<double>& K_spin) {
+  void add_batch(const BlockPackedLayout& layout, const Build& build, const double* rows, std::size_t nq) {
+    const std::size_t nbf = layout.n(), stored = layout.size();
+    Real* B_square = as<Real>(square, nbf * nbf);
+    Real* X_all = as<Real>(X, nq * nbf * build.shape.factor_columns());
+    for (std::size_t q = 0; q < nq; ++q) {
+      const double* row = rows + q * stored;
+      for (std::size_t s = 0; s < build.densities.size(); ++s)
+        axpy(stored, dot(stored, row, build.D_weighted[s].data()), row, J[s].data());
+      unpack_upper(layout, row, B_square);
+      for (std::size_t s = 0; s < build.densities.size(); ++s) {
+        const std::size_t nf = build.densities[s].columns;
+        Real* X_left = X_all + x_offset(build, s, nq, false) + q * nbf * nf;
+        if (nf > 0) symm_upper_left(nbf, nf, B_square, nbf, build.factor<Real>(build.left, s), nbf, X_left, nbf);
+        if (nf > 0 && !build.densities[s].symmetric())
+          symm_upper_left(nbf, nf, B_square, nbf, build.factor<Real>(build.right, s), nbf,
+                          X_all + x_offset(build, s, nq, true) + q * nbf * nf, nbf);
+      }
+    }
+    for (std::size_t s = 0; s < build.densities.size(); ++s) {
+      const std::size_t k = nq * build.densities[s].columns;
+      if (k == 0) continue;  // a spin without electrons (the H atom's β) has K = 0
+      const Real* X_left = X_all + x_offset(build, s, nq, false);
+      const Real* X_right = build.densities[s].symmetric() ? nullptr : X_all + x_offset(build, s, nq, true);
+      add_product(nbf, k, X_left, X_right, K[s]);
+    }
+  }
+
+  // Where density s's X_L (or X_R) of a batch of nq rows begins: each density's columns of every
+  // row side by side, so that one SYRK or GEMM per density takes the whole batch.
+  static std::size_t x_offset(const Build& build, std::size_t s, std::size_t nq, bool right) {
+    const std::size_t nbf = build.shape.nbf;
+    std::size_t offset = 0;
+    for (std::size_t t = 0; t < s; ++t)
+      offset += nq * nbf * build.densities[t].columns * (build.densities[t].symmetric() ? 1 : 2);
+    return offset + (right ? nq * nbf * build.densities[s].columns : 0);
+  }
+
+  // K += X_L X_Rᵀ (X_R null: the lower triangle of X_L X_Lᵀ), X nbf × k, summed in double.
+  template <typename Real>
+  void add_product(std::size_t nbf, std::size_t k, const Real* X_left, const Real* X_right, std::vector<double>& K_s) {
     if constexpr (std::is_same_v<Real, double>) {
-      syrk_lower(nbf, k, 1.0, X_all, nbf, 1.0, K_spin.data(), nbf);
+      if (X_right == nullptr)
+        syrk_lower(nbf, k, 1.0, X_left, nbf, 1.0, K_s.data(), nbf);
+      else
+        gemm(Transpose::no, Transpose::yes, nbf, nbf, k, 1.0, X_left, nbf, X_right, nbf, 1.0, K_s.data(), nbf);
     } else {  // float products, double sum across batches
       float* K_float = as<float>(K_batch, nbf * nbf);
-      syrk_lower(nbf, k, 1.0f, X_all, nbf, 0.0f, K_float, nbf);
-      for (std::size_t col = 0; col < nbf; ++col)
-        for (std::size_t row = col; row < nbf; ++row) K_spin[col * nbf + row] += K_float[col * nbf + row];
+      if (X_right == nullptr) {
+        syrk_lower(nbf, k, 1.0f, X_left, nbf, 0.0f, K_float, nbf);
+        for (std::size_t col = 0; col < nbf; ++col)
+          for (std::size_t row = col; row < nbf; ++row) K_s[col * nbf + row] += K_float[col * nbf + row];
+      } else {
+        gemm(Transpose::no, Transpose::yes, nbf, nbf, k, 1.0f, X_left, nbf, X_right, nbf, 0.0f, K_float, nbf);
+        for (std::size_t x = 0; x < nbf * nbf; ++x) K_s[x] += K_float[x];
+      }
     }
   }
 };
 
-PackedJK::PackedJK(const PackedFactors& B) : B_(B), threads_(static_cast<std::size_t>(omp_get_max_threads())) {}
+PackedJK::PackedJK(const BlockPackedLayout& layout, int threads)
+    : layout_(layout), threads_(static_cast<std::size_t>(std::max(threads, 1))) {}
 PackedJK::~PackedJK() = default;
 
-template <typename Real>
-void PackedJK::build(const double* F, std::span<const std::size_t> nf_per_spin, double* J,
-                     std::span<double* const> K) {
-  if (nf_per_spin.empty() || nf_per_spin.size() > kMaxSpins || K.size() != nf_per_spin.size())
-    throw std::invalid_argument("PackedJK::build: 1 to " + std::to_string(kMaxSpins) + " spins, one K each");
-  const std::size_t nbf = B_.nbf, npacked = packed_size(nbf), spins = nf_per_spin.size();
-  std::size_t nf = 0;
-  for (std::size_t n : nf_per_spin) nf += n;
-  const std::vector<double> D_weighted = weighted_packed_density(F, nbf, nf);
-  const std::vector<Real> F_real(F, F + nbf * nf);
-  const std::size_t per_syrk = q_per_syrk(nf);
-  const std::size_t nbatches = (B_.naux + per_syrk - 1) / per_syrk;
+void PackedJK::begin(std::span<const DensityFactors> densities, Precision precision) {
+  build_ = std::make_unique<Build>();
+  Build& b = *build_;
+  b.precision = precision;
+  b.shape = jk_shape(layout_, densities);
+  b.densities.assign(densities.begin(), densities.end());
+  const std::size_t nbf = layout_.n();
+  for (const DensityFactors& d : densities) {
+    std::vector<double> D(nbf * nbf);  // D = L Rᵀ
+    gemm(Transpose::no, Transpose::yes, nbf, nbf, d.columns, 1.0, d.left, nbf, d.symmetric() ? d.left : d.right, nbf,
+         0.0, D.data(), nbf);
+    b.D_weighted.push_back(pack_weighted(layout_, D.data()));
+  }
+  if (precision == Precision::fp32) {
+    b.factors_fp32.reserve(nbf * b.shape.factor_columns());
+    const auto convert = [&](const double* factor, std::size_t columns) {
+      const std::size_t start = b.factors_fp32.size();
+      b.factors_fp32.insert(b.factors_fp32.end(), factor, factor + nbf * columns);
+      return static_cast<const void*>(b.factors_fp32.data() + start);
+    };
+    for (const DensityFactors& d : densities) {
+      b.left.push_back(convert(d.left, d.columns));
+      b.right.push_back(d.symmetric() ? nullptr : convert(d.right, d.columns));
+    }
+  } else {
+    for (const DensityFactors& d : densities) {
+      b.left.push_back(d.left);
+      b.right.push_back(d.right);
+    }
+  }
+  for (Thread& t : threads_) t.start(b.shape, precision);
+}
+
+void PackedJK::add(const double* rows, std::size_t count) {
+  const Build& b = *build_;
+  const std::size_t per_batch = q_per_batch(b.shape), stored = layout_.size();
+  const std::size_t nbatches = (count + per_batch - 1) / per_batch;
 #pragma omp parallel num_threads(static_cast<int>(threads_.size()))
   {
     Thread& mine = threads_[static_cast<std::size_t>(omp_get_thread_num())];
-    mine.J.assign(npacked, 0.0);
-    mine.K.resize(spins);
-    for (auto& K_spin : mine.K) K_spin.assign(nbf * nbf, 0.0);
 #pragma omp for schedule(dynamic, 1)
-    for (std::size_t batch = 0; batch < nbatches; ++batch)
-      mine.add_batch<Real>(B_, batch * per_syrk, std::min(B_.naux, (batch + 1) * per_syrk), D_weighted.data(),
-                           F_real.data(), nf_per_spin);
-    // Sum the threads' shares, each thread a range of the elements.
-#pragma omp for schedule(static)
-    for (std::size_t p = 0; p < npacked; ++p)
-      for (std::size_t t = 1; t < threads_.size(); ++t) threads_[0].J[p] += threads_[t].J[p];
-    for (std::size_t s = 0; s < spins; ++s) {
-#pragma omp for schedule(static)
-      for (std::size_t x = 0; x < nbf * nbf; ++x)
-        for (std::size_t t = 1; t < threads_.size(); ++t) threads_[0].K[s][x] += threads_[t].K[s][x];
+    for (std::size_t batch = 0; batch < nbatches; ++batch) {
+      const std::size_t first = batch * per_batch, nq = std::min(per_batch, count - first);
+      if (b.precision == Precision::fp32)
+        mine.add_batch<float>(layout_, b, rows + first * stored, nq);
+      else
+        mine.add_batch<double>(layout_, b, rows + first * stored, nq);
     }
   }
-  unpack_symmetric(threads_[0].J.data(), nbf, J);
-  for (std::size_t s = 0; s < spins; ++s) {
-    const std::vector<double>& K_sum = threads_[0].K[s];
-    for (std::size_t col = 0; col < nbf; ++col)
-      for (std::size_t row = col; row < nbf; ++row)
-        K[s][col * nbf + row] = K[s][row * nbf + col] = K_sum[col * nbf + row];
+}
+
+void PackedJK::finish(std::span<double* const> J, std::span<double* const> K) {
+  const Build& b = *build_;
+  const std::size_t nbf = layout_.n(), stored = layout_.size();
+  // Sum the threads' shares, each thread a range of the elements.
+#pragma omp parallel num_threads(static_cast<int>(threads_.size()))
+  for (std::size_t s = 0; s < b.densities.size(); ++s) {
+#pragma omp for schedule(static)
+    for (std::size_t p = 0; p < stored; ++p)
+      for (std::size_t t = 1; t < threads_.size(); ++t) threads_[0].J[s][p] += threads_[t].J[s][p];
+#pragma omp for schedule(static)
+    for (std::size_t x = 0; x < nbf * nbf; ++x)
+      for (std::size_t t = 1; t < threads_.size(); ++t) threads_[0].K[s][x] += threads_[t].K[s][x];
   }
+  for (std::size_t s = 0; s < b.densities.size(); ++s) {
+    unpack_symmetric(layout_, threads_[0].J[s].data(), J[s]);
+    const std::vector<double>& K_sum = threads_[0].K[s];
+    if (!b.densities[s].symmetric()) {
+      std::copy(K_sum.begin(), K_sum.end(), K[s]);
+      continue;
+    }
+    for (std::size_t col = 0; col < nbf; ++col)
+      for (std::size_t row = col; row < nbf; ++row) K[s][col * nbf + row] = K[s][row * nbf + col] = K_sum[col * nbf + row];
+  }
+  build_.reset();
 }
 
-double packed_jk_flops(std::size_t naux, std::size_t nbf, std::size_t nf) {
-  const double n = double(nbf), q = double(naux), k = double(nf);
-  return 3.0 * n * n * k * q + 4.0 * double(packed_size(nbf)) * q;
-}
-
-std::size_t packed_jk_workspace_bytes(std::size_t nbf, std::size_t nf, int threads, std::size_t spins) {
+std::size_t PackedJK::workspace_bytes(const JKShape& shape, int threads) {
+  const ThreadBuffers b = thread_buffers(shape);
   const std::size_t per_thread =
-      sizeof(double) * (packed_size(nbf) + (spins + 2) * nbf * nbf + q_per_syrk(nf) * nbf * nf);
-  return std::size_t(threads + 1) * per_thread;
+      sizeof(double) * (shape.densities * (b.J + b.K) + b.square + b.X) + sizeof(float) * b.K_batch;
+  const std::size_t build = sizeof(double) * (shape.densities * shape.stored + shape.nbf * shape.nbf) +
+                            sizeof(float) * shape.nbf * shape.factor_columns();
+  return std::size_t(std::max(threads, 1)) * per_thread + build;
 }
 
-template void PackedJK::build<double>(const double*, std::span<const std::size_t>, double*, std::span<double* const>);
-template void PackedJK::build<float>(const double*, std::span<const std::size_t>, double*, std::span<double* const>);
+double PackedJK::flops(const JKShape& shape, std::size_t naux) {
+  const double n2 = double(shape.nbf) * double(shape.nbf);
+  const double per_q = 2.0 * n2 * double(shape.factor_columns()) + n2 * double(shape.symmetric_columns) +
+                       2.0 * n2 * double(shape.general_columns) + 4.0 * double(shape.stored * shape.densities);
+  return per_q * double(naux);
+}
 
 }  // namespace dfmp2::kernels

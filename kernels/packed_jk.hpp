@@ -1,54 +1,71 @@
-// Coulomb and exchange matrices from density-fitted factors stored packed (kernels/packed.hpp),
-// in one pass over the factors:
-//   γ_Q = Σ_μν B^Q_μν D_μν,   J_μν = Σ_Q B^Q_μν γ_Q,
-//   X^Q = B^Q F,              K_μν = Σ_Q Σ_k X^Q_μk X^Q_νk,     with D = F Fᵀ.
-// Threads take batches of Q; for each Q a thread copies the packed B^Q into one triangle of a
-// square, forms X^Q by SYMM (which reads only that triangle), and adds the batch's X Xᵀ to its K
-// with one SYRK (single-threaded BLAS inside the parallel region). J is summed in double; K's
-// SYMM and SYRK run in Real, so float halves their cost (the SCF's early iterations) while K is
-// still accumulated in double.
-// Several spin densities (UHF's α and β) share the pass: each B^Q's square serves every spin's
-// X^Q, J comes from their sum and each spin gets its own K.
+// Coulomb and exchange matrices from density-fitted factors B^Q_μν stored block-packed
+// (kernels/block_packed.hpp), in one pass over the factors, which may arrive in blocks of Q
+// (read from disk while the previous block is used). For densities given by factors,
+// D_s = L_s R_sᵀ (R_s = L_s for a symmetric density, e.g. D = C_occ C_occᵀ):
+//   γ_Q = Σ_μν B^Q_μν D_μν,   J_s = Σ_Q γ_Q B^Q,
+//   K_s = Σ_Q (B^Q L_s)(B^Q R_s)ᵀ,
+// as Psi4's JK takes C_left and C_right: the SCF's densities and the response equations' (CPHF,
+// gradients) non-symmetric ones alike.
+// Threads take batches of Q; for each Q a thread copies B^Q into one triangle of a square, forms
+// X^Q = B^Q L_s (and B^Q R_s) by SYMM (which reads only that triangle), and adds the batch's
+// X_L X_Rᵀ to its K_s with one SYRK (symmetric densities) or GEMM (single-threaded BLAS inside
+// the parallel region). J is summed in double; K's SYMM and SYRK/GEMM run in the precision asked
+// for, so fp32 halves their cost (the SCF's early iterations) while K is still summed in double.
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <span>
 #include <vector>
 
+#include "kernels/block_packed.hpp"
+#include "kernels/precision.hpp"
+
 namespace dfmp2::kernels {
 
-struct PackedFactors {
-  const double* data = nullptr;  // row Q at data + Q · packed_size(nbf)
-  std::size_t naux = 0, nbf = 0;
+// D = L Rᵀ; L and R column-major nbf × columns. right == nullptr: R = L (D symmetric).
+struct DensityFactors {
+  const double* left = nullptr;
+  const double* right = nullptr;
+  std::size_t columns = 0;
+  bool symmetric() const { return right == nullptr; }
 };
 
-// Holds each thread's buffers across builds (an SCF calls it once per iteration).
+// The sizes of one build, for its work and for the caller's memory budget.
+struct JKShape {
+  std::size_t nbf = 0, stored = 0;    // the layout's n and stored elements
+  std::size_t densities = 0;
+  std::size_t symmetric_columns = 0;  // Σ_s columns of the symmetric densities' L_s
+  std::size_t general_columns = 0;    // Σ_s columns of the others' L_s (their R_s have as many)
+  std::size_t factor_columns() const { return symmetric_columns + 2 * general_columns; }
+};
+JKShape jk_shape(const BlockPackedLayout& layout, std::span<const DensityFactors> densities);
+
 class PackedJK {
  public:
-  explicit PackedJK(const PackedFactors& B);
+  PackedJK(const BlockPackedLayout& layout, int threads);
   ~PackedJK();
   PackedJK(const PackedJK&) = delete;
   PackedJK& operator=(const PackedJK&) = delete;
 
-  // Spin densities D_s = F_s F_sᵀ, one (a closed shell, D = F Fᵀ) or up to kMaxSpins: F = [F_0 F_1
-  // …] column-major nbf × Σ_s nf_s, F_s having nf_per_spin[s] columns. J from D = Σ_s D_s, K[s]
-  // from D_s; J and each K[s] column-major nbf × nbf, overwritten.
-  static constexpr std::size_t kMaxSpins = 2;
-  template <typename Real>
-  void build(const double* F, std::span<const std::size_t> nf_per_spin, double* J, std::span<double* const> K);
+  // Starts J and K of each density; the factors must live until finish().
+  void begin(std::span<const DensityFactors> densities, Precision precision);
+  // Adds `count` rows B^Q, each layout.size() elements, row q at rows + q·layout.size().
+  void add(const double* rows, std::size_t count);
+  // J_s and K_s (column-major nbf × nbf, overwritten), one pointer per density.
+  void finish(std::span<double* const> J, std::span<double* const> K);
+
+  // Bytes of the buffers a build of this shape allocates with `threads` threads.
+  static std::size_t workspace_bytes(const JKShape& shape, int threads);
+  // Floating-point work of one build over naux rows.
+  static double flops(const JKShape& shape, std::size_t naux);
 
  private:
   struct Thread;
-  PackedFactors B_;
+  struct Build;
+  const BlockPackedLayout& layout_;
   std::vector<Thread> threads_;
+  std::unique_ptr<Build> build_;
 };
-
-// Floating-point work of one packed_jk call: the SYMM and SYRK of K, the two passes of J (nf: all
-// spins' columns).
-double packed_jk_flops(std::size_t naux, std::size_t nbf, std::size_t nf);
-
-// Per-thread buffers PackedJK allocates for builds of `spins` densities, nf columns in all, in
-// bytes, for the caller's memory budget.
-std::size_t packed_jk_workspace_bytes(std::size_t nbf, std::size_t nf, int threads, std::size_t spins);
 
 }  // namespace dfmp2::kernels

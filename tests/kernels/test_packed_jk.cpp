@@ -1,5 +1,6 @@
-// The one-pass packed J/K kernel against J and K summed straight from their definitions, for
-// shapes that exercise partial batches and more threads than batches.
+// The block-packed layout against element-by-element indexing, and the one-pass J/K kernel against
+// J and K summed straight from their definitions: screened layouts, symmetric and non-symmetric
+// densities, several densities in one pass, rows in one block or several, 1 and 3 threads.
 #include <catch2/catch.hpp>
 
 #include <omp.h>
@@ -8,130 +9,178 @@
 #include <random>
 #include <vector>
 
-#include "kernels/packed.hpp"
+#include "kernels/block_packed.hpp"
 #include "kernels/packed_jk.hpp"
 
 namespace k = dfmp2::kernels;
 
 namespace {
 
-struct Case {
-  std::size_t nbf, naux, nf;
-};
-
-// B^Q as full symmetric matrices, and F, with reproducible random entries.
-struct Data {
-  std::vector<double> packed, full, F;
-  Data(const Case& c) : packed(c.naux * k::packed_size(c.nbf)), full(c.naux * c.nbf * c.nbf), F(c.nbf * c.nf) {
-    std::mt19937 rng(11);
-    std::uniform_real_distribution<double> u(-1.0, 1.0);
-    for (std::size_t q = 0; q < c.naux; ++q)
-      for (std::size_t m = 0; m < c.nbf; ++m)
-        for (std::size_t n = 0; n <= m; ++n) {
-          const double v = u(rng);
-          packed[q * k::packed_size(c.nbf) + k::packed_index(m, n)] = v;
-          full[(q * c.nbf + m) * c.nbf + n] = full[(q * c.nbf + n) * c.nbf + m] = v;
-        }
-    for (double& f : F) f = u(rng);
+// Row blocks of 1–4 functions; every diagonal block stored, an off-diagonal one with probability
+// `kept` (1: all, the plain packed triangle).
+k::BlockPackedLayout random_layout(std::size_t nblocks, double kept, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::vector<std::size_t> starts;
+  std::size_t n = 0;
+  for (std::size_t b = 0; b < nblocks; ++b) {
+    starts.push_back(n);
+    n += 1 + rng() % 4;
   }
-};
+  std::vector<std::pair<std::size_t, std::size_t>> stored;
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  for (std::size_t r = 0; r < nblocks; ++r)
+    for (std::size_t c = 0; c <= r; ++c)
+      if (c == r || u(rng) < kept) stored.emplace_back(r, c);
+  return k::BlockPackedLayout(starts, n, stored);
+}
 
-// One density D = F Fᵀ (F: nf columns).
-template <typename Real>
-void build_one(k::PackedJK& jk, const double* F, std::size_t nf, double* J, double* K) {
-  jk.build<Real>(F, std::span<const std::size_t>(&nf, 1), J, std::span<double* const>(&K, 1));
+// Element (m, c) of the symmetric matrix whose stored elements are `stored`, 0 where not stored.
+double element(const k::BlockPackedLayout& layout, const double* stored, std::size_t m, std::size_t c) {
+  const std::size_t at = layout.find(std::max(m, c), std::min(m, c));
+  return at == k::BlockPackedLayout::npos ? 0.0 : stored[at];
 }
 
 }  // namespace
 
-TEST_CASE("unpacking gives both triangles of the packed matrix, or the one SYMM reads") {
-  const std::size_t n = 37;
-  std::vector<double> packed(k::packed_size(n));
-  for (std::size_t p = 0; p < packed.size(); ++p) packed[p] = double(p);
-  const auto element = [&](std::size_t m, std::size_t c) {
-    return float(packed[k::packed_index(std::max(m, c), std::min(m, c))]);
-  };
-  std::vector<float> both(n * n, -1.0f), upper(n * n, -1.0f);
-  k::unpack_symmetric(packed.data(), n, both.data());
-  k::unpack_upper(packed.data(), n, upper.data());
+TEST_CASE("a block-packed layout stores its blocks' elements by rows; all blocks make the packed triangle") {
+  const k::BlockPackedLayout all = random_layout(9, 1.0, 3);
+  for (std::size_t m = 0; m < all.n(); ++m)
+    for (std::size_t c = 0; c <= m; ++c) CHECK(all.find(m, c) == m * (m + 1) / 2 + c);
+  CHECK(all.size() == k::packed_size(all.n()));
+
+  const k::BlockPackedLayout some = random_layout(12, 0.4, 5);
+  std::vector<int> seen(some.size(), 0);
+  std::size_t found = 0;
+  for (std::size_t m = 0; m < some.n(); ++m)
+    for (std::size_t c = 0; c <= m; ++c)
+      if (const std::size_t at = some.find(m, c); at != k::BlockPackedLayout::npos) {
+        ++seen[at];
+        ++found;
+        CHECK((at >= some.row_offset(m) && at < some.row_offset(m + 1)));
+      }
+  CHECK(found == some.size());  // every stored position is one element's
+  CHECK(std::count(seen.begin(), seen.end(), 1) == static_cast<long>(some.size()));
+  CHECK(some.size() < k::packed_size(some.n()));
+  CHECK(some.row_block_offset(some.row_blocks()) == some.size());
+}
+
+TEST_CASE("unpacking writes the stored elements to one triangle or both; weighted packing gives Σ A_mk B_mk") {
+  const k::BlockPackedLayout layout = random_layout(11, 0.5, 7);
+  const std::size_t n = layout.n();
+  std::vector<double> stored(layout.size());
+  for (std::size_t p = 0; p < stored.size(); ++p) stored[p] = 1.0 + double(p);
+  std::vector<float> upper(n * n, -1.0f);
+  std::vector<double> both(n * n, -1.0);
+  k::unpack_upper(layout, stored.data(), upper.data());
+  k::unpack_symmetric(layout, stored.data(), both.data());
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  std::vector<double> A(n * n);
+  for (double& a : A) a = u(rng);
+  double sum = 0.0;
   for (std::size_t m = 0; m < n; ++m)
     for (std::size_t c = 0; c < n; ++c) {
-      CHECK(both[m * n + c] == element(m, c));
-      CHECK(upper[m * n + c] == (c <= m ? element(m, c) : -1.0f));  // column-major (c, m): upper when c ≤ m
+      const double value = element(layout, stored.data(), m, c);
+      CHECK(both[m * n + c] == value);
+      const bool written = c <= m && layout.find(m, c) != k::BlockPackedLayout::npos;
+      CHECK(upper[m * n + c] == (written ? float(value) : -1.0f));  // column-major (c, m): upper when c ≤ m
+      sum += A[m * n + c] * value;
     }
+  const std::vector<double> weighted = k::pack_weighted(layout, A.data());
+  double dot = 0.0;
+  for (std::size_t p = 0; p < stored.size(); ++p) dot += weighted[p] * stored[p];
+  CHECK(dot == Approx(sum).epsilon(1e-13));
 }
 
-TEST_CASE("packed J and K equal their definitions in fp64, and within fp32 rounding in fp32") {
+namespace {
+
+struct Factors {
+  std::vector<double> left, right;  // right empty: symmetric
+  std::size_t columns;
+  k::DensityFactors view() const { return {left.data(), right.empty() ? nullptr : right.data(), columns}; }
+};
+
+Factors random_factors(std::size_t n, std::size_t columns, bool symmetric, std::mt19937& rng) {
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  Factors f{std::vector<double>(n * columns), {}, columns};
+  for (double& x : f.left) x = u(rng);
+  if (!symmetric) {
+    f.right.resize(n * columns);
+    for (double& x : f.right) x = u(rng);
+  }
+  return f;
+}
+
+// J and K of one density from their definitions: D = L Rᵀ, γ_Q = Σ B^Q_mk D_mk, J = Σ_Q γ_Q B^Q,
+// K = Σ_Q (B^Q L)(B^Q R)ᵀ, with B^Q the full symmetric matrices.
+void reference_jk(const std::vector<std::vector<double>>& B, std::size_t n, const Factors& f, std::vector<double>& J,
+                  std::vector<double>& K) {
+  const std::vector<double>& R = f.right.empty() ? f.left : f.right;
+  std::vector<double> D(n * n, 0.0);
+  for (std::size_t m = 0; m < n; ++m)
+    for (std::size_t c = 0; c < n; ++c)
+      for (std::size_t i = 0; i < f.columns; ++i) D[c * n + m] += f.left[i * n + m] * R[i * n + c];
+  J.assign(n * n, 0.0);
+  K.assign(n * n, 0.0);
+  for (const auto& BQ : B) {
+    double gamma = 0.0;
+    for (std::size_t x = 0; x < n * n; ++x) gamma += BQ[x] * D[x];
+    for (std::size_t x = 0; x < n * n; ++x) J[x] += gamma * BQ[x];
+    std::vector<double> XL(n * f.columns, 0.0), XR(n * f.columns, 0.0);
+    for (std::size_t m = 0; m < n; ++m)
+      for (std::size_t i = 0; i < f.columns; ++i)
+        for (std::size_t v = 0; v < n; ++v) {
+          XL[i * n + m] += BQ[m * n + v] * f.left[i * n + v];
+          XR[i * n + m] += BQ[m * n + v] * R[i * n + v];
+        }
+    for (std::size_t m = 0; m < n; ++m)
+      for (std::size_t v = 0; v < n; ++v)
+        for (std::size_t i = 0; i < f.columns; ++i) K[v * n + m] += XL[i * n + m] * XR[i * n + v];
+  }
+}
+
+}  // namespace
+
+TEST_CASE("J and K of several densities in one pass equal their definitions, in fp64 and within fp32 rounding") {
   const int saved_threads = omp_get_max_threads();
-  for (const Case c : {Case{5, 3, 2}, Case{23, 40, 7}, Case{64, 131, 33}}) {
-    for (int threads : {1, 3}) {
-      INFO("nbf " << c.nbf << " naux " << c.naux << " nf " << c.nf << " threads " << threads);
-      omp_set_num_threads(threads);
-      const Data d(c);
-      const std::size_t n = c.nbf;
-      // D = F Fᵀ; γ_Q = Σ B^Q_μν D_μν; J = Σ_Q γ_Q B^Q; K = Σ_Q (B^Q F)(B^Q F)ᵀ.
-      std::vector<double> D(n * n, 0.0), J_ref(n * n, 0.0), K_ref(n * n, 0.0);
-      for (std::size_t m = 0; m < n; ++m)
-        for (std::size_t v = 0; v < n; ++v)
-          for (std::size_t i = 0; i < c.nf; ++i) D[m * n + v] += d.F[i * n + m] * d.F[i * n + v];
-      for (std::size_t q = 0; q < c.naux; ++q) {
-        const double* BQ = d.full.data() + q * n * n;
-        double gamma = 0.0;
-        for (std::size_t x = 0; x < n * n; ++x) gamma += BQ[x] * D[x];
-        for (std::size_t x = 0; x < n * n; ++x) J_ref[x] += gamma * BQ[x];
-        std::vector<double> X(n * c.nf, 0.0);
-        for (std::size_t m = 0; m < n; ++m)
-          for (std::size_t i = 0; i < c.nf; ++i)
-            for (std::size_t v = 0; v < n; ++v) X[m * c.nf + i] += BQ[m * n + v] * d.F[i * n + v];
-        for (std::size_t m = 0; m < n; ++m)
-          for (std::size_t v = 0; v < n; ++v)
-            for (std::size_t i = 0; i < c.nf; ++i) K_ref[m * n + v] += X[m * c.nf + i] * X[v * c.nf + i];
+  const k::BlockPackedLayout layout = random_layout(14, 0.6, 9);
+  const std::size_t n = layout.n(), naux = 37;
+  std::mt19937 rng(13);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  std::vector<double> rows(naux * layout.size());
+  for (double& x : rows) x = u(rng);
+  std::vector<std::vector<double>> full(naux, std::vector<double>(n * n));
+  for (std::size_t q = 0; q < naux; ++q)
+    for (std::size_t m = 0; m < n; ++m)
+      for (std::size_t c = 0; c < n; ++c) full[q][m * n + c] = element(layout, rows.data() + q * layout.size(), m, c);
+  // Two symmetric densities (UHF-like, one of them empty as the H atom's β) and a general one.
+  const std::vector<Factors> densities{random_factors(n, 5, true, rng), random_factors(n, 0, true, rng),
+                                       random_factors(n, 3, false, rng)};
+  std::vector<k::DensityFactors> views;
+  for (const Factors& f : densities) views.push_back(f.view());
+  for (int threads : {1, 3})
+    for (k::Precision precision : {k::Precision::fp64, k::Precision::fp32})
+      for (std::size_t block : {naux, std::size_t(8)}) {  // all rows at once, or streamed in blocks
+        INFO("threads " << threads << " fp32 " << (precision == k::Precision::fp32) << " block " << block);
+        omp_set_num_threads(threads);
+        k::PackedJK jk(layout, threads);
+        std::vector<std::vector<double>> J(3, std::vector<double>(n * n)), K(3, std::vector<double>(n * n, -1.0));
+        jk.begin(views, precision);
+        for (std::size_t first = 0; first < naux; first += block)
+          jk.add(rows.data() + first * layout.size(), std::min(block, naux - first));
+        std::vector<double*> Jp{J[0].data(), J[1].data(), J[2].data()}, Kp{K[0].data(), K[1].data(), K[2].data()};
+        jk.finish(Jp, Kp);
+        for (std::size_t s = 0; s < densities.size(); ++s) {
+          std::vector<double> J_ref, K_ref;
+          reference_jk(full, n, densities[s], J_ref, K_ref);
+          double scale = 1e-300;
+          for (double v : K_ref) scale = std::max(scale, std::abs(v));
+          const double tolerance = precision == k::Precision::fp32 ? 1e-5 : 1e-12;
+          for (std::size_t x = 0; x < n * n; ++x) {
+            CHECK(std::abs(J[s][x] - J_ref[x]) <= 1e-12 * std::max(scale, 1.0));  // J stays fp64
+            CHECK(std::abs(K[s][x] - K_ref[x]) <= tolerance * std::max(scale, 1.0));
+          }
+        }
       }
-      k::PackedJK jk({d.packed.data(), c.naux, n});
-      std::vector<double> J(n * n), K(n * n), J32(n * n), K32(n * n);
-      build_one<double>(jk, d.F.data(), c.nf, J.data(), K.data());
-      build_one<float>(jk, d.F.data(), c.nf, J32.data(), K32.data());
-      double scale = 0.0;
-      for (double v : K_ref) scale = std::max(scale, std::abs(v));
-      for (std::size_t x = 0; x < n * n; ++x) {
-        CHECK(J[x] == Approx(J_ref[x]).epsilon(1e-12).margin(1e-12 * scale));
-        CHECK(K[x] == Approx(K_ref[x]).epsilon(1e-12).margin(1e-12 * scale));
-        CHECK(J32[x] == Approx(J_ref[x]).epsilon(1e-12).margin(1e-12 * scale));  // J stays fp64
-        CHECK(std::abs(K32[x] - K_ref[x]) <= 1e-5 * scale);
-      }
-    }
-  }
   omp_set_num_threads(saved_threads);
-}
-
-TEST_CASE("two spin densities in one pass: J of their sum, and each spin's own K") {
-  // α and β factors of different widths (a triplet: two more α), and a β with none (the H atom).
-  for (const auto& [nf_alpha, nf_beta] : {std::pair<std::size_t, std::size_t>{9, 7}, {3, 0}}) {
-    INFO("nf " << nf_alpha << " + " << nf_beta);
-    const Case c{29, 47, nf_alpha + nf_beta};
-    const Data d(c);  // d.F = [F_α F_β], column-major
-    const std::size_t n = c.nbf;
-    k::PackedJK jk({d.packed.data(), c.naux, n});
-    // References from the one-spin build: K(D_s) from F_s alone; J is linear in D.
-    std::vector<double> J_alpha(n * n), J_beta(n * n, 0.0), K_alpha(n * n), K_beta(n * n, 0.0);
-    build_one<double>(jk, d.F.data(), nf_alpha, J_alpha.data(), K_alpha.data());
-    if (nf_beta > 0) build_one<double>(jk, d.F.data() + n * nf_alpha, nf_beta, J_beta.data(), K_beta.data());
-    const std::size_t nf[2] = {nf_alpha, nf_beta};
-    for (bool fp32 : {false, true}) {
-      std::vector<double> J(n * n), Ka(n * n), Kb(n * n, -1.0);
-      double* K[2] = {Ka.data(), Kb.data()};
-      if (fp32)
-        jk.build<float>(d.F.data(), nf, J.data(), K);
-      else
-        jk.build<double>(d.F.data(), nf, J.data(), K);
-      const double tolerance = fp32 ? 1e-5 : 1e-12;
-      double scale = 0.0;
-      for (double v : K_alpha) scale = std::max(scale, std::abs(v));
-      for (std::size_t x = 0; x < n * n; ++x) {
-        CHECK(std::abs(J[x] - (J_alpha[x] + J_beta[x])) <= 1e-12 * scale);  // J is summed in fp64 either way
-        CHECK(std::abs(Ka[x] - K_alpha[x]) <= tolerance * scale);
-        CHECK(std::abs(Kb[x] - K_beta[x]) <= tolerance * scale);
-      }
-    }
-  }
 }
