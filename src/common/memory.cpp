@@ -118,7 +118,7 @@ std::size_t MemoryBudget::available() const {
   return left / page * page;
 }
 
-std::size_t MemoryBudget::round_up(std::size_t bytes) {
+std::size_t MemoryBudget::array_bytes(std::size_t bytes) {
   const std::size_t page = bytes >= kHugePage / 2 ? kHugePage : kSmallPage;
   return (bytes + page - 1) / page * page;
 }
@@ -135,6 +135,7 @@ void MemoryBudget::require(std::size_t bytes, const std::string& what) const {
 void MemoryBudget::count_drawn(std::ptrdiff_t bytes) {
   drawn_ = static_cast<std::size_t>(static_cast<std::ptrdiff_t>(drawn_) + bytes);
   peak_drawn_ = std::max(peak_drawn_, drawn_);
+  peak_since_mark_ = std::max(peak_since_mark_, drawn_);
 }
 
 void* MemoryBudget::take(std::size_t bytes, const std::string& what) {

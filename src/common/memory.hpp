@@ -87,12 +87,21 @@ class MemoryBudget {
   std::size_t available() const;
   // The most drawn at once (arrays and reservations), and the baseline it started from.
   std::size_t peak_drawn() const { return peak_drawn_; }
+  // The most drawn at once since the last mark(): one stage's peak.
+  void mark() {
+    const std::lock_guard lock(mutex_);
+    peak_since_mark_ = drawn_;
+  }
+  std::size_t peak_since_mark() const { return peak_since_mark_; }
   std::size_t baseline() const { return baseline_; }
+
+  // What an array of `bytes` draws: whole pages (plans count arrays with it).
+  static std::size_t array_bytes(std::size_t bytes);
 
   template <typename T>
   LargeArray<T> allocate(std::size_t count, const std::string& what) {
     LargeArray<T> array;
-    array.bytes_ = round_up(count * sizeof(T));
+    array.bytes_ = array_bytes(count * sizeof(T));
     array.data_ = static_cast<T*>(take(array.bytes_, what));
     array.size_ = count;
     array.budget_ = this;
@@ -128,14 +137,13 @@ class MemoryBudget {
  private:
   template <typename T>
   friend class LargeArray;
-  static std::size_t round_up(std::size_t bytes);
   void* take(std::size_t bytes, const std::string& what);
   void give_back(void* data, std::size_t bytes);
   void count_drawn(std::ptrdiff_t bytes);
   void release_free_pieces();
 
   std::size_t limit_, baseline_;
-  std::size_t drawn_ = 0, peak_drawn_ = 0;  // arrays and reservations
+  std::size_t drawn_ = 0, peak_drawn_ = 0, peak_since_mark_ = 0;  // arrays and reservations
   std::size_t reserved_ = 0;                // reservations alone
   std::size_t mapped_ = 0;                  // pool: arrays held plus free pieces
   std::map<char*, std::size_t> free_;       // free pieces of the pool, by address

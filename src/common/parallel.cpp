@@ -34,6 +34,11 @@ Range intersect(Range a, Range b) {
 
 }  // namespace
 
+std::size_t redistribute_buffer_bytes(std::size_t widest_row_bytes, std::size_t largest_part_bytes,
+                                      std::size_t slab_bytes) {
+  return 2 * std::min(largest_part_bytes, std::max(widest_row_bytes, slab_bytes));
+}
+
 void redistribute(Communicator& comm, const double* mine, const std::function<MatrixPart(int)>& from,
                   const std::function<MatrixPart(int)>& to, double* result, std::size_t slab_bytes) {
   // Slabs keep the buffers in flight small beside the two layouts, so the per-rank peak is

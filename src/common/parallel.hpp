@@ -68,6 +68,11 @@ struct MatrixPart {
 // of at most slab_bytes (at least one row), so that beside the two layouts little is held;
 // each rank sends only what leaves it. Collective.
 constexpr std::size_t kRedistributeSlabBytes = std::size_t(32) << 20;
+// What redistribute holds beside the two layouts: one outgoing and one incoming slab, each at
+// least one row (widest_row_bytes: the widest row it moves) and at most this rank's larger part
+// (largest_part_bytes: of `mine` or of `result`).
+std::size_t redistribute_buffer_bytes(std::size_t widest_row_bytes, std::size_t largest_part_bytes,
+                                      std::size_t slab_bytes = kRedistributeSlabBytes);
 void redistribute(Communicator& comm, const double* mine, const std::function<MatrixPart(int)>& from,
                   const std::function<MatrixPart(int)>& to, double* result,
                   std::size_t slab_bytes = kRedistributeSlabBytes);

@@ -3,23 +3,26 @@
 #pragma once
 
 #include <chrono>
+#include <cstdio>
 #include <string>
-
 
 namespace dfmp2 {
 
 class Progress {
  public:
-  explicit Progress(bool quiet) : quiet_(quiet) {}
+  explicit Progress(bool quiet, std::FILE* sink = stderr) : quiet_(quiet), sink_(sink) {}
 
   void message(const std::string& text) const;
   // Starts a stage whose share done is then reported with fraction().
   void begin(const std::string& stage);
-  void fraction(double done);  // rate-limited; the last call (done = 1) always prints
+  // Rate-limited; the last call (done = 1) prints when the stage took a second or more.
+  void fraction(double done);
 
  private:
   using Clock = std::chrono::steady_clock;
   bool quiet_;
+  std::FILE* sink_;
+  bool printed_ = false;  // a line of this stage
   std::string stage_;
   Clock::time_point start_, last_print_;
 };

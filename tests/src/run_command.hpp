@@ -40,6 +40,16 @@ inline CommandResult run_command(const std::string& command_line) {
   return result;
 }
 
+// stderr without dfmp2's notes (e.g. on the OpenBLAS kernels this machine's environment chose),
+// which precede errors on some machines and not on others.
+inline std::string without_notes(const std::string& err) {
+  std::istringstream lines(err);
+  std::string line, kept;
+  while (std::getline(lines, line))
+    if (line.rfind("dfmp2: note:", 0) != 0) kept += line + "\n";
+  return kept;
+}
+
 // `args` is appended to the executable's path as shell words.
 inline CommandResult run_dfmp2(const std::string& args) {
   return run_command(std::string(DFMP2_EXE) + " " + args);
