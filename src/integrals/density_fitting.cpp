@@ -82,6 +82,28 @@ void CoulombFitting::apply(double* data, std::size_t ncols) const {
   }
 }
 
+void CoulombFitting::apply_to_rows(double* data, std::size_t nrows) const {
+  // Row-major [x][naux] is the column-major naux × nrows matrix A(P, x); B = M A. Threads fit
+  // blocks of x, each with single-threaded BLAS.
+  constexpr std::size_t kBlock = 256;
+  const Eigen::Index naux = factor_.rows();
+#pragma omp parallel
+  {
+    Eigen::MatrixXd fitted;
+#pragma omp for schedule(dynamic)
+    for (std::size_t first = 0; first < nrows; first += kBlock) {
+      const auto cols = static_cast<Eigen::Index>(std::min(kBlock, nrows - first));
+      Eigen::Map<Eigen::MatrixXd> A(data + first * static_cast<std::size_t>(naux), naux, cols);
+      if (cholesky_) {
+        factor_.triangularView<Eigen::Lower>().solveInPlace(A);
+      } else {
+        fitted.noalias() = factor_ * A;
+        A = fitted;
+      }
+    }
+  }
+}
+
 std::size_t CoulombFitting::peak_bytes(std::size_t naux) { return 5 * sizeof(double) * naux * naux; }
 
 double CoulombFitting::flops(std::size_t ncols) const {

@@ -21,6 +21,8 @@ class CoulombFitting {
 
   // In place on row-major [naux][ncols] data: row P becomes B^P.
   void apply(double* data, std::size_t ncols) const;
+  // In place on row-major [nrows][naux] data: row x becomes B^Q_x for every Q.
+  void apply_to_rows(double* data, std::size_t nrows) const;
   // Floating-point work of apply.
   double flops(std::size_t ncols) const;
   // What making and holding the fit takes for naux functions: the metric, its eigenvectors and

@@ -11,7 +11,8 @@
 namespace dfmp2 {
 
 std::size_t ShellPairs::bytes() const {
-  std::size_t total = sizeof(double) * static_cast<std::size_t>(schwarz.size()) + sizeof(long) * index.size();
+  std::size_t total = sizeof(double) * static_cast<std::size_t>(schwarz.size()) + sizeof(long) * index.size() +
+                      sizeof(kernels::StoredBlock) * layout.blocks().size() + 4 * sizeof(std::size_t) * layout.n();
   for (const auto& pair : data) total += sizeof(pair) + pair.primpairs.size() * sizeof(pair.primpairs[0]);
   return total;
 }
@@ -45,6 +46,8 @@ ShellPairs significant_shell_pairs(const libint2::BasisSet& obs, double threshol
         result.index[s1 * nshell + s2] = static_cast<long>(result.pairs.size());
         result.pairs.emplace_back(s1, s2);
       }
+  const auto& starts = obs.shell2bf();
+  result.layout = kernels::BlockPackedLayout(starts, obs.nbf(), result.pairs);
   result.data.resize(result.pairs.size());
 #pragma omp parallel for schedule(dynamic, 16)
   for (std::size_t p = 0; p < result.pairs.size(); ++p)

@@ -1,7 +1,5 @@
 #include "src/integrals/shell_ranges.hpp"
 
-#include "kernels/packed.hpp"
-
 namespace dfmp2 {
 
 std::size_t first_function(const libint2::BasisSet& basis, std::size_t shell) {
@@ -14,15 +12,21 @@ std::size_t function_count(const libint2::BasisSet& basis, ShellRange range) {
 
 std::vector<ShellRange> shell_batches(const libint2::BasisSet& basis, ShellRange range,
                                       std::size_t max_functions) {
+  return shell_batches(range, max_functions, [&basis](std::size_t shell) { return basis[shell].size(); });
+}
+
+std::vector<ShellRange> shell_batches(ShellRange range, std::size_t max_weight,
+                                      const std::function<std::size_t(std::size_t shell)>& weight) {
   std::vector<ShellRange> batches;
-  std::size_t first = range.first, functions = 0;
+  std::size_t first = range.first, sum = 0;
   for (std::size_t s = range.first; s < range.last; ++s) {
-    if (s > first && functions + basis[s].size() > max_functions) {
+    const std::size_t w = weight(s);
+    if (s > first && sum + w > max_weight) {
       batches.push_back({first, s});
       first = s;
-      functions = 0;
+      sum = 0;
     }
-    functions += basis[s].size();
+    sum += w;
   }
   if (range.last > first) batches.push_back({first, range.last});
   return batches;
@@ -48,9 +52,9 @@ ShellRange shell_part(const libint2::BasisSet& basis, int part, int parts) {
   return part_by(basis, part, parts, basis.nbf(), [](std::size_t function) { return function; });
 }
 
-ShellRange shell_part_of_triangle(const libint2::BasisSet& basis, int part, int parts) {
-  return part_by(basis, part, parts, kernels::packed_size(basis.nbf()),
-                 [](std::size_t row) { return kernels::packed_index(row, 0); });
+ShellRange shell_part_of_rows(const libint2::BasisSet& basis, const kernels::BlockPackedLayout& layout, int part,
+                              int parts) {
+  return part_by(basis, part, parts, layout.size(), [&layout](std::size_t row) { return layout.row_offset(row); });
 }
 
 }  // namespace dfmp2

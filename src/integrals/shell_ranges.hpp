@@ -3,9 +3,12 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <vector>
 
 #include <libint2/basis.h>
+
+#include "kernels/block_packed.hpp"
 
 namespace dfmp2 {
 
@@ -23,11 +26,16 @@ std::size_t function_count(const libint2::BasisSet& basis, ShellRange range);
 // shell per batch).
 std::vector<ShellRange> shell_batches(const libint2::BasisSet& basis, ShellRange range,
                                       std::size_t max_functions);
+// The same by any weight of a shell (summed over a batch's shells).
+std::vector<ShellRange> shell_batches(ShellRange range, std::size_t max_weight,
+                                      const std::function<std::size_t(std::size_t shell)>& weight);
 
 // Part `part` of `parts` contiguous shell ranges with about equal function counts.
 ShellRange shell_part(const libint2::BasisSet& basis, int part, int parts);
-// The same for rows of a packed lower triangle (kernels/packed.hpp), where row μ holds μ + 1
-// elements: parts with about equal element counts, so later parts have fewer rows.
-ShellRange shell_part_of_triangle(const libint2::BasisSet& basis, int part, int parts);
+// The same for the rows of a block-packed symmetric index (kernels/block_packed.hpp) whose row
+// blocks are the shells, where row μ holds its stored columns (μ + 1 when all are stored): parts
+// with about equal stored element counts, so parts of longer rows have fewer of them.
+ShellRange shell_part_of_rows(const libint2::BasisSet& basis, const kernels::BlockPackedLayout& layout, int part,
+                              int parts);
 
 }  // namespace dfmp2

@@ -7,7 +7,6 @@
 #include <libint2.hpp>
 #include <omp.h>
 
-#include "kernels/packed.hpp"
 #include "src/integrals/libint.hpp"
 
 namespace dfmp2 {
@@ -15,21 +14,20 @@ namespace {
 
 using libint2::BraKet;
 using libint2::Operator;
-using kernels::packed_index;
 
-// One shell triplet's block into the packed rows: values[(fP n1 + f1) n2 + f2], or zeros
-// when the block was screened (values == nullptr). On the diagonal (s1 == s2) only f2 ≤ f1.
-void write_block(const double* values, std::size_t nP, std::size_t n1, std::size_t n2,
-                 std::size_t b1, std::size_t b2, bool diagonal, std::size_t column_base,
-                 std::size_t columns, double* rows) {
+// One shell triplet's block into the stored rows: values[(fP n1 + f1) n2 + f2], or zeros when
+// the triplet was screened (values == nullptr). A diagonal block (s1 == s2) stores f2 ≤ f1 only.
+void write_block(const double* values, std::size_t nP, const kernels::BlockPackedLayout& layout,
+                 const kernels::StoredBlock& block, std::size_t column_base, std::size_t columns, double* rows) {
   for (std::size_t fP = 0; fP < nP; ++fP)
-    for (std::size_t f1 = 0; f1 < n1; ++f1) {
-      double* out = rows + fP * columns + packed_index(b1 + f1, b2) - column_base;
-      const std::size_t count = diagonal ? f1 + 1 : n2;
+    for (std::size_t f1 = 0; f1 < block.rows; ++f1) {
+      double* out = rows + fP * columns + layout.row_offset(block.row + f1) - column_base + block.position;
+      const std::size_t count = block.diagonal() ? f1 + 1 : block.cols;
       if (values == nullptr)
         std::fill(out, out + count, 0.0);
       else
-        std::copy(values + (fP * n1 + f1) * n2, values + (fP * n1 + f1) * n2 + count, out);
+        std::copy(values + (fP * block.rows + f1) * block.cols, values + (fP * block.rows + f1) * block.cols + count,
+                  out);
     }
 }
 
@@ -55,7 +53,7 @@ ThreeIndexIntegrals::ThreeIndexIntegrals(const libint2::BasisSet& aux, const lib
 }
 
 std::size_t ThreeIndexIntegrals::columns(ShellRange rows) const {
-  return packed_index(first_function(obs_, rows.last), 0) - packed_index(first_function(obs_, rows.first), 0);
+  return pairs_.layout.row_block_offset(rows.last) - pairs_.layout.row_block_offset(rows.first);
 }
 
 bool ThreeIndexIntegrals::significant(std::size_t aux_shell, long pair) const {
@@ -66,7 +64,7 @@ bool ThreeIndexIntegrals::significant(std::size_t aux_shell, long pair) const {
 
 void ThreeIndexIntegrals::compute(ShellRange aux_shells, ShellRange rows, double* out) const {
   const std::size_t ncols = columns(rows);
-  const std::size_t column_base = packed_index(first_function(obs_, rows.first), 0);
+  const std::size_t column_base = pairs_.layout.row_block_offset(rows.first);
   const std::size_t p_first = first_function(aux_, aux_shells.first);
   auto engines = engines_per_thread(three_index_engine(aux_, obs_));
   const libint2::Shell& unit = libint2::Shell::unit();
@@ -77,14 +75,15 @@ void ThreeIndexIntegrals::compute(ShellRange aux_shells, ShellRange rows, double
     for (std::size_t s1 = rows.first; s1 < rows.last; ++s1)
       for (std::size_t s2 = 0; s2 <= s1; ++s2) {
         const long pair = pairs_.find(s1, s2);
+        if (pair < 0) continue;  // not stored
         const double* values = nullptr;
         if (significant(sP, pair)) {
           engine.compute2<Operator::coulomb, BraKet::xs_xx, 0>(
               aux_[sP], unit, obs_[s1], obs_[s2], &aux_data_[sP], &pairs_.data[static_cast<std::size_t>(pair)]);
           values = engine.results()[0];
         }
-        write_block(values, aux_[sP].size(), obs_[s1].size(), obs_[s2].size(), first_function(obs_, s1),
-                    first_function(obs_, s2), s1 == s2, column_base, ncols, P_rows);
+        write_block(values, aux_[sP].size(), pairs_.layout, pairs_.layout.blocks()[static_cast<std::size_t>(pair)],
+                    column_base, ncols, P_rows);
       }
   }
 }

@@ -1,7 +1,8 @@
-// Three-index Coulomb integrals (P|μν) over an auxiliary basis and the orbital basis' unique
-// pairs μ ≥ ν, written packed (kernels/packed.hpp) straight into their place: every element is
-// written exactly once, the integral or the zero of a screened block, so no tensor is ever
-// zero-filled first. Screened by Schwarz, |(P|μν)| ≤ sqrt((P|P)) sqrt((μν|μν)).
+// Three-index Coulomb integrals (P|μν) over an auxiliary basis and the orbital basis'
+// significant shell pairs μ ≥ ν, written block-packed (the pairs' layout, kernels/block_packed.hpp)
+// straight into their place: every stored element is written exactly once, the integral or the
+// zero of a screened triplet, so no tensor is ever zero-filled first. Screened by Schwarz,
+// |(P|μν)| ≤ sqrt((P|P)) sqrt((μν|μν)), per shell triplet.
 #pragma once
 
 #include <cstddef>
@@ -22,10 +23,10 @@ class ThreeIndexIntegrals {
                       const ShellPairs& pairs, const Eigen::MatrixXd& metric,
                       double threshold = 1e-12);
 
-  // Packed columns of the rows μ in the orbital shells `rows` (every ν ≤ μ).
+  // Stored columns of the rows μ in the orbital shells `rows` (their stored ν ≤ μ).
   std::size_t columns(ShellRange rows) const;
-  // (P|μν) for the auxiliary shells aux_shells and μ in rows, row-major: row P − P_first,
-  // column packed_index(μ, ν) − packed_index(μ_first, 0). OpenMP over auxiliary shells.
+  // (P|μν) for the auxiliary shells aux_shells and μ in rows, row-major: row P − P_first, the
+  // stored elements of rows μ from the first of `rows`. OpenMP over auxiliary shells.
   void compute(ShellRange aux_shells, ShellRange rows, double* out) const;
   // libint2's own time for compute(aux_shells, rows) spread over this run's threads: a sample
   // of its shell triplets timed on one thread, scaled to all of them.

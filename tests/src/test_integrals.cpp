@@ -1,5 +1,5 @@
-// Integrals and fitting: the packed three-index tensor against libint2 called directly, and the
-// Coulomb fit on both of its routes (Cholesky with its certificate, eigenvalues with dropping).
+// Integrals and fitting: the block-packed three-index tensor against libint2 called directly, and
+// the Coulomb fit on both of its routes (Cholesky with its certificate, eigenvalues with dropping).
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -7,7 +7,7 @@
 #include <Eigen/LU>
 #include <libint2.hpp>
 
-#include "kernels/packed.hpp"
+#include "kernels/block_packed.hpp"
 #include "src/integrals/density_fitting.hpp"
 #include "src/integrals/libint.hpp"
 #include "src/integrals/shell_pairs.hpp"
@@ -24,13 +24,18 @@ Molecule water() { return read_xyz(std::string(DFMP2_SOURCE_DIR) + "/inputs/wate
 
 }  // namespace
 
-TEST_CASE("packed (P|μν) equals libint2's own integrals, for all rows and for a part of them") {
+TEST_CASE("block-packed (P|μν) equals libint2's own integrals, for all rows and a part, all pairs or some") {
   const Libint2Session session;
   const Molecule mol = water();
   const libint2::BasisSet obs = place_on(load_basis("cc-pvdz", BasisRole::orbital), mol),
                           aux = place_on(load_basis("cc-pvdz-ri", BasisRole::auxiliary), mol);
-  const ShellPairs pairs = significant_shell_pairs(obs);
-  const ThreeIndexIntegrals integrals(aux, obs, pairs, coulomb_metric(aux), 0.0);  // nothing screened
+  // At 1e-12 every pair of water is stored; at 0.1 the pairs of distant, diffuse shells are not.
+  const double threshold = GENERATE(1e-12, 0.1);
+  const ShellPairs pairs = significant_shell_pairs(obs, threshold);
+  INFO("pair threshold " << threshold << ": " << pairs.pairs.size() << " pairs stored");
+  const std::size_t nshell = obs.size();
+  CHECK((threshold < 1e-6 ? pairs.pairs.size() == nshell * (nshell + 1) / 2 : pairs.pairs.size() < nshell * (nshell + 1) / 2));
+  const ThreeIndexIntegrals integrals(aux, obs, pairs, coulomb_metric(aux), 0.0);  // no triplet screened
   const std::size_t nbf = obs.nbf(), naux = aux.nbf();
   libint2::Engine engine(libint2::Operator::coulomb, std::max(obs.max_nprim(), aux.max_nprim()),
                          std::max(obs.max_l(), aux.max_l()));
@@ -50,37 +55,46 @@ TEST_CASE("packed (P|μν) equals libint2's own integrals, for all rows and for 
       }
   for (const ShellRange rows : {ShellRange{0, obs.size()}, ShellRange{2, 7}}) {
     const std::size_t cols = integrals.columns(rows), m_first = first_function(obs, rows.first);
+    const std::size_t base = pairs.layout.row_offset(m_first);
     std::vector<double> packed(naux * cols, std::nan(""));
     integrals.compute({0, aux.size()}, rows, packed.data());
     double worst = 0.0;
-    for (std::size_t P = 0; P < naux; ++P)
-      for (std::size_t m = m_first; m < first_function(obs, rows.last); ++m)
-        for (std::size_t n = 0; n <= m; ++n) {
-          const double diff = std::abs(packed[P * cols + kernels::packed_index(m, n) - kernels::packed_index(m_first, 0)] -
-                                       full[(P * nbf + m) * nbf + n]);
+    std::size_t found = 0;
+    for (std::size_t m = m_first; m < first_function(obs, rows.last); ++m)
+      for (std::size_t n = 0; n <= m; ++n) {
+        const std::size_t at = pairs.layout.find(m, n);
+        if (at == kernels::BlockPackedLayout::npos) continue;
+        ++found;
+        for (std::size_t P = 0; P < naux; ++P) {
+          const double diff = std::abs(packed[P * cols + at - base] - full[(P * nbf + m) * nbf + n]);
           if (!(diff <= worst)) worst = diff;  // a NaN (an element never written) sticks
         }
+      }
+    CHECK(found == cols);  // the stored elements are these rows' columns
     CHECK(worst < 1e-14);  // every element written, each the integral
   }
 }
 
-TEST_CASE("parts of a packed triangle's rows hold about equal element counts, parts of functions equal rows") {
+TEST_CASE("parts of a block-packed index's rows hold about equal element counts, parts of functions equal rows") {
+  const Libint2Session session;
   const Molecule mol = read_xyz(std::string(DFMP2_SOURCE_DIR) + "/inputs/benzene.xyz");
   const libint2::BasisSet obs = place_on(load_basis("cc-pvdz", BasisRole::orbital), mol);
+  const ShellPairs pairs = significant_shell_pairs(obs);
+  const kernels::BlockPackedLayout& layout = pairs.layout;
   std::size_t widest_shell = 0;
   for (const auto& shell : obs) widest_shell = std::max(widest_shell, shell.size());
   for (int parts : {1, 2, 3, 4}) {
-    const double elements_each = double(kernels::packed_size(obs.nbf())) / parts;
+    const double elements_each = double(layout.size()) / parts;
     const double functions_each = double(obs.nbf()) / parts;
     std::size_t next_triangle = 0, next_functions = 0;
     for (int part = 0; part < parts; ++part) {
-      const ShellRange triangle = shell_part_of_triangle(obs, part, parts), functions = shell_part(obs, part, parts);
+      const ShellRange triangle = shell_part_of_rows(obs, layout, part, parts), functions = shell_part(obs, part, parts);
       CHECK(triangle.first == next_triangle);  // contiguous, every shell once
       CHECK(functions.first == next_functions);
       next_triangle = triangle.last;
       next_functions = functions.last;
-      const double elements = double(kernels::packed_index(first_function(obs, triangle.last), 0) -
-                                     kernels::packed_index(first_function(obs, triangle.first), 0));
+      const double elements =
+          double(layout.row_offset(first_function(obs, triangle.last)) - layout.row_offset(first_function(obs, triangle.first)));
       // Off by at most one shell's rows at each end: widest_shell rows of at most nbf elements.
       CHECK(std::abs(elements - elements_each) <= 2.0 * double(widest_shell * obs.nbf()));
       CHECK(std::abs(double(function_count(obs, functions)) - functions_each) <= 2.0 * double(widest_shell));
