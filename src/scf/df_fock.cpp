@@ -3,86 +3,149 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <tuple>
 
-#include "kernels/packed.hpp"
-#include "kernels/packed_jk.hpp"
 #include "src/integrals/density_fitting.hpp"
 #include "src/integrals/shell_ranges.hpp"
-#include "src/integrals/three_index.hpp"
 
 namespace dfmp2 {
 namespace {
 
-// Which part of the factors a rank holds: every P for its packed columns (rows μ) while they are
-// computed and fitted (the metric mixes only P), then its block of Q for every column.
-struct Layout {
-  const libint2::BasisSet& obs;
-  std::size_t naux, npacked;
-  int ranks;
+std::size_t array_bytes(std::size_t doubles) { return MemoryBudget::array_bytes(sizeof(double) * doubles); }
 
-  ShellRange rows_of(int rank) const { return shell_part_of_triangle(obs, rank, ranks); }
-  Range columns_of(int rank) const {
-    const ShellRange rows = rows_of(rank);
-    return {kernels::packed_index(first_function(obs, rows.first), 0),
-            kernels::packed_index(first_function(obs, rows.last), 0)};
+// The builds' shape for `spins` densities: a guess density's factor may have up to nbf columns.
+kernels::JKShape build_shape(const kernels::BlockPackedLayout& layout, std::size_t spins) {
+  return {layout.n(), layout.size(), spins, spins * layout.n(), 0};
+}
+
+std::size_t workspace_bytes(const kernels::BlockPackedLayout& layout, std::size_t spins) {
+  return kernels::PackedJK::workspace_bytes(build_shape(layout, spins), omp_get_max_threads());
+}
+
+// A read buffer: large sequential reads, and a small share of the memory.
+constexpr std::size_t kReadBufferBytes = std::size_t(256) << 20;
+// Room kept for the tensor's array being rounded up to whole pages.
+constexpr std::size_t kPageSlack = std::size_t(2) << 20;
+
+std::size_t columns_of(const kernels::BlockPackedLayout& layout, ShellRange rows) {
+  return layout.row_block_offset(rows.last) - layout.row_block_offset(rows.first);
+}
+
+// The set-up's rounds over MPI: the most columns one round trades, and how many rounds there are.
+std::pair<std::size_t, std::size_t> exchange_of(const libint2::BasisSet& obs, const ShellPairs& pairs,
+                                                const FittedTensorPlan& t) {
+  std::vector<std::size_t> round_columns;
+  for (int r = 0; r < t.ranks; ++r) {
+    const auto batches = fitted_tensor_batches(obs, pairs, t, r, t.ranks);
+    round_columns.resize(std::max(round_columns.size(), batches.size()), 0);
+    for (std::size_t k = 0; k < batches.size(); ++k) round_columns[k] += columns_of(pairs.layout, batches[k]);
   }
-  Range q_of(int rank) const { return share_of(naux, rank, ranks); }
-};
+  return {*std::max_element(round_columns.begin(), round_columns.end()), round_columns.size()};
+}
 
-std::size_t workspace_bytes(std::size_t nbf, std::size_t spins) {
-  return kernels::packed_jk_workspace_bytes(nbf, nbf / 2, omp_get_max_threads(), spins);
+// What the set-up holds beside the tensor's rows in memory, as planned blocks.
+void add_setup_blocks(const FittedTensorPlan& t, std::size_t rounds, StagePlan& setup) {
+  setup.ram("the DF-SCF fitting metric", CoulombFitting::peak_bytes(t.naux));
+  if (t.in_place()) return;
+  setup.ram("the DF-SCF integrals of a batch of shell rows", array_bytes(t.naux * t.batch_columns));
+  if (t.ranks == 1) return;
+  if (!(rounds == 1 && t.disk_rows() == 0))  // else traded straight into the tensor
+    setup.ram("the DF-SCF tensor traded between ranks", array_bytes(t.q.size() * t.exchange_columns));
+  setup.ram("the exchange between ranks", setup_exchange_bytes(t));
 }
 
 }  // namespace
 
-DensityFittedFock::DensityFittedFock(const libint2::BasisSet& obs, const libint2::BasisSet& aux,
-                                     const ShellPairs& pairs, MemoryBudget& budget, Communicator& comm,
-                                     std::size_t spins)
-    : comm_(comm), nbf_(obs.nbf()) {
-  const Layout layout{obs, static_cast<std::size_t>(aux.nbf()), kernels::packed_size(nbf_), comm.size()};
-  const Range my_columns = layout.columns_of(comm.rank());
-  naux_ = layout.q_of(comm.rank()).size();
-  const auto fit_memory = budget.reserve(CoulombFitting::peak_bytes(layout.naux), "the DF-SCF fitting metric");
-  const Eigen::MatrixXd metric = coulomb_metric(aux);
-  const ThreeIndexIntegrals integrals(aux, obs, pairs, metric);
-  const ShellRange all_aux{0, aux.size()}, my_rows = layout.rows_of(comm.rank());
+DensityFittedScfPlan plan_density_fitted_scf(const libint2::BasisSet& obs, const libint2::BasisSet& aux,
+                                             const ShellPairs& pairs, std::size_t spins,
+                                             const std::vector<PlannedBlock>& scf_blocks, std::size_t ram_bytes,
+                                             Communicator& comm) {
+  std::size_t scf_bytes = 0;
+  for (const PlannedBlock& block : scf_blocks) scf_bytes += block.bytes;
+  const kernels::BlockPackedLayout& layout = pairs.layout;
+  DensityFittedScfPlan plan;
+  FittedTensorPlan& t = plan.tensor;
+  t.ranks = comm.size();
+  t.naux = static_cast<std::size_t>(aux.nbf());
+  t.q = share_of(t.naux, comm.rank(), comm.size());
+  t.stored = layout.size();
+  const std::size_t row = sizeof(double) * t.stored;
+  std::size_t widest_part = 0, widest_row = 0;
+  for (int r = 0; r < t.ranks; ++r) widest_part = std::max(widest_part, columns_of(layout, shell_part_of_rows(obs, layout, r, t.ranks)));
+  for (std::size_t s = 0; s < obs.size(); ++s) widest_row = std::max(widest_row, columns_of(layout, {s, s + 1}));
 
-  LargeArray<double> by_columns =
-      budget.allocate<double>(layout.naux * my_columns.size(), "the DF-SCF three-index tensor");
-  integrals.compute(all_aux, my_rows, by_columns.data());
-  setup_work_.libint_seconds = integrals.libint_seconds(all_aux, my_rows);
-  const CoulombFitting fitting(metric);
-  fitting.apply(by_columns.data(), my_columns.size());
-  setup_work_.flops_fp64 = fitting.flops(my_columns.size());
-  if (comm.size() == 1) {
-    B_ = std::move(by_columns);
-  } else {
-    B_ = budget.allocate<double>(naux_ * layout.npacked, "the DF-SCF three-index tensor (exchange between ranks)");
-    redistribute(
-        comm, by_columns.data(),
-        [&](int rank) { return MatrixPart{{0, layout.naux}, layout.columns_of(rank)}; },
-        [&](int rank) { return MatrixPart{layout.q_of(rank), {0, layout.npacked}}; }, B_.data());
+  // Beside the tensor's rows in memory: the set-up's batches and exchange, the builds' buffers.
+  const auto others = [&](std::size_t& rounds) {
+    std::tie(t.exchange_columns, rounds) = exchange_of(obs, pairs, t);
+    StagePlan setup;
+    add_setup_blocks(t, rounds, setup);
+    const std::size_t read = t.disk_rows() > 0 ? array_bytes(2 * t.read_rows * t.stored) : 0;
+    return std::max(setup.ram_bytes(), read + workspace_bytes(layout, spins) + scf_bytes);
+  };
+  std::size_t rounds = 1;
+  t.ram_rows = t.q.size();  // all in memory: one batch of every rank's rows
+  t.batch_columns = t.ranks == 1 ? t.stored : widest_part;
+  // Every rank takes the same route: the set-up's rounds pair up.
+  const auto too_big = comm.allgather(array_bytes(t.q.size() * t.stored) + others(rounds) > ram_bytes ? 1.0 : 0.0);
+  if (*std::max_element(too_big.begin(), too_big.end()) > 0.0) {
+    // Out of core: batches of about an eighth of the memory, every rank alike.
+    const std::size_t fit_columns = ram_bytes / 8 / (sizeof(double) * std::max<std::size_t>(t.naux, 1));
+    const double agreed = [&] {
+      const auto all = comm.allgather(double(std::clamp(fit_columns, widest_row, widest_part)));
+      return *std::min_element(all.begin(), all.end());
+    }();
+    t.batch_columns = static_cast<std::size_t>(agreed);
+    t.read_rows = std::clamp<std::size_t>(std::min(kReadBufferBytes, ram_bytes / 16) / row, 1, t.q.size());
+    t.ram_rows = 0;
+    // When that does not fit on some rank, the least every rank can do with: one shell row at a
+    // time, one row read at a time.
+    const auto short_of = comm.allgather(others(rounds) > ram_bytes ? 1.0 : 0.0);
+    if (*std::max_element(short_of.begin(), short_of.end()) > 0.0) {
+      t.batch_columns = widest_row;
+      t.read_rows = 1;
+    }
+    const std::size_t other = others(rounds) + kPageSlack;
+    t.ram_rows = ram_bytes > other ? std::min(t.q.size(), (ram_bytes - other) / row) : 0;
+    others(rounds);  // rounds with these rows in memory
   }
-  workspace_ = budget.reserve(workspace_bytes(nbf_, spins), "the DF-SCF Fock builds' workspace");
-  jk_ = std::make_unique<kernels::PackedJK>(kernels::PackedFactors{B_.data(), naux_, nbf_});
+
+  const std::size_t in_memory = array_bytes(t.ram_rows * t.stored), on_disk = t.disk_rows() * row;
+  for (StagePlan* stage : {&plan.setup, &plan.iterations}) {
+    stage->ram("the DF-SCF tensor, in memory", in_memory);
+    stage->disk("the DF-SCF tensor, on disk", on_disk);
+  }
+  add_setup_blocks(t, rounds, plan.setup);
+  if (on_disk > 0) plan.iterations.ram("the DF-SCF tensor's read buffers", array_bytes(2 * t.read_rows * t.stored));
+  plan.iterations.ram("the J/K builds' workspace", workspace_bytes(layout, spins));
+  plan.iterations.blocks.insert(plan.iterations.blocks.end(), scf_blocks.begin(), scf_blocks.end());
+  plan.iterations.read_bytes = on_disk;
+  plan.iterations.read_per = "SCF iteration";
+  char note[128];
+  std::snprintf(note, sizeof note, "the DF-SCF tensor stores %.1f %% of the packed μν pairs (Schwarz screening)",
+                100.0 * double(t.stored) / double(kernels::packed_size(obs.nbf())));
+  plan.setup.note = plan.iterations.note = note;
+  return plan;
 }
 
-std::size_t DensityFittedFock::peak_bytes(const libint2::BasisSet& obs, const libint2::BasisSet& aux,
-                                          const Communicator& comm, std::size_t spins) {
-  const Layout layout{obs, static_cast<std::size_t>(aux.nbf()), kernels::packed_size(obs.nbf()), comm.size()};
-  const std::size_t by_columns = layout.naux * layout.columns_of(comm.rank()).size();
-  const std::size_t mine = comm.size() == 1 ? by_columns : layout.q_of(comm.rank()).size() * layout.npacked;
-  const std::size_t exchange = comm.size() == 1 ? by_columns : by_columns + mine;
-  return std::max(sizeof(double) * exchange + CoulombFitting::peak_bytes(layout.naux),
-                  sizeof(double) * mine + workspace_bytes(obs.nbf(), spins));
-}
+DensityFittedFock::DensityFittedFock(const libint2::BasisSet& obs, const libint2::BasisSet& aux,
+                                     const ShellPairs& pairs, const DensityFittedScfPlan& plan, MemoryBudget& budget,
+                                     const ScratchDirectory* scratch, Communicator& comm, std::size_t spins,
+                                     const std::function<void(double)>& progress)
+    : comm_(comm),
+      layout_(pairs.layout),
+      nbf_(obs.nbf()),
+      store_(obs, aux, pairs, plan.tensor, budget, scratch, comm, progress),
+      jk_(pairs.layout, omp_get_max_threads()),
+      workspace_(budget.reserve(workspace_bytes(pairs.layout, spins), "the J/K builds' workspace")) {}
 
 Eigen::MatrixXd DensityFittedFock::build(const Eigen::MatrixXd& density_factor, kernels::Precision precision) {
   const auto n = static_cast<Eigen::Index>(nbf_);
   Eigen::MatrixXd J(n, n), K(n, n);
-  const std::size_t nf = static_cast<std::size_t>(density_factor.cols());
+  const kernels::DensityFactors density{density_factor.data(), nullptr, static_cast<std::size_t>(density_factor.cols())};
+  double* J_data = J.data();
   double* K_data = K.data();
-  coulomb_exchange(density_factor, {&nf, 1}, J.data(), {&K_data, 1}, precision);
+  coulomb_exchange({&density, 1}, {&J_data, 1}, {&K_data, 1}, precision);
   Eigen::MatrixXd G = 2.0 * J - K;
   comm_.allreduce_sum(G.data(), static_cast<std::size_t>(G.size()));
   return G;
@@ -92,32 +155,39 @@ std::array<Eigen::MatrixXd, 2> DensityFittedFock::build_unrestricted(const Eigen
                                                                      const Eigen::MatrixXd& beta_factor,
                                                                      kernels::Precision precision) {
   const auto n = static_cast<Eigen::Index>(nbf_);
-  Eigen::MatrixXd F(n, alpha_factor.cols() + beta_factor.cols());
-  F.leftCols(alpha_factor.cols()) = alpha_factor;
-  F.rightCols(beta_factor.cols()) = beta_factor;
-  const std::size_t nf[2] = {static_cast<std::size_t>(alpha_factor.cols()),
-                             static_cast<std::size_t>(beta_factor.cols())};
-  Eigen::MatrixXd J(n, n);
+  const kernels::DensityFactors densities[2] = {
+      {alpha_factor.data(), nullptr, static_cast<std::size_t>(alpha_factor.cols())},
+      {beta_factor.data(), nullptr, static_cast<std::size_t>(beta_factor.cols())}};
+  std::array<Eigen::MatrixXd, 2> J{Eigen::MatrixXd(n, n), Eigen::MatrixXd(n, n)};
   std::array<Eigen::MatrixXd, 2> G{Eigen::MatrixXd(n, n), Eigen::MatrixXd(n, n)};
+  double* J_data[2] = {J[0].data(), J[1].data()};
   double* K[2] = {G[0].data(), G[1].data()};
-  coulomb_exchange(F, nf, J.data(), K, precision);
+  coulomb_exchange(densities, J_data, K, precision);
+  J[0] += J[1];  // J of the total density: J is linear in D
   for (Eigen::MatrixXd& G_spin : G) {
-    G_spin = J - G_spin;
+    G_spin = J[0] - G_spin;
     comm_.allreduce_sum(G_spin.data(), static_cast<std::size_t>(G_spin.size()));
   }
   return G;
 }
 
-void DensityFittedFock::coulomb_exchange(const Eigen::MatrixXd& F, std::span<const std::size_t> nf_per_spin,
-                                         double* J, std::span<double* const> K, kernels::Precision precision) {
-  const std::size_t nf = static_cast<std::size_t>(F.cols());
-  if (precision == kernels::Precision::fp32) {
-    jk_->build<float>(F.data(), nf_per_spin, J, K);
-    work_.flops_fp32 += kernels::packed_jk_flops(naux_, nbf_, nf);
-  } else {
-    jk_->build<double>(F.data(), nf_per_spin, J, K);
-    work_.flops_fp64 += kernels::packed_jk_flops(naux_, nbf_, nf);
-  }
+void DensityFittedFock::coulomb_exchange(std::span<const kernels::DensityFactors> densities,
+                                         std::span<double* const> J, std::span<double* const> K,
+                                         kernels::Precision precision) {
+  jk_.begin(densities, precision);
+  // In steps of a sixteenth of the rows, for progress.
+  const std::size_t total = store_.rows(), step = std::max<std::size_t>(total / 16, 256);
+  if (progress_) progress_(0.0);
+  store_.for_each_block([&](std::size_t first, std::size_t count, const double* rows) {
+    for (std::size_t done = 0; done < count; done += step) {
+      const std::size_t n = std::min(step, count - done);
+      jk_.add(rows + done * layout_.size(), n);
+      if (progress_) progress_(double(first + done + n) / double(std::max<std::size_t>(total, 1)));
+    }
+  });
+  jk_.finish(J, K);
+  const double flops = kernels::PackedJK::flops(kernels::jk_shape(layout_, densities), store_.rows());
+  (precision == kernels::Precision::fp32 ? work_.flops_fp32 : work_.flops_fp64) += flops;
 }
 
 }  // namespace dfmp2

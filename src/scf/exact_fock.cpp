@@ -10,8 +10,13 @@ constexpr int kFullBuildEvery = 8;
 }  // namespace
 
 ExactFock::ExactFock(const libint2::BasisSet& obs, const ShellPairs& pairs, Communicator& comm,
-                     MemoryBudget& budget)
-    : obs_(obs), pairs_(pairs), comm_(comm), budget_(budget) {}
+                     MemoryBudget& budget, std::size_t spins, bool store_quartets)
+    : obs_(obs),
+      pairs_(pairs),
+      comm_(comm),
+      budget_(budget),
+      store_(store_quartets),
+      builds_memory_(budget.reserve(peak_bytes(obs.nbf(), spins), "the exact Fock builds")) {}
 
 std::size_t ExactFock::peak_bytes(std::size_t nbf, std::size_t spins) {
   return sizeof(double) * nbf * nbf * spins * static_cast<std::size_t>(omp_get_max_threads() + 4);
@@ -28,12 +33,8 @@ std::array<Eigen::MatrixXd, 2> ExactFock::build_unrestricted(const Eigen::Matrix
   return {std::move(G[0]), std::move(G[1])};
 }
 
-void ExactFock::store_if_it_fits() {
+void ExactFock::store_quartets() {
   const std::size_t bytes = StoredQuartets::bytes(obs_, pairs_, comm_.rank(), comm_.size());
-  // Every rank stores, or none: the ranks' shares differ in size.
-  double ranks_it_fits = bytes <= budget_.available() ? 1.0 : 0.0;
-  comm_.allreduce_sum(&ranks_it_fits, 1);
-  if (ranks_it_fits < comm_.size()) return;
   stored_memory_ = budget_.reserve(bytes, "the stored four-index integrals");
   stored_.emplace(obs_, pairs_, comm_.rank(), comm_.size());
   const auto nbf = static_cast<Eigen::Index>(obs_.nbf());
@@ -48,7 +49,7 @@ std::vector<Eigen::MatrixXd> ExactFock::summed_over_ranks(std::vector<Eigen::Mat
 
 std::vector<Eigen::MatrixXd> ExactFock::build_spins(const std::vector<Eigen::MatrixXd>& D) {
   // From the second build on: a single build (E_SCF of given orbitals) would gain nothing.
-  if (builds_ == 1) store_if_it_fits();
+  if (builds_ == 1 && store_) store_quartets();
   if (stored_) {
     ++builds_;
     return summed_over_ranks(stored_->fock(D));

@@ -1,6 +1,6 @@
-// G = 2J − K (or UHF's G_α, G_β) from exact four-index integrals. When the quartets fit in what
-// the memory budget has left at the second build, they are computed once and stored, and every
-// later build only contracts them (PK-style). Otherwise each build computes them again (direct SCF),
+// G = 2J − K (or UHF's G_α, G_β) from exact four-index integrals. When the memory plan has room
+// for them, the quartets are computed once at the second build and stored, and every later build
+// only contracts them (PK-style). Otherwise each build computes them again (direct SCF),
 // incrementally: G(D_n) = G(D_{n−1}) + G(D_n − D_{n−1}), where the density change screens most
 // quartets away as the SCF converges; every kFullBuildEvery-th build starts afresh so screening
 // errors cannot pile up. Over MPI each rank computes (or stores) its share of the quartets and G
@@ -22,26 +22,29 @@ namespace dfmp2 {
 
 class ExactFock : public FockBuilder {
  public:
-  ExactFock(const libint2::BasisSet& obs, const ShellPairs& pairs, Communicator& comm, MemoryBudget& budget);
+  // Sets aside the builds' own memory (peak_bytes); store_quartets: the plan's choice
+  // (StoredQuartets::bytes of this rank's part, drawn from budget at the second build).
+  ExactFock(const libint2::BasisSet& obs, const ShellPairs& pairs, Communicator& comm, MemoryBudget& budget,
+            std::size_t spins, bool store_quartets);
   Eigen::MatrixXd build(const Eigen::MatrixXd& density_factor, kernels::Precision precision) override;
   std::array<Eigen::MatrixXd, 2> build_unrestricted(const Eigen::MatrixXd& alpha_factor,
                                                     const Eigen::MatrixXd& beta_factor,
                                                     kernels::Precision precision) override;
-  // What builds of `spins` densities hold (per-thread G, the last D and G, per spin), for the
-  // run's up-front memory check.
+  // What builds of `spins` densities hold (per-thread G, the last D and G, per spin).
   static std::size_t peak_bytes(std::size_t nbf, std::size_t spins);
 
  private:
   // Every spin's G from its density D_s (exact_two_electron_fock's convention).
   std::vector<Eigen::MatrixXd> build_spins(const std::vector<Eigen::MatrixXd>& D);
   std::vector<Eigen::MatrixXd> summed_over_ranks(std::vector<Eigen::MatrixXd> G);
-  // Stores the quartets when they fit (decided once, at the second build).
-  void store_if_it_fits();
+  void store_quartets();
 
   const libint2::BasisSet& obs_;
   const ShellPairs& pairs_;
   Communicator& comm_;
   MemoryBudget& budget_;
+  bool store_;
+  MemoryBudget::Reservation builds_memory_;
   std::optional<StoredQuartets> stored_;
   MemoryBudget::Reservation stored_memory_;
   std::vector<Eigen::MatrixXd> D_, G_;  // the last build's densities and G, per spin

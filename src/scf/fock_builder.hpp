@@ -6,6 +6,7 @@
 #pragma once
 
 #include <array>
+#include <functional>
 
 #include <Eigen/Core>
 
@@ -29,9 +30,13 @@ class FockBuilder {
   virtual bool has_fp32_build() const { return false; }
   // Work of the builds so far.
   const StageWork& work() const { return work_; }
+  // Told the share of each build done as it goes, from 0 at its start to 1 (builders whose builds
+  // can take long: the DF-SCF's, streaming its tensor from disk).
+  void set_progress(std::function<void(double)> progress) { progress_ = std::move(progress); }
 
  protected:
   StageWork work_;
+  std::function<void(double)> progress_;
 };
 
 }  // namespace dfmp2

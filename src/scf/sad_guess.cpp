@@ -1,31 +1,54 @@
 #include "src/scf/sad_guess.hpp"
 
+#include <algorithm>
 #include <map>
 
 #include "src/common/parallel.hpp"
 #include "src/integrals/one_electron.hpp"
+#include "src/integrals/four_index.hpp"
 #include "src/integrals/shell_pairs.hpp"
 #include "src/scf/exact_fock.hpp"
 #include "src/scf/rhf.hpp"
 
 namespace dfmp2 {
 
+namespace {
+
+Molecule lone_atom(int Z) {
+  Molecule atom;
+  atom.atoms = {Atom{Z, {0.0, 0.0, 0.0}}};
+  return atom;
+}
+
+}  // namespace
+
+std::size_t atomic_density_guess_bytes(const BasisSetData& basis, const Molecule& mol) {
+  std::map<int, std::size_t> bytes_by_element;
+  for (const Atom& atom : mol.atoms) {
+    if (bytes_by_element.count(atom.Z)) continue;
+    const libint2::BasisSet obs = place_on(basis, lone_atom(atom.Z));
+    bytes_by_element[atom.Z] = ExactFock::peak_bytes(obs.nbf(), 1) + StoredQuartets::bytes(obs, significant_shell_pairs(obs));
+  }
+  std::size_t most = 0;
+  for (const auto& [Z, bytes] : bytes_by_element) most = std::max(most, bytes);
+  return most;
+}
+
 Eigen::MatrixXd atomic_density_guess(const BasisSetData& basis, const Molecule& mol, MemoryBudget& budget) {
   std::map<int, Eigen::MatrixXd> factor_by_element;
   for (const Atom& atom : mol.atoms) {
     if (factor_by_element.count(atom.Z)) continue;
-    Molecule lone_atom;
-    lone_atom.atoms = {Atom{atom.Z, {0.0, 0.0, 0.0}}};
-    const libint2::BasisSet obs = place_on(basis, lone_atom);
+    const Molecule lone = lone_atom(atom.Z);
+    const libint2::BasisSet obs = place_on(basis, lone);
     const ShellPairs pairs = significant_shell_pairs(obs);
     Communicator this_process;  // every rank makes the same guess on its own
-    ExactFock fock(obs, pairs, this_process, budget);
+    ExactFock fock(obs, pairs, this_process, budget, 1, true);
     ScfOptions options;  // a guess: loose convergence is plenty
     options.e_convergence = 1e-8;
     options.d_convergence = 1e-5;
     options.max_iterations = 50;
     factor_by_element[atom.Z] = spherical_atom_density_factor(
-        overlap_matrix(obs), core_hamiltonian(obs, lone_atom), atom.Z, fock, options);
+        overlap_matrix(obs), core_hamiltonian(obs, lone), atom.Z, fock, options);
   }
 
   Eigen::Index rows = 0, cols = 0;

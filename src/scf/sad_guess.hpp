@@ -15,5 +15,7 @@ namespace dfmp2 {
 // functions of place_on(basis, mol): block diagonal, one block per atom, each the spherically
 // averaged neutral atom from an SCF in the same basis with exact integrals (drawn from `budget`).
 Eigen::MatrixXd atomic_density_guess(const BasisSetData& basis, const Molecule& mol, MemoryBudget& budget);
+// What it draws from the budget at most: the builds and stored integrals of the largest atom's SCF.
+std::size_t atomic_density_guess_bytes(const BasisSetData& basis, const Molecule& mol);
 
 }  // namespace dfmp2
