@@ -58,6 +58,9 @@ RunOptionsCli::RunOptionsCli(CLI::App& app, bool energy_choices) {
   }
   app.add_option("--memory", memory_, "memory budget of the whole run, e.g. 8GB (default: half the RAM)")
       ->type_name("SIZE");
+  app.add_option("--scratch", options_.scratch,
+                 "directory for what does not fit --memory (default: $TMPDIR, else /tmp)")
+      ->type_name("DIR");
   app.add_option("--threads", threads_, "OpenMP threads (default: OMP_NUM_THREADS or all cores)")
       ->check(CLI::Range(1, 4096));
   app.add_option("--e-convergence", options_.scf.e_convergence, "SCF energy convergence / Eh")

@@ -78,6 +78,59 @@ void add_spin_keys(nlohmann::json& j, const RunResult& r) {
   }
 }
 
+// Each stage's planned memory and disk beside what it drew, its blocks, and the scratch I/O.
+void print_memory_plan(std::ostream& out, const RunResult& r) {
+  if (r.memory_plan.empty()) return;
+  out << "\nMemory plan (--memory " << format_bytes(r.memory_limit) << ", " << format_bytes(r.memory_baseline)
+      << " held at start; scratch " << r.scratch_path << ", " << format_bytes(r.scratch_free_bytes) << " free)\n";
+  for (const StagePlan& stage : r.memory_plan) {
+    std::size_t drawn = 0;
+    for (const StageTiming& timing : r.stages)
+      if (timing.name == stage.stage) drawn = timing.drawn_peak_bytes;
+    out << "  " << std::setw(14) << std::left << stage.stage << std::right << " memory " << std::setw(10)
+        << format_bytes(stage.ram_bytes()) << " (drew " << format_bytes(drawn) << ")   disk " << std::setw(10)
+        << format_bytes(stage.disk_bytes());
+    if (stage.read_bytes > 0) out << "   reads " << format_bytes(stage.read_bytes) << " per " << stage.read_per;
+    out << "\n";
+    for (const PlannedBlock& block : stage.blocks)
+      out << "      " << std::setw(10) << format_bytes(block.bytes) << (block.on_disk ? " on disk  " : " in memory")
+          << "  " << block.what << "\n";
+    if (!stage.note.empty()) out << "      (" << stage.note << ")\n";
+  }
+  out << "Scratch I/O: " << format_bytes(r.scratch_written_bytes) << " written, " << format_bytes(r.scratch_read_bytes)
+      << " read\n";
+}
+
+nlohmann::json memory_json(const RunResult& r) {
+  nlohmann::json plan = nlohmann::json::array();
+  for (const StagePlan& stage : r.memory_plan) {
+    nlohmann::json blocks = nlohmann::json::array();
+    for (const PlannedBlock& block : stage.blocks)
+      blocks.push_back({{"what", block.what}, {"bytes", block.bytes}, {"on_disk", block.on_disk}});
+    std::size_t drawn = 0;
+    for (const StageTiming& timing : r.stages)
+      if (timing.name == stage.stage) drawn = timing.drawn_peak_bytes;
+    plan.push_back({{"stage", stage.stage},
+                    {"ram_bytes", stage.ram_bytes()},
+                    {"disk_bytes", stage.disk_bytes()},
+                    {"drawn_peak_bytes", drawn},
+                    {"read_bytes", stage.read_bytes},
+                    {"read_per", stage.read_per},
+                    {"note", stage.note},
+                    {"blocks", blocks}});
+  }
+  return {{"limit_bytes", r.memory_limit},
+          {"baseline_bytes", r.memory_baseline},
+          {"peak_drawn_bytes", r.memory_peak_drawn},
+          {"df_transform_batches", r.df_transform_batches},
+          {"plan", plan},
+          {"scratch",
+           {{"path", r.scratch_path},
+            {"free_bytes", r.scratch_free_bytes},
+            {"written_bytes", r.scratch_written_bytes},
+            {"read_bytes", r.scratch_read_bytes}}}};
+}
+
 }  // namespace
 
 void print_report(std::ostream& out, const RunResult& r) {
@@ -127,6 +180,7 @@ void print_report(std::ostream& out, const RunResult& r) {
                 r.total_seconds, format_bytes(r.resources.peak_rss_bytes).c_str(), r.resources.minor_faults,
                 r.resources.major_faults);
   out << total;
+  print_memory_plan(out, r);
 }
 
 nlohmann::json to_json(const RunResult& r) {
@@ -180,10 +234,7 @@ nlohmann::json to_json(const RunResult& r) {
   j["resources"] = {{"peak_rss_bytes", r.resources.peak_rss_bytes},
                     {"minor_page_faults", r.resources.minor_faults},
                     {"major_page_faults", r.resources.major_faults}};
-  j["memory"] = {{"limit_bytes", r.memory_limit},
-                 {"baseline_bytes", r.memory_baseline},
-                 {"peak_drawn_bytes", r.memory_peak_drawn},
-                 {"df_transform_batches", r.df_transform_batches}};
+  j["memory"] = memory_json(r);
   j["scf_fp32_iterations"] = std::count_if(r.scf_iterations.begin(), r.scf_iterations.end(),
                                            [](const ScfIteration& it) { return it.fp32; });
   j["timings"] = timings;

@@ -3,13 +3,13 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <numeric>
 #include <vector>
 
 #include "kernels/blas.hpp"
-#include "kernels/packed.hpp"
-#include "src/common/errors.hpp"
+#include "kernels/block_packed.hpp"
+#include "src/common/row_store.hpp"
 #include "src/integrals/density_fitting.hpp"
-#include "src/integrals/shell_ranges.hpp"
 #include "src/integrals/three_index.hpp"
 
 namespace dfmp2 {
@@ -17,137 +17,389 @@ namespace {
 
 using kernels::Transpose;
 
-// (Q|ia) = C_virᵀ (Q|μν) C_occ for q_count rows of packed (Q|μν), into Qia rows [Q][i][a].
-void transform_rows(const double* packed, std::size_t q_count, const Eigen::MatrixXd& C_occ,
-                    const Eigen::MatrixXd& C_vir, double* Qia) {
-  const std::size_t nbf = C_occ.rows(), nocc = C_occ.cols(), nvir = C_vir.cols();
-  const std::size_t npacked = kernels::packed_size(nbf);
-#pragma omp parallel
-  {
-    std::vector<double> square(nbf * nbf), X(nbf * nocc);
-#pragma omp for schedule(dynamic)
-    for (std::size_t q = 0; q < q_count; ++q) {
-      // X = (q|μν) C_occ by SYMM from one triangle: no mirrored, strided writes.
-      kernels::unpack_upper(packed + q * npacked, nbf, square.data());
-      kernels::symm_upper_left(nbf, nocc, square.data(), nbf, C_occ.data(), nbf, X.data(), nbf);
-      // column-major nvir × nocc is row-major [i][a]
-      kernels::gemm(Transpose::yes, Transpose::no, nvir, nocc, nbf, 1.0, C_vir.data(), nbf, X.data(), nbf, 0.0,
-                    Qia + q * nocc * nvir, nvir);
-    }
-  }
+std::size_t array_bytes(std::size_t doubles) { return MemoryBudget::array_bytes(sizeof(double) * doubles); }
+
+constexpr std::size_t kChunkBytes = std::size_t(64) << 20;     // (Q|ia) rows transformed before being placed
+constexpr std::size_t kFitBlockBytes = std::size_t(1) << 30;   // (Q|ia) columns fitted at once, through disk
+constexpr std::size_t kPageSlack = std::size_t(2) << 20;
+
+// Per-thread buffers of the pass: a square for one unpacked (Q|μν) (zero where no block is
+// stored: rows of one layout overwrite the same positions) and X = (Q|μν) C_occ for every spin.
+std::size_t thread_workspace_bytes(std::size_t nbf, std::size_t nocc_all) {
+  return sizeof(double) * static_cast<std::size_t>(omp_get_max_threads()) * nbf * (nbf + nocc_all);
 }
 
-// [P][x] → [x][P] in tiles that stay in cache.
-void transpose(const double* in, std::size_t rows, std::size_t cols, double* out) {
-  constexpr std::size_t kTile = 64;
-#pragma omp parallel for collapse(2) schedule(static)
-  for (std::size_t r0 = 0; r0 < rows; r0 += kTile)
-    for (std::size_t c0 = 0; c0 < cols; c0 += kTile)
-      for (std::size_t c = c0; c < std::min(cols, c0 + kTile); ++c)
-        for (std::size_t r = r0; r < std::min(rows, r0 + kTile); ++r) out[c * rows + r] = in[r * cols + c];
+// Over MPI, what the in-memory trade of one spin's (Q|ia) holds beside its two layouts.
+std::size_t trade_buffer_bytes(const DFTransformPlan& p, std::size_t spin) {
+  const std::size_t nvir = p.spins[spin].nvir, nov = p.spins[spin].nocc * nvir;
+  const std::size_t parts = std::max(nov * p.q.size(), p.occ_of(spin, p.rank).size() * nvir * p.naux);
+  return redistribute_buffer_bytes(sizeof(double) * p.naux, sizeof(double) * parts);
 }
 
-// Which part of (Q|ia) and B a rank holds: (Q|ia) for its auxiliary shells, then B for its
-// share of the occupied orbitals.
-struct Layout {
-  const libint2::BasisSet& aux;
-  std::size_t nbf, nocc, nvir;
-  int ranks;
+// Through disk over MPI, what one round's trade holds beside its two layouts: this rank's Q of
+// every rank's block of `block` columns, and all Q of its own block.
+std::size_t round_buffer_bytes(const DFTransformPlan& p, std::size_t block) {
+  const std::size_t round = block * static_cast<std::size_t>(p.ranks);
+  return redistribute_buffer_bytes(sizeof(double) * std::max(round, block),
+                                   sizeof(double) * std::max(p.q.size() * round, p.naux * block));
+}
 
-  ShellRange shells_of(int rank) const { return shell_part(aux, rank, ranks); }
-  Range q_of(int rank) const {
-    const ShellRange shells = shells_of(rank);
-    return {first_function(aux, shells.first), first_function(aux, shells.last)};
-  }
-  Range ia_of(int rank) const {
-    const Range occ = share_of(nocc, rank, ranks);
-    return {occ.begin * nvir, occ.end * nvir};
-  }
-  std::size_t nov() const { return nocc * nvir; }
-  std::size_t naux() const { return static_cast<std::size_t>(aux.nbf()); }
-  std::size_t row_bytes() const { return sizeof(double) * kernels::packed_size(nbf); }
-  std::size_t workspace_bytes() const {
-    return sizeof(double) * omp_get_max_threads() * nbf * (nbf + nocc);
-  }
-  // Beyond (Q|ia): after the batches, the exchange between ranks and B itself.
-  std::size_t later_bytes(int rank) const {
-    return sizeof(double) * (ranks > 1 ? 2 : 1) * naux() * ia_of(rank).size();
-  }
+struct Sizes {
+  std::size_t nocc_all = 0, nov_all = 0, nov_mine = 0, nvir_max = 0, occ_mine_max = 0;
 };
-
-// (Q|ia) for this rank's auxiliary shells, in batches of packed (Q|μν) as large as the budget
-// allows.
-LargeArray<double> transform_my_shells(const DFTransformInput& in, const Layout& layout, const ThreeIndexIntegrals& integrals,
-                                       MemoryBudget& budget, const std::function<void(double)>& progress, int rank,
-                                       DFTransformStats& stats) {
-  const Range my_q = layout.q_of(rank);
-  const std::size_t nbf = layout.nbf, nov = layout.nov();
-  LargeArray<double> Qia = budget.allocate<double>(my_q.size() * nov, "the DF-MP2 tensor (Q|ia)");
-  const auto workspace = budget.reserve(layout.workspace_bytes(), "the DF-MP2 transform's workspace");
-  const auto batches = shell_batches(layout.aux, layout.shells_of(rank), budget.available() / layout.row_bytes());
-  stats.batches = batches.size();
-  std::size_t batch_rows = 0;
-  for (const auto& batch : batches) batch_rows = std::max(batch_rows, function_count(layout.aux, batch));
-  LargeArray<double> ao = budget.allocate<double>(batch_rows * kernels::packed_size(nbf), "the DF-MP2 integrals (Q|μν)");
-  const ShellRange all_rows{0, in.obs.size()};
-  for (std::size_t b = 0; b < batches.size(); ++b) {
-    const std::size_t q_first = first_function(layout.aux, batches[b].first);
-    const std::size_t q_count = function_count(layout.aux, batches[b]);
-    integrals.compute(batches[b], all_rows, ao.data());
-    stats.work.libint_seconds += integrals.libint_seconds(batches[b], all_rows);
-    transform_rows(ao.data(), q_count, in.C_occ, in.C_vir, Qia.data() + (q_first - my_q.begin) * nov);
-    stats.work.flops_fp64 += 2.0 * double(q_count) * double(nbf) * double(layout.nocc) * double(nbf + layout.nvir);
-    if (progress) progress(static_cast<double>(b + 1) / static_cast<double>(batches.size()));
+Sizes sizes_of(const DFTransformPlan& p) {
+  Sizes z;
+  for (std::size_t s = 0; s < p.spins.size(); ++s) {
+    z.nocc_all += p.spins[s].nocc;
+    z.nov_all += p.spins[s].nocc * p.spins[s].nvir;
+    z.nov_mine += p.occ_of(s, p.rank).size() * p.spins[s].nvir;
+    z.nvir_max = std::max(z.nvir_max, p.spins[s].nvir);
+    z.occ_mine_max = std::max(z.occ_mine_max, p.occ_of(s, p.rank).size());
   }
-  return Qia;
+  return z;
+}
+
+// The blocks of the pass over the integrals (A) and of the fit (B), as the plan decided them.
+struct Phases {
+  StagePlan pass, fit;
+};
+Phases phases_of(const DFTransformPlan& p) {
+  const Sizes z = sizes_of(p);
+  Phases ph;
+  std::size_t B_bytes = 0, B_disk = 0, exchange = 0, qia_disk = 0;
+  for (std::size_t s = 0; s < p.spins.size(); ++s) {
+    const std::size_t nov = p.spins[s].nocc * p.spins[s].nvir, mine = p.occ_of(s, p.rank).size() * p.spins[s].nvir;
+    (p.b_in_memory ? B_bytes : B_disk) += p.b_in_memory ? array_bytes(mine * p.naux) : sizeof(double) * mine * p.naux;
+    exchange += array_bytes(nov * p.q.size());
+    qia_disk += sizeof(double) * p.q.size() * nov;
+  }
+  const bool written_in_pass = p.ranks == 1 && !p.through_disk;  // else B is made after the pass
+  for (StagePlan* phase : {&ph.pass, &ph.fit}) {
+    phase->ram("the DF-MP2 fitting metric", CoulombFitting::peak_bytes(p.naux));
+    if (p.b_in_memory && (phase == &ph.fit || written_in_pass)) phase->ram("B_ia^P, in memory", B_bytes);
+    phase->disk("B_ia^P, on disk", B_disk);
+  }
+  ph.pass.ram("the DF-MP2 integrals (Q|μν) of a batch", array_bytes(p.batch_functions * p.stored));
+  ph.pass.ram("the transform's per-thread buffers", thread_workspace_bytes(p.nbf, z.nocc_all));
+  ph.pass.ram("(Q|ia) of a chunk of Q", array_bytes(p.chunk_rows * z.nov_all));
+  if (!p.through_disk) {
+    if (p.ranks > 1) {
+      for (StagePlan* phase : {&ph.pass, &ph.fit}) phase->ram("(Q|ia) of this rank's Q, to be traded", exchange);
+      std::size_t trade = 0;
+      for (std::size_t s = 0; s < p.spins.size(); ++s) trade = std::max(trade, trade_buffer_bytes(p, s));
+      ph.fit.ram("the exchange between ranks", trade);
+    }
+    return ph;
+  }
+  for (StagePlan* phase : {&ph.pass, &ph.fit}) phase->disk("(Q|ia) of this rank's Q, on disk", qia_disk);
+  const std::size_t block = p.fit_occ * z.nvir_max;  // (Q|ia) columns of one fitted block
+  ph.fit.ram("(Q|ia) of a block of occupied orbitals", array_bytes(p.naux * block));
+  if (!p.b_in_memory) ph.fit.ram("B_ia^P of a block of occupied orbitals", array_bytes(p.naux * block));
+  if (p.ranks > 1) {
+    const std::size_t round = block * static_cast<std::size_t>(p.ranks);  // every rank's block
+    ph.fit.ram("(Q|ia) of this rank's Q for every rank's block", array_bytes(p.q.size() * round));
+    ph.fit.ram("the exchange between ranks", round_buffer_bytes(p, block));
+  }
+  return ph;
 }
 
 }  // namespace
 
-DFTensor build_df_tensor(const DFTransformInput& in, MemoryBudget& budget,
-                         const std::function<void(double)>& progress, Communicator& comm, DFTransformStats& stats) {
-  const Layout layout{in.aux, static_cast<std::size_t>(in.obs.nbf()), static_cast<std::size_t>(in.C_occ.cols()),
-                      static_cast<std::size_t>(in.C_vir.cols()), comm.size()};
-  const std::size_t naux = layout.naux(), my_nov = layout.ia_of(comm.rank()).size();
-  const auto fit_memory = budget.reserve(CoulombFitting::peak_bytes(naux), "the DF-MP2 fitting metric");
-  const Eigen::MatrixXd metric = coulomb_metric(in.aux);
-  LargeArray<double> Qia =
-      transform_my_shells(in, layout, ThreeIndexIntegrals(in.aux, in.obs, in.pairs, metric), budget, progress,
-                          comm.rank(), stats);
-  // Fit: B^P_ia for this rank's i, row-major [P][i a]. Over MPI the ranks first trade parts so
-  // that each holds every P for its i (the metric mixes P).
-  if (comm.size() > 1) {
-    LargeArray<double> mine = budget.allocate<double>(naux * my_nov, "the DF-MP2 tensor (exchange between ranks)");
-    redistribute(
-        comm, Qia.data(), [&](int rank) { return MatrixPart{layout.q_of(rank), {0, layout.nov()}}; },
-        [&](int rank) { return MatrixPart{{0, naux}, layout.ia_of(rank)}; }, mine.data());
-    Qia = std::move(mine);
+DFTransformPlan plan_df_transform(const libint2::BasisSet& obs, const libint2::BasisSet& aux,
+                                  const ShellPairs& pairs, const std::vector<TransformSizes>& spins,
+                                  bool b_in_memory, std::size_t ram_bytes, Communicator& comm) {
+  DFTransformPlan p;
+  p.ranks = comm.size();
+  p.rank = comm.rank();
+  p.nbf = obs.nbf();
+  p.naux = aux.nbf();
+  p.stored = pairs.layout.size();
+  p.spins = spins;
+  p.shells = shell_part(aux, p.rank, p.ranks);
+  p.q = {first_function(aux, p.shells.first), first_function(aux, p.shells.last)};
+  p.b_in_memory = b_in_memory;
+  const Sizes z = sizes_of(p);
+  p.chunk_rows = std::clamp<std::size_t>(kChunkBytes / (sizeof(double) * std::max<std::size_t>(z.nov_all, 1)), 1, 64);
+  std::size_t largest_shell = 1;
+  for (std::size_t s = p.shells.first; s < p.shells.last; ++s) largest_shell = std::max(largest_shell, aux[s].size());
+  const std::size_t row = sizeof(double) * std::max<std::size_t>(p.stored, 1);
+  // The batches of (Q|μν) take what the rest of the pass leaves.
+  const auto size_batches = [&] {
+    p.batch_functions = largest_shell;
+    const std::size_t other = phases_of(p).pass.ram_bytes() - array_bytes(largest_shell * p.stored) + kPageSlack;
+    const std::size_t fit = ram_bytes > other ? (ram_bytes - other) / row : 0;
+    p.batch_functions = std::clamp(fit, largest_shell, std::max(largest_shell, p.q.size()));
+  };
+  p.through_disk = !b_in_memory;
+  if (!p.through_disk) {
+    size_batches();
+    const Phases ph = phases_of(p);
+    // Every rank takes the same route: the trades pair up.
+    const auto too_big = comm.allgather(std::max(ph.pass.ram_bytes(), ph.fit.ram_bytes()) > ram_bytes ? 1.0 : 0.0);
+    if (*std::max_element(too_big.begin(), too_big.end()) == 0.0) {
+      p.stage = ph.pass.ram_bytes() >= ph.fit.ram_bytes() ? ph.pass : ph.fit;
+      return p;
+    }
+    p.through_disk = true;
   }
-  const CoulombFitting fitting(metric);
-  fitting.apply(Qia.data(), my_nov);
-  stats.work.flops_fp64 += fitting.flops(my_nov);
-
-  DFTensor df;
-  const Range my_occ = share_of(layout.nocc, comm.rank(), comm.size());
-  df.nocc = my_occ.size();
-  df.occ_begin = my_occ.begin;
-  df.nvir = layout.nvir;
-  df.naux = naux;
-  df.B64 = budget.allocate<double>(my_nov * naux, "the DF-MP2 tensor B_ia^P");
-  transpose(Qia.data(), naux, my_nov, df.B64.data());
-  df.eps_occ.assign(in.eps_occ.data(), in.eps_occ.data() + layout.nocc);
-  df.eps_vir.assign(in.eps_vir.data(), in.eps_vir.data() + layout.nvir);
-  return df;
+  const std::size_t fit_target = std::min(kFitBlockBytes, ram_bytes / 8);
+  p.fit_occ = std::clamp<std::size_t>(fit_target / (sizeof(double) * p.naux * std::max<std::size_t>(z.nvir_max, 1)), 1,
+                                      std::max<std::size_t>(z.occ_mine_max, 1));
+  size_batches();
+  // When that does not fit, the least: one occupied orbital fitted and one Q transformed at a time.
+  if (const Phases ph = phases_of(p); std::max(ph.pass.ram_bytes(), ph.fit.ram_bytes()) > ram_bytes) {
+    p.fit_occ = 1;
+    p.chunk_rows = 1;
+    size_batches();
+  }
+  // Every rank fits blocks of one size: the rounds' trades pair up.
+  const auto proposed = comm.allgather(double(p.fit_occ));
+  p.fit_occ = static_cast<std::size_t>(*std::min_element(proposed.begin(), proposed.end()));
+  const Phases ph = phases_of(p);
+  p.stage = ph.pass.ram_bytes() >= ph.fit.ram_bytes() ? ph.pass : ph.fit;
+  return p;
 }
 
-std::size_t df_transform_peak_bytes(const libint2::BasisSet& obs, const libint2::BasisSet& aux, std::size_t nocc,
-                                    std::size_t nvir, const Communicator& comm) {
-  const Layout layout{aux, static_cast<std::size_t>(obs.nbf()), nocc, nvir, comm.size()};
-  std::size_t largest_shell = 0;
-  for (const auto& shell : aux) largest_shell = std::max(largest_shell, shell.size());
-  const std::size_t qia = sizeof(double) * layout.q_of(comm.rank()).size() * layout.nov();
-  return CoulombFitting::peak_bytes(layout.naux()) + qia +
-         std::max(layout.workspace_bytes() + largest_shell * layout.row_bytes(), layout.later_bytes(comm.rank()));
+namespace {
+
+// Where each spin's (Q|ia) goes during the pass, and the work counted for progress.
+struct Pass {
+  const DFTransformInput& in;
+  const DFTransformPlan& plan;
+  Eigen::MatrixXd C_occ_all;        // every spin's occupied orbitals side by side
+  std::vector<std::size_t> occ_offset, ov_offset;
+  std::size_t nov_all = 0;
+  std::vector<std::vector<double>> square, X;  // per thread
+};
+
+// (Q|ia) of every spin for `nq` rows of block-packed (Q|μν), into rows [nq][Σ ov] (spin s from
+// ov_offset[s]): one unpack per Q, one SYMM with all spins' C_occ, one GEMM per spin.
+void transform_chunk(Pass& pass, const double* ao, std::size_t nq, double* out) {
+  const kernels::BlockPackedLayout& layout = pass.in.pairs.layout;
+  const std::size_t nbf = layout.n(), nocc_all = static_cast<std::size_t>(pass.C_occ_all.cols());
+#pragma omp parallel
+  {
+    const auto t = static_cast<std::size_t>(omp_get_thread_num());
+    double* square = pass.square[t].data();
+    double* X = pass.X[t].data();
+#pragma omp for schedule(dynamic)
+    for (std::size_t q = 0; q < nq; ++q) {
+      kernels::unpack_upper(layout, ao + q * layout.size(), square);
+      kernels::symm_upper_left(nbf, nocc_all, square, nbf, pass.C_occ_all.data(), nbf, X, nbf);
+      for (std::size_t s = 0; s < pass.in.spins.size(); ++s) {
+        const Eigen::MatrixXd& C_vir = pass.in.spins[s].C_vir;
+        const std::size_t nvir = C_vir.cols(), nocc = pass.in.spins[s].C_occ.cols();
+        // column-major nvir × nocc is row-major [i][a]
+        kernels::gemm(Transpose::yes, Transpose::no, nvir, nocc, nbf, 1.0, C_vir.data(), nbf,
+                      X + nbf * pass.occ_offset[s], nbf, 0.0, out + q * pass.nov_all + pass.ov_offset[s], nvir);
+      }
+    }
+  }
+}
+
+// rows [nrows][ncols] (leading dimension ld_in) → columns [ncols][...] of `out` (leading dimension
+// ld_out), in tiles that stay in cache.
+void transpose(const double* in, std::size_t nrows, std::size_t ncols, std::size_t ld_in, double* out,
+               std::size_t ld_out) {
+  constexpr std::size_t kTile = 64;
+#pragma omp parallel for collapse(2) schedule(static)
+  for (std::size_t r0 = 0; r0 < nrows; r0 += kTile)
+    for (std::size_t c0 = 0; c0 < ncols; c0 += kTile)
+      for (std::size_t c = c0; c < std::min(ncols, c0 + kTile); ++c)
+        for (std::size_t r = r0; r < std::min(nrows, r0 + kTile); ++r) out[c * ld_out + r] = in[r * ld_in + c];
+}
+
+// The destinations of one spin's (Q|ia) during the pass and of its B.
+struct SpinTarget {
+  DFTensor df;
+  LargeArray<double> exchange;  // in memory over MPI: [ia][this rank's Q]
+  RowStore qia;                 // through disk: [this rank's Q][ia]
+};
+
+// The pass over this rank's auxiliary shells: (Q|μν) in batches, transformed and placed.
+void integrals_pass(Pass& pass, std::vector<SpinTarget>& targets, MemoryBudget& budget, const Eigen::MatrixXd& metric,
+                    const std::function<void(double)>& progress, StageWork& work) {
+  const DFTransformPlan& p = pass.plan;
+  const ThreeIndexIntegrals integrals(pass.in.aux, pass.in.obs, pass.in.pairs, metric);
+  const auto batches = shell_batches(pass.in.aux, p.shells, p.batch_functions);
+  LargeArray<double> ao = budget.allocate<double>(p.batch_functions * p.stored, "the DF-MP2 integrals (Q|μν)");
+  LargeArray<double> chunk = budget.allocate<double>(p.chunk_rows * pass.nov_all, "(Q|ia) of a chunk of Q");
+  const ShellRange all_rows{0, pass.in.obs.size()};
+  const double flops_per_q = 2.0 * double(p.nbf) * (double(p.nbf) * double(pass.C_occ_all.cols()) + double(pass.nov_all));
+  std::size_t done = 0;
+  for (const ShellRange& batch : batches) {
+    const std::size_t q_first = first_function(pass.in.aux, batch.first), q_count = function_count(pass.in.aux, batch);
+    integrals.compute(batch, all_rows, ao.data());
+    work.libint_seconds += integrals.libint_seconds(batch, all_rows);
+    for (std::size_t c = 0; c < q_count; c += p.chunk_rows) {
+      const std::size_t nq = std::min(p.chunk_rows, q_count - c), q = q_first + c;
+      transform_chunk(pass, ao.data() + c * p.stored, nq, chunk.data());
+      for (std::size_t s = 0; s < targets.size(); ++s) {
+        const double* rows = chunk.data() + pass.ov_offset[s];
+        const std::size_t nov = p.spins[s].nocc * p.spins[s].nvir;
+        if (p.through_disk)
+          targets[s].qia.write(q - p.q.begin, nq, 0, nov, rows, pass.nov_all);
+        else if (p.ranks == 1)
+          transpose(rows, nq, nov, pass.nov_all, targets[s].df.B64.data() + q, p.naux);
+        else
+          transpose(rows, nq, nov, pass.nov_all, targets[s].exchange.data() + (q - p.q.begin), p.q.size());
+      }
+    }
+    work.flops_fp64 += flops_per_q * double(q_count);
+    done += q_count;
+    if (progress) progress(double(done) / double(std::max<std::size_t>(p.q.size(), 1)));
+  }
+}
+
+// Through disk: each round, every rank's next block of occupied orbitals, fitted and written to B.
+void fit_through_disk(const DFTransformPlan& p, const libint2::BasisSet& aux, std::size_t spin, SpinTarget& target,
+                      const CoulombFitting& fitting, MemoryBudget& budget, Communicator& comm, StageWork& work) {
+  const std::size_t nvir = p.spins[spin].nvir, N = static_cast<std::size_t>(p.ranks);
+  const Range mine = p.occ_of(spin, p.rank);
+  const std::size_t block = p.fit_occ * p.spins[spin].nvir;
+  std::size_t rounds = 0;
+  for (int r = 0; r < p.ranks; ++r) rounds = std::max(rounds, (p.occ_of(spin, r).size() + p.fit_occ - 1) / p.fit_occ);
+  LargeArray<double> columns = budget.allocate<double>(p.naux * block, "(Q|ia) of a block of occupied orbitals");
+  LargeArray<double> fitted, sent;
+  if (!p.b_in_memory) fitted = budget.allocate<double>(p.naux * block, "B_ia^P of a block of occupied orbitals");
+  MemoryBudget::Reservation slabs;
+  if (N > 1) {
+    sent = budget.allocate<double>(p.q.size() * block * N, "(Q|ia) of this rank's Q for every rank's block");
+    slabs = budget.reserve(round_buffer_bytes(p, block), "the exchange between ranks");
+  }
+  // Block k of rank r: its occupied orbitals [begin, end), as ia columns.
+  const auto block_of = [&](int r, std::size_t k) {
+    const Range occ = p.occ_of(spin, r);
+    const std::size_t begin = std::min(occ.end, occ.begin + k * p.fit_occ);
+    return Range{begin, std::min(occ.end, begin + p.fit_occ)};
+  };
+  for (std::size_t k = 0; k < rounds; ++k) {
+    const Range occ = block_of(p.rank, k);
+    const std::size_t width = occ.size() * nvir;
+    if (N == 1) {
+      target.qia.read(0, p.naux, occ.begin * nvir, width, columns.data(), width);
+    } else {
+      std::vector<std::size_t> offset(N + 1, 0);
+      for (std::size_t r = 0; r < N; ++r) {
+        const Range b = block_of(static_cast<int>(r), k);
+        offset[r + 1] = offset[r] + b.size() * nvir;
+      }
+      for (std::size_t r = 0; r < N; ++r) {
+        const Range b = block_of(static_cast<int>(r), k);
+        target.qia.read(0, p.q.size(), b.begin * nvir, b.size() * nvir, sent.data() + offset[r], offset[N]);
+      }
+      redistribute(
+          comm, sent.data(),
+          [&](int r) {
+            const ShellRange shells = shell_part(aux, r, p.ranks);
+            return MatrixPart{{first_function(aux, shells.first), first_function(aux, shells.last)}, {0, offset[N]}};
+          },
+          [&](int r) { return MatrixPart{{0, p.naux}, {offset[r], offset[r + 1]}}; }, columns.data());
+    }
+    if (occ.size() == 0) continue;
+    const std::size_t local = occ.begin - mine.begin;  // first of this rank's rows
+    double* out = p.b_in_memory ? target.df.B64.data() + local * nvir * p.naux : fitted.data();
+    transpose(columns.data(), p.naux, width, width, out, p.naux);
+    fitting.apply_to_rows(out, width);
+    work.flops_fp64 += fitting.flops(width);
+    if (!p.b_in_memory) target.df.on_disk.write(local, occ.size(), 0, nvir * p.naux, out, nvir * p.naux);
+  }
+}
+
+}  // namespace
+
+std::vector<DFTensor> build_df_tensors(const DFTransformInput& in, const DFTransformPlan& plan, MemoryBudget& budget,
+                                       const ScratchDirectory* scratch, const std::function<void(double)>& progress,
+                                       Communicator& comm, StageWork& work) {
+  const DFTransformPlan& p = plan;
+  const auto fit_memory = budget.reserve(CoulombFitting::peak_bytes(p.naux), "the DF-MP2 fitting metric");
+  const Eigen::MatrixXd metric = coulomb_metric(in.aux);
+  std::vector<SpinTarget> targets(in.spins.size());
+  for (std::size_t s = 0; s < in.spins.size(); ++s) {
+    const Range occ = p.occ_of(s, p.rank);
+    const std::size_t nvir = p.spins[s].nvir, nov = p.spins[s].nocc * nvir;
+    DFTensor& df = targets[s].df;
+    df.nocc = occ.size();
+    df.occ_begin = occ.begin;
+    df.nvir = nvir;
+    df.naux = p.naux;
+    df.eps_occ.assign(in.spins[s].eps_occ.data(), in.spins[s].eps_occ.data() + p.spins[s].nocc);
+    df.eps_vir.assign(in.spins[s].eps_vir.data(), in.spins[s].eps_vir.data() + nvir);
+    if (p.b_in_memory && p.ranks == 1 && !p.through_disk)  // the pass writes straight into it
+      df.B64 = budget.allocate<double>(occ.size() * nvir * p.naux, "B_ia^P, in memory");
+    if (!p.b_in_memory)
+      df.on_disk = RowStore(occ.size(), nvir * p.naux, 0, budget, scratch, "B_ia^P, on disk");
+    if (p.through_disk)
+      targets[s].qia = RowStore(p.q.size(), nov, 0, budget, scratch, "(Q|ia) of this rank's Q, on disk");
+    else if (p.ranks > 1)
+      targets[s].exchange = budget.allocate<double>(nov * p.q.size(), "(Q|ia) of this rank's Q, to be traded");
+  }
+
+  // Progress by work: the pass's flops, then the fit's.
+  const CoulombFitting fitting(metric);
+  double fit_flops = 0.0, occupied = 0.0, pairs_ia = 0.0;
+  for (std::size_t s = 0; s < in.spins.size(); ++s) {
+    fit_flops += fitting.flops(targets[s].df.nocc * p.spins[s].nvir);
+    occupied += double(p.spins[s].nocc);
+    pairs_ia += double(p.spins[s].nocc * p.spins[s].nvir);
+  }
+  const double pass_flops = 2.0 * double(p.nbf) * (double(p.nbf) * occupied + pairs_ia) * double(p.q.size());
+  const double pass_share = pass_flops / std::max(1.0, pass_flops + fit_flops);
+  {  // the pass's own buffers, freed before the fit
+    Pass pass{in, p, {}, {}, {}, 0, {}, {}};
+    std::size_t nocc_all = 0;
+    for (std::size_t s = 0; s < in.spins.size(); ++s) {
+      pass.occ_offset.push_back(nocc_all);
+      pass.ov_offset.push_back(pass.nov_all);
+      nocc_all += p.spins[s].nocc;
+      pass.nov_all += p.spins[s].nocc * p.spins[s].nvir;
+    }
+    pass.C_occ_all.resize(static_cast<Eigen::Index>(p.nbf), static_cast<Eigen::Index>(nocc_all));
+    for (std::size_t s = 0; s < in.spins.size(); ++s)
+      pass.C_occ_all.middleCols(static_cast<Eigen::Index>(pass.occ_offset[s]), in.spins[s].C_occ.cols()) = in.spins[s].C_occ;
+    const auto threads = static_cast<std::size_t>(omp_get_max_threads());
+    const auto workspace = budget.reserve(thread_workspace_bytes(p.nbf, nocc_all), "the transform's per-thread buffers");
+    pass.square.assign(threads, std::vector<double>(p.nbf * p.nbf, 0.0));
+    pass.X.assign(threads, std::vector<double>(p.nbf * nocc_all));
+    integrals_pass(pass, targets, budget, metric,
+                   [&](double done) { if (progress) progress(pass_share * done); }, work);
+  }
+  if (p.through_disk && p.b_in_memory)
+    for (SpinTarget& target : targets)
+      target.df.B64 = budget.allocate<double>(target.df.nocc * target.df.nvir * p.naux, "B_ia^P, in memory");
+  double fitted = 0.0;
+  for (std::size_t s = 0; s < in.spins.size(); ++s) {
+    DFTensor& df = targets[s].df;
+    const std::size_t rows = df.nocc * df.nvir;
+    if (p.through_disk) {
+      fit_through_disk(p, in.aux, s, targets[s], fitting, budget, comm, work);
+    } else {
+      if (p.ranks > 1) {
+        df.B64 = budget.allocate<double>(rows * p.naux, "B_ia^P, in memory");
+        const auto slabs = budget.reserve(trade_buffer_bytes(p, s), "the exchange between ranks");
+        const std::size_t nov = p.spins[s].nocc * p.spins[s].nvir;
+        redistribute(
+            comm, targets[s].exchange.data(),
+            [&](int r) {
+              const ShellRange shells = shell_part(in.aux, r, p.ranks);
+              return MatrixPart{{0, nov}, {first_function(in.aux, shells.first), first_function(in.aux, shells.last)}};
+            },
+            [&](int r) {
+              const Range occ = p.occ_of(s, r);
+              return MatrixPart{{occ.begin * df.nvir, occ.end * df.nvir}, {0, p.naux}};
+            },
+            df.B64.data());
+        targets[s].exchange = LargeArray<double>();
+      }
+      fitting.apply_to_rows(df.B64.data(), rows);
+      work.flops_fp64 += fitting.flops(rows);
+    }
+    fitted += fitting.flops(rows);
+    if (progress) progress(pass_share + (1.0 - pass_share) * fitted / std::max(1.0, fit_flops));
+  }
+  std::vector<DFTensor> tensors;
+  for (SpinTarget& target : targets) tensors.push_back(std::move(target.df));
+  return tensors;
 }
 
 }  // namespace dfmp2

@@ -1,46 +1,79 @@
-// The DF-MP2 tensor B_ia^P = Σ_Q M_PQ (Q|ia), (Q|ia) = Σ_μν C_μi (Q|μν) C_νa, from packed
-// (Q|μν) (unique pairs μ ≥ ν) in batches of auxiliary shells sized from the memory budget.
-// Threads transform a few Q at a time each (unpack, then two GEMMs), so the stage scales with
-// threads like its GEMMs.
+// The DF-MP2 tensor B_ia^P = Σ_Q M_PQ (Q|ia), (Q|ia) = Σ_μν C_μi (Q|μν) C_νa, for one spin or
+// UHF's two in one pass over the integrals.
+//
+// Pass over the integrals: this rank's auxiliary shells in batches of block-packed (Q|μν) sized
+// from the memory plan; threads transform a few Q at a time (one unpack, one SYMM with every
+// spin's occupied orbitals, one GEMM per spin). Then the fit, which mixes Q for each ia:
+// - in memory: (Q|ia) is written straight into B's layout [i][a][Q] (over MPI into an exchange
+//   array [ia][this rank's Q], traded so that each rank holds every Q for its i), and fitted in
+//   place;
+// - through disk: (Q|ia) rows are written to a scratch file, then read back in blocks of occupied
+//   orbitals (over MPI, each round trading every rank's block), fitted, and written to B — in
+//   memory, or on disk for an energy step that reads it in blocks.
 #pragma once
 
 #include <functional>
+#include <vector>
 
 #include <Eigen/Core>
 #include <libint2/basis.h>
 
 #include "src/common/memory.hpp"
+#include "src/common/memory_plan.hpp"
 #include "src/common/parallel.hpp"
+#include "src/common/scratch.hpp"
 #include "src/common/stage_work.hpp"
 #include "src/integrals/shell_pairs.hpp"
+#include "src/integrals/shell_ranges.hpp"
 #include "src/mp2/df_tensor.hpp"
 
 namespace dfmp2 {
+
+// One spin's active orbitals: all ranks' occupied ones.
+struct TransformSpin {
+  Eigen::MatrixXd C_occ;  // nbf × nocc
+  Eigen::MatrixXd C_vir;  // nbf × nvir
+  Eigen::VectorXd eps_occ, eps_vir;
+};
+
+struct TransformSizes {
+  std::size_t nocc = 0, nvir = 0;  // active occupied (all ranks), virtual
+};
+
+// What the memory plan decided for the transform on this rank.
+struct DFTransformPlan {
+  int ranks = 1, rank = 0;
+  std::size_t nbf = 0, naux = 0, stored = 0;
+  std::vector<TransformSizes> spins;
+  ShellRange shells;                // this rank's auxiliary shells
+  Range q;                          // their functions
+  std::size_t batch_functions = 0;  // the most (Q|μν) rows computed at once
+  std::size_t chunk_rows = 0;       // (Q|ia) rows transformed into one buffer before they are placed
+  bool through_disk = false;        // (Q|ia) via a scratch file, fitted in blocks of occupied orbitals
+  bool b_in_memory = true;          // else B_ia^P is written to disk for the energy step
+  std::size_t fit_occ = 0;          // through disk: occupied orbitals per fitted block
+  StagePlan stage;
+
+  Range occ_of(std::size_t spin, int rank) const { return share_of(spins[spin].nocc, rank, ranks); }
+};
+
+// The plan for `ram_bytes` of memory: in memory when (Q|ia) and B fit, else through disk; B in
+// memory when b_in_memory. Collective.
+DFTransformPlan plan_df_transform(const libint2::BasisSet& obs, const libint2::BasisSet& aux,
+                                  const ShellPairs& pairs, const std::vector<TransformSizes>& spins,
+                                  bool b_in_memory, std::size_t ram_bytes, Communicator& comm);
 
 struct DFTransformInput {
   const libint2::BasisSet& obs;
   const libint2::BasisSet& aux;
   const ShellPairs& pairs;
-  const Eigen::MatrixXd& C_occ;  // active occupied orbitals, nbf × nocc
-  const Eigen::MatrixXd& C_vir;  // nbf × nvir
-  const Eigen::VectorXd& eps_occ;
-  const Eigen::VectorXd& eps_vir;
+  const std::vector<TransformSpin>& spins;
 };
 
-struct DFTransformStats {
-  StageWork work;
-  std::size_t batches = 0;  // of auxiliary shells: 1 unless the memory budget binds
-};
-
-// B in the layout the energy kernels take, row-major [i][a][P]; over MPI, B for this rank's
-// share of i (collective). progress(fraction) after each batch; may be empty. Throws InputError
-// when even one auxiliary shell at a time does not fit.
-DFTensor build_df_tensor(const DFTransformInput& in, MemoryBudget& budget,
-                         const std::function<void(double)>& progress, Communicator& comm, DFTransformStats& stats);
-
-// The least this rank must hold at once (one auxiliary shell's batch at a time), from the sizes
-// alone: for the run's up-front memory check. nocc: active occupied orbitals.
-std::size_t df_transform_peak_bytes(const libint2::BasisSet& obs, const libint2::BasisSet& aux, std::size_t nocc,
-                                    std::size_t nvir, const Communicator& comm);
+// Each spin's B in the layout the energy kernels take, row-major [i][a][P], for this rank's share
+// of i (collective). progress(fraction of the work) as it goes; may be empty.
+std::vector<DFTensor> build_df_tensors(const DFTransformInput& in, const DFTransformPlan& plan, MemoryBudget& budget,
+                                       const ScratchDirectory* scratch, const std::function<void(double)>& progress,
+                                       Communicator& comm, StageWork& work);
 
 }  // namespace dfmp2

@@ -1,45 +1,66 @@
-// The MP2 energy step over MPI ranks. Rank r holds B for its share I_r of the occupied orbitals
-// (of each spin, for UHF).
-// Same spin (RHF, and UHF's αα and ββ): rank r sums its diagonal pairs (i ≥ j in I_r), then for
-// k = 1 … ⌊N/2⌋ receives the share of rank r + k from that rank, a few orbitals at a time (≤ 1/8
-// of a share), and sums the cross pairs (I_r, I_{r+k}); every pair of shares is summed by
-// exactly one rank (for N even, the two ranks that meet at k = N/2 sum half of their pair each).
-// Opposite spin (UHF's αβ, no i ≥ j symmetry): rank r sums its α share against its own β share,
-// then for k = 1 … N − 1 against the β share of rank r + k, arriving in the same chunks.
-// No rank holds more than its own shares and one visiting chunk. With one rank this is just the
-// kernels.
+// The MP2 energy step over this rank's B and the other ranks'. Rank r holds B for its share I_r
+// of the occupied orbitals (of each spin, for UHF): in memory, or on disk in rows of i.
+//
+// This rank's share is taken in blocks of occupied orbitals that fit the memory plan — one block,
+// used where it lies, when B is in memory in the precision asked for. For each block I: its own
+// pairs, its pairs with this rank's earlier blocks (each read or converted into a buffer, the next
+// one read while the current pair block is summed), and, over MPI, its pairs with the other
+// ranks' shares:
+// Same spin (RHF, and UHF's αα and ββ): for k = 1 … ⌊N/2⌋ rank r receives the share of rank r + k
+// from that rank, a few orbitals at a time (≤ 1/8 of a share), and sums the cross pairs; every
+// pair of shares is summed by exactly one rank (for N even, the two ranks that meet at k = N/2
+// sum half of their pair each).
+// Opposite spin (UHF's αβ, no i ≥ j symmetry): each α block against this rank's β blocks, then
+// for k = 1 … N − 1 against the β share of rank r + k, arriving in the same chunks.
+// Every rank runs as many blocks as the rank with most, so that the exchanges pair up.
 #pragma once
 
 #include <cstddef>
+#include <vector>
 
 #include "kernels/mp2_energy.hpp"
-#include "src/mp2/df_tensor.hpp"
+#include "src/common/memory.hpp"
+#include "src/common/memory_plan.hpp"
 #include "src/common/parallel.hpp"
+#include "src/mp2/df_tensor.hpp"
 
 namespace dfmp2 {
+
+// One spin's B as the energy step finds it on this rank.
+struct EnergySpin {
+  std::size_t nocc = 0;       // active occupied orbitals, all ranks
+  std::size_t nocc_mine = 0;  // this rank's
+  std::size_t nvir = 0;
+  enum class Stored { fp64, fp32, disk } stored = Stored::fp64;  // in memory in fp64 or fp32, or on disk (fp64)
+};
+
+// What the memory plan decided for the energy step on this rank.
+struct EnergyPlan {
+  kernels::Backend backend = kernels::Backend::fused;  // resolved from automatic
+  kernels::Precision precision = kernels::Precision::fp64;
+  bool converted_copy = false;   // B converted whole into the precision asked for, then used in place
+  std::size_t block_occ = 0;     // occupied orbitals per block (this rank's whole share: one block)
+  bool blocks_loaded = false;    // blocks are read or converted into buffers (else used in place)
+  std::size_t chunk_occ = 0;     // over MPI: occupied orbitals per visiting chunk
+  std::size_t workspace_bytes = 0, loop_memory_bytes = 0;  // the backend's, and the loop backend's T_flat budget
+  StagePlan stage;
+};
+
+// The plan for `ram_bytes` of memory beside what is already held (B in memory counts in the
+// stage's blocks but not against ram_bytes).
+EnergyPlan plan_energy(const std::vector<EnergySpin>& spins, std::size_t naux, kernels::Backend backend,
+                       kernels::Precision precision, std::size_t ram_bytes, Communicator& comm);
 
 struct DistributedEnergy {
   // e_os, e_ss summed over ranks (UHF: E_OS = E_αβ, E_SS = E_αα + E_ββ); times are this rank's.
   kernels::EnergyResult energy;
   double e_aa = 0.0, e_bb = 0.0;  // UHF: E_SS by spin
-  std::size_t peak_b_bytes = 0;   // B held by this rank at once: its shares plus a visiting chunk
+  std::size_t peak_b_bytes = 0;   // B held by this rank at once: shares or blocks, and a visiting chunk
 };
 
-// B held beyond this rank's own share: one visiting chunk (bytes; 0 on one rank).
-std::size_t visiting_chunk_bytes(std::size_t nocc_total, std::size_t nvir, std::size_t naux, std::size_t elem_bytes,
-                                 const Communicator& comm);
-
-// B: this rank's share, row-major [df.nocc][df.nvir][df.naux], of the precision Real.
-template <typename Real>
-DistributedEnergy distributed_mp2_energy(kernels::Backend backend, const Real* B, const DFTensor& df,
-                                         const kernels::EnergyOptions& options,
+// The energy of one spin's B (RHF) or of UHF's α and β (beta not null), as planned. Collective.
+DistributedEnergy distributed_mp2_energy(const DFTensor& alpha, const DFTensor* beta, const EnergyPlan& plan,
+                                         MemoryBudget& budget, const std::function<void(double)>& progress,
                                          Communicator& comm);
-
-// UHF: the three pair blocks from this rank's α share (B_alpha, alpha) and β share (B_beta, beta):
-// E_αα = ½ e_ss of the α pairs, E_ββ likewise, E_αβ of the opposite-spin pairs.
-template <typename Real>
-DistributedEnergy distributed_ump2_energy(kernels::Backend backend, const Real* B_alpha, const DFTensor& alpha,
-                                          const Real* B_beta, const DFTensor& beta,
-                                          const kernels::EnergyOptions& options, Communicator& comm);
 
 }  // namespace dfmp2

@@ -14,15 +14,18 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-// Runs a named stage, recording its wall time, its MPI time and, from the work its product
-// reports, its floor.
+// Runs a named stage, recording its wall time, its MPI time, the most it drew from the budget
+// and, from the work its product reports, its floor.
 template <typename Stage>
-auto timed(std::vector<StageTiming>& stages, const kernels::GemmRates& rates, const char* name, Stage&& stage) {
+auto timed(std::vector<StageTiming>& stages, const kernels::GemmRates& rates, MemoryBudget* budget, const char* name,
+           Stage&& stage) {
   Communicator& comm = Communicator::world();
   const auto start = Clock::now();
   const double mpi_start = comm.mpi_seconds();
+  if (budget != nullptr) budget->mark();
   auto product = stage();
-  StageTiming timing{name, seconds_since(start), 0.0, comm.mpi_seconds() - mpi_start};
+  StageTiming timing{name, seconds_since(start), 0.0, comm.mpi_seconds() - mpi_start, 0};
+  if (budget != nullptr) timing.drawn_peak_bytes = budget->peak_since_mark();
   if constexpr (requires { product.work; }) timing.floor_seconds = product.work.floor_seconds(rates);
   stages.push_back(timing);
   return product;
@@ -76,22 +79,36 @@ std::vector<RankStats> rank_stats(std::size_t peak_b_bytes) {
   return stats;
 }
 
+// The plan in one line on stderr before the long stages: what goes to disk, if anything.
+void announce(const RunPlan& plan, Progress& progress) {
+  std::string line = "dfmp2: memory plan:";
+  for (const StagePlan& stage : plan.stages()) {
+    line += " " + stage.stage + " " + format_bytes(stage.ram_bytes());
+    if (stage.disk_bytes() > 0) line += " + " + format_bytes(stage.disk_bytes()) + " on disk";
+    line += ";";
+  }
+  line.pop_back();
+  progress.message(line);
+}
+
 }  // namespace
 
 struct PreparedRun::State {
   RunOptions options;
   Progress& progress;
   std::unique_ptr<MemoryBudget> budget;
+  std::unique_ptr<ScratchDirectory> scratch;
   RunResult base;  // everything before the energy step
   DFTensor df;                      // RHF, or UHF's α
   std::optional<DFTensor> df_beta;  // UHF's β
+  std::optional<EnergyPlan> energy_plan;  // the up-front plan's, for the options' backend and precision
   double prepare_seconds = 0.0;
 
-  RunContext context() { return {options, *budget, Communicator::world(), progress}; }
+  RunContext context() { return {options, *budget, Communicator::world(), progress, *scratch}; }
 };
 
 PreparedRun::PreparedRun(const RunInput& input, const RunOptions& options, Progress& progress)
-    : state_(new State{options, progress, nullptr, {}, {}, {}, 0.0}) {
+    : state_(new State{options, progress, nullptr, nullptr, {}, {}, {}, {}, 0.0}) {
   State& s = *state_;
   const auto start = Clock::now();
   RunResult& r = s.base;
@@ -101,6 +118,10 @@ PreparedRun::PreparedRun(const RunInput& input, const RunOptions& options, Progr
   r.blas_kernels = kernels::blas_kernel_name();
   if (const std::string why = kernels::blas_kernels_narrower_than_cpu(); !why.empty())
     progress.message("dfmp2: note: " + why);
+  // The scratch directory is checked first: a run that cannot use it stops before any work.
+  s.scratch = std::make_unique<ScratchDirectory>(options.scratch.empty() ? default_scratch_path() : options.scratch);
+  r.scratch_path = s.scratch->path();
+  r.scratch_free_bytes = s.scratch->free_bytes();
   // setup: the GEMM probe (which also has OpenBLAS allocate its buffers before the budget takes
   // its baseline), the budget, then the problem or the given tensor.
   const auto start_budget = [&] {
@@ -109,23 +130,30 @@ PreparedRun::PreparedRun(const RunInput& input, const RunOptions& options, Progr
     return s.context();
   };
   if (input.df) {  // energy only, from a given DF tensor
-    s.df = timed(stages, r.gemm_rates, "setup", [&] { return read_given_tensor(*input.df, start_budget()); });
+    s.df = timed(stages, r.gemm_rates, nullptr, "setup", [&] { return read_given_tensor(*input.df, start_budget()); });
     describe_given_tensor(input, r);
   } else {
     const Libint2Session libint2;
-    const Problem problem = timed(stages, r.gemm_rates, "setup", [&] {
+    RunPlan plan;
+    const Problem problem = timed(stages, r.gemm_rates, nullptr, "setup", [&] {
       const RunContext context = start_budget();
       Problem problem = define_problem(input, context);
-      check_memory(problem, context);
+      plan = plan_run(problem, context);
+      check_plan(plan, context);
+      announce(plan, context.progress);
       return problem;
     });
+    r.memory_plan = plan.stages();
     const RunContext context = s.context();
-    Integrals integrals = timed(stages, r.gemm_rates, "integrals", [&] { return compute_integrals(problem, context); });
-    ScfSolution scf = timed(stages, r.gemm_rates, "scf",
+    MemoryBudget* budget = s.budget.get();
+    Integrals integrals =
+        timed(stages, r.gemm_rates, budget, "integrals", [&] { return compute_integrals(problem, plan, context); });
+    ScfSolution scf = timed(stages, r.gemm_rates, budget, "scf",
                             [&] { return solve_scf(problem, integrals, input.orbitals, context); });
     integrals.fock.reset();  // frees the DF-SCF tensor before the DF transform draws its own
-    Transformed mo = timed(stages, r.gemm_rates, "df_transform",
-                           [&] { return transform_to_mo(problem, integrals, scf.orbitals, context); });
+    Transformed mo = timed(stages, r.gemm_rates, budget, "df_transform",
+                           [&] { return transform_to_mo(problem, plan, scf.orbitals, context); });
+    s.energy_plan = plan.mp2;
     s.df = std::move(mo.df);
     s.df_beta = std::move(mo.df_beta);
     r.df_transform_batches = mo.batches;
@@ -144,8 +172,12 @@ RunResult PreparedRun::energy(kernels::Backend backend, kernels::Precision preci
   RunResult r = s.base;
   const RunContext context = s.context();
   const auto start = Clock::now();
-  const Mp2Energy energy =
-      timed(r.stages, r.gemm_rates, "energy", [&] { return mp2_energy(s.df, s.df_beta, backend, precision, context); });
+  const Mp2Energy energy = timed(r.stages, r.gemm_rates, s.budget.get(), "energy", [&] {
+    const bool as_planned = s.energy_plan && backend == s.options.backend && precision == s.options.precision;
+    return mp2_energy(s.df, s.df_beta,
+                      as_planned ? *s.energy_plan : plan_energy_step(s.df, s.df_beta, backend, precision, context),
+                      context);
+  });
   r.total_seconds = s.prepare_seconds + seconds_since(start);
   const kernels::EnergyResult& e = energy.distributed.energy;
   r.backend = name_of(energy.backend);
@@ -165,6 +197,8 @@ RunResult PreparedRun::energy(kernels::Backend backend, kernels::Precision preci
   r.memory_baseline = s.budget->baseline();
   r.memory_peak_drawn = s.budget->peak_drawn();
   r.resources = resource_usage();
+  r.scratch_written_bytes = ScratchFile::total_written();
+  r.scratch_read_bytes = ScratchFile::total_read();
   return r;
 }
 

@@ -44,6 +44,7 @@ struct RunOptions {
   kernels::Backend backend = kernels::Backend::automatic;
   kernels::Precision precision = kernels::Precision::fp64;
   std::size_t memory_bytes = 0;  // 0: half the machine's RAM (default_memory_budget)
+  std::string scratch;           // empty: default_scratch_path()
   ScfOptions scf;
 };
 

@@ -7,6 +7,7 @@
 
 #include "kernels/gemm_rate.hpp"
 #include "src/common/memory.hpp"
+#include "src/common/memory_plan.hpp"
 #include "src/molecule/molecule.hpp"
 #include "src/molecule/orbital_basis.hpp"
 #include "src/scf/orbitals.hpp"
@@ -24,6 +25,7 @@ struct RankStats {
 struct StageTiming {
   std::string name;
   double seconds = 0.0, floor_seconds = 0.0, mpi_seconds = 0.0;
+  std::size_t drawn_peak_bytes = 0;  // the most this rank drew from the budget at once during it
 };
 
 struct RunResult {
@@ -53,6 +55,10 @@ struct RunResult {
   double total_seconds = 0.0;
   std::size_t memory_limit = 0, memory_baseline = 0, memory_peak_drawn = 0;  // the budget (bytes)
   std::size_t df_transform_batches = 0;  // batches of auxiliary shells: 1 unless the budget binds
+  MemoryPlan memory_plan;                // rank 0's, stage by stage
+  std::string scratch_path;
+  std::size_t scratch_free_bytes = 0;    // at the start
+  std::size_t scratch_written_bytes = 0, scratch_read_bytes = 0;  // rank 0's scratch I/O
   ResourceUsage resources;  // this rank's peak RSS and page faults at the end of the run
 };
 

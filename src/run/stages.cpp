@@ -13,6 +13,7 @@
 #include "src/io/ao_conventions.hpp"
 #include "src/mp2/df_transform.hpp"
 #include "src/scf/df_fock.hpp"
+#include "src/integrals/four_index.hpp"
 #include "src/scf/exact_fock.hpp"
 #include "src/scf/rhf.hpp"
 #include "src/scf/sad_guess.hpp"
@@ -94,17 +95,12 @@ void check_occupation(const Problem& problem) {
                      " orbitals, but the basis has " + std::to_string(nbf) + " functions");
 }
 
-// The active orbitals' B_ia^P of one set of orbitals (RHF's, or one spin's), adding to `stats`.
-DFTensor transform_set(const Problem& problem, const Integrals& integrals, const SpinOrbitals& orbitals,
-                       const RunContext& context, DFTransformStats& stats) {
+// The active orbitals of one spin (RHF: the one set) for the transform.
+TransformSpin transform_spin(const Problem& problem, const SpinOrbitals& orbitals) {
   const int nactive = orbitals.nocc - problem.nfrozen;
   const int nvir = static_cast<int>(orbitals.C.cols()) - orbitals.nocc;
-  const Eigen::MatrixXd C_occ = orbitals.C.middleCols(problem.nfrozen, nactive);
-  const Eigen::MatrixXd C_vir = orbitals.C.rightCols(nvir);
-  const Eigen::VectorXd eps_occ = orbitals.eps.segment(problem.nfrozen, nactive);
-  const Eigen::VectorXd eps_vir = orbitals.eps.tail(nvir);
-  return build_df_tensor({problem.obs, problem.aux, integrals.pairs, C_occ, C_vir, eps_occ, eps_vir}, context.budget,
-                         [&context](double done) { context.progress.fraction(done); }, context.comm, stats);
+  return {orbitals.C.middleCols(problem.nfrozen, nactive), orbitals.C.rightCols(nvir),
+          orbitals.eps.segment(problem.nfrozen, nactive), orbitals.eps.tail(nvir)};
 }
 
 void report_iteration(Progress& progress, const ScfIteration& it) {
@@ -160,7 +156,9 @@ Problem define_problem(const RunInput& input, const RunContext& context) {
   if (!p.jk_basis.empty())
     p.jk_aux = place_on(load_basis(p.jk_basis, BasisRole::auxiliary), p.molecule, p.orbital_basis.pure);
   check_occupation(p);
+  p.orbitals_given = input.orbitals.has_value();
   if (input.orbitals) check_given_orbitals(*input.orbitals, p);
+  p.pairs = significant_shell_pairs(p.obs);
   context.progress.message("dfmp2: " + p.name + ", nbf " + std::to_string(p.obs.nbf()) + ", naux " +
                            std::to_string(p.aux.nbf()) + ", nocc " + std::to_string(p.nocc) +
                            (p.unrestricted ? " α, " + std::to_string(p.nocc_beta) + " β (UHF)" : ""));
@@ -169,107 +167,134 @@ Problem define_problem(const RunInput& input, const RunContext& context) {
 
 namespace {
 
-// One spin's active orbitals (RHF: the one set): occupied in all and on this rank, virtual.
-struct SpinBlock {
-  std::size_t nocc, nocc_mine, nvir;
-};
-
-SpinBlock block_of(const DFTensor& df) { return {df.eps_occ.size(), df.nocc, df.nvir}; }
-
-// What the energy step holds beside B: the backend's workspace (lent to it from the budget's
-// pages) and, over MPI, a chunk of B visiting from another rank; each the most of any pair block
-// this rank sums (UHF: αα, ββ, and its α share against β shares).
-struct EnergyWorkspace {
-  std::size_t backend = 0, visiting = 0;
-  std::size_t total() const { return backend + visiting; }
-};
-EnergyWorkspace energy_workspace(const std::vector<SpinBlock>& spins, std::size_t naux, kernels::Backend backend,
-                                 kernels::Precision precision, std::size_t memory_bytes, const Communicator& comm) {
-  const std::size_t elem = precision == kernels::Precision::fp32 ? sizeof(float) : sizeof(double);
-  const int threads = omp_get_max_threads();
-  EnergyWorkspace most;
-  for (const SpinBlock& s : spins) {
-    most.backend = std::max(most.backend, kernels::energy_workspace_bytes(backend, precision, s.nocc_mine, s.nvir,
-                                                                          threads, memory_bytes));
-    most.visiting = std::max(most.visiting, visiting_chunk_bytes(s.nocc, s.nvir, naux, elem, comm));
-  }
-  if (spins.size() == 2)
-    most.backend = std::max(most.backend, kernels::energy_workspace_bytes_opposite_spin(
-                                              backend, precision, spins[0].nocc_mine, spins[0].nvir,
-                                              spins[1].nocc_mine, spins[1].nvir, threads, memory_bytes));
-  return most;
+// The sizes of each spin's transform and energy step, before the SCF: nvir at most (linear
+// dependencies only remove virtuals).
+std::vector<TransformSizes> transform_sizes(const Problem& problem) {
+  const std::size_t nbf = problem.obs.nbf();
+  std::vector<TransformSizes> spins{{std::size_t(problem.nocc - problem.nfrozen), nbf - problem.nocc}};
+  if (problem.unrestricted) spins.push_back({std::size_t(problem.nocc_beta - problem.nfrozen), nbf - problem.nocc_beta});
+  return spins;
 }
 
-// The most the energy step holds: each spin's B in the precision asked for (and the stored one
-// when they differ), and the workspace.
-std::size_t energy_peak_bytes(const std::vector<SpinBlock>& spins, std::size_t naux, bool stored_fp32,
-                              const RunContext& context) {
-  const kernels::Precision precision = context.options.precision;
-  const std::size_t elem = precision == kernels::Precision::fp32 ? sizeof(float) : sizeof(double);
-  const std::size_t stored = stored_fp32 ? sizeof(float) : sizeof(double);
-  std::size_t tensors = 0;
-  for (const SpinBlock& s : spins) tensors += s.nocc_mine * s.nvir * naux * (stored + (stored == elem ? 0 : elem));
-  return tensors + energy_workspace(spins, naux, context.options.backend, precision, 0, context.comm).total();
+std::vector<EnergySpin> energy_spins(const std::vector<TransformSizes>& sizes, bool in_memory, const Communicator& comm) {
+  std::vector<EnergySpin> spins;
+  for (const TransformSizes& s : sizes)
+    spins.push_back({s.nocc, share_of(s.nocc, comm.rank(), comm.size()).size(), s.nvir,
+                     in_memory ? EnergySpin::Stored::fp64 : EnergySpin::Stored::disk});
+  return spins;
 }
 
-// B in precision Real: the stored tensor, or a converted copy drawn from the budget when it was
-// stored in the other precision.
-template <typename Real>
-const Real* tensor_in(const DFTensor& df, LargeArray<Real>& copy, MemoryBudget& budget) {
-  const auto& [same, other] = [&] {
-    if constexpr (std::is_same_v<Real, double>)
-      return std::tie(df.B64, df.B32);
-    else
-      return std::tie(df.B32, df.B64);
-  }();
-  if (!same.empty()) return same.data();
-  copy = budget.allocate<Real>(other.size(), "B_ia^P converted to the precision asked for");
-  std::copy(other.begin(), other.end(), copy.begin());
-  return copy.data();
+std::vector<EnergySpin> energy_spins(const DFTensor& df, const std::optional<DFTensor>& df_beta) {
+  std::vector<EnergySpin> spins;
+  for (const DFTensor* t : {&df, df_beta ? &*df_beta : nullptr})
+    if (t != nullptr)
+      spins.push_back({t->eps_occ.size(), t->nocc, t->nvir,
+                       t->is_on_disk() ? EnergySpin::Stored::disk
+                       : t->B32.empty() ? EnergySpin::Stored::fp64
+                                        : EnergySpin::Stored::fp32});
+  return spins;
+}
+
+std::size_t b_bytes(const std::vector<EnergySpin>& spins, std::size_t naux) {
+  std::size_t bytes = 0;
+  for (const EnergySpin& s : spins) bytes += MemoryBudget::array_bytes(sizeof(double) * s.nocc_mine * s.nvir * naux);
+  return bytes;
+}
+
+void add_blocks(StagePlan& to, const StagePlan& from) {
+  to.blocks.insert(to.blocks.end(), from.blocks.begin(), from.blocks.end());
+  to.read_bytes += from.read_bytes;
+  if (!from.read_per.empty()) to.read_per = from.read_per;
+  if (!from.note.empty()) to.note = from.note;
 }
 
 }  // namespace
 
-void check_memory(const Problem& problem, const RunContext& context) {
+RunPlan plan_run(const Problem& problem, const RunContext& context) {
   const std::size_t nbf = problem.obs.nbf(), naux = problem.aux.nbf(), spins = problem.unrestricted ? 2 : 1;
-  const auto block = [&](int nocc) {
-    const std::size_t nactive = static_cast<std::size_t>(nocc - problem.nfrozen);
-    // nvir at most: linear dependencies only remove virtuals
-    return SpinBlock{nactive, share_of(nactive, context.comm.rank(), context.comm.size()).size(), nbf - nocc};
-  };
-  std::vector<SpinBlock> blocks{block(problem.nocc)};
-  if (problem.unrestricted) blocks.push_back(block(problem.nocc_beta));
-  const std::size_t scf =
-      scf_working_bytes(nbf, context.options.scf, spins) +
-      (problem.jk_aux ? DensityFittedFock::peak_bytes(problem.obs, *problem.jk_aux, context.comm, spins)
-                      : ExactFock::peak_bytes(nbf, spins));
-  // UHF transforms β while it holds α's B.
-  std::size_t transform = 0, held = 0;
-  for (const SpinBlock& s : blocks) {
-    transform = std::max(transform, held + df_transform_peak_bytes(problem.obs, problem.aux, s.nocc, s.nvir, context.comm));
-    held += sizeof(double) * s.nocc_mine * s.nvir * naux;
+  const std::size_t limit = context.budget.limit(), baseline = context.budget.baseline();
+  const std::size_t pairs = problem.pairs.bytes(), baseline_and_pairs = baseline + pairs;
+  const std::size_t ram = limit > baseline_and_pairs ? limit - baseline_and_pairs : 0;
+  RunPlan plan;
+  plan.integrals.stage = "integrals";
+  plan.scf.stage = "scf";
+  plan.df_transform.stage = "df_transform";
+  plan.energy.stage = "energy";
+  // The shell pairs are held from the integrals to the transform.
+  for (StagePlan* stage : {&plan.integrals, &plan.scf, &plan.df_transform}) stage->ram("the shell pairs", pairs);
+  std::vector<PlannedBlock> scf_blocks{{"the SCF's matrices", scf_working_bytes(nbf, context.options.scf, spins)}};
+  if (!problem.orbitals_given && context.options.guess == ScfGuess::sad)
+    scf_blocks.push_back({"the atomic guess's integrals", atomic_density_guess_bytes(problem.orbital_basis, problem.molecule)});
+  if (problem.jk_aux) {
+    plan.density_fitted_scf =
+        plan_density_fitted_scf(problem.obs, *problem.jk_aux, problem.pairs, spins, scf_blocks, ram, context.comm);
+    add_blocks(plan.integrals, plan.density_fitted_scf->setup);
+    add_blocks(plan.scf, plan.density_fitted_scf->iterations);
+  } else {
+    const std::size_t builds = ExactFock::peak_bytes(nbf, spins);
+    plan.integrals.ram("the exact Fock builds", builds);
+    plan.scf.ram("the exact Fock builds", builds);
+    for (const PlannedBlock& block : scf_blocks) plan.scf.blocks.push_back(block);
+    // The quartets are stored for an SCF's iterations when they fit on every rank (given orbitals
+    // take one build).
+    const std::size_t quartets = StoredQuartets::bytes(problem.obs, problem.pairs, context.comm.rank(), context.comm.size());
+    const auto fits = context.comm.allgather(plan.scf.ram_bytes() - pairs + quartets <= ram ? 1.0 : 0.0);
+    plan.store_quartets = !problem.orbitals_given &&
+                          std::all_of(fits.begin(), fits.end(), [](double f) { return f > 0.0; });
+    if (plan.store_quartets) plan.scf.ram("the stored four-index integrals", quartets);
   }
-  const std::size_t energy = energy_peak_bytes(blocks, naux, false, context);
-  context.budget.require(std::max({scf, transform, energy}),
-                         "this run (SCF " + format_bytes(scf) + ", DF transform " + format_bytes(transform) +
-                             ", energy " + format_bytes(energy) + " at their peaks)");
+  // B_ia^P stays in memory when both the transform and the energy step fit with it there.
+  const std::vector<TransformSizes> sizes = transform_sizes(problem);
+  const RunOptions& options = context.options;
+  for (bool in_memory : {true, false}) {
+    plan.transform = plan_df_transform(problem.obs, problem.aux, problem.pairs, sizes, in_memory, ram, context.comm);
+    const std::vector<EnergySpin> energy = energy_spins(sizes, in_memory, context.comm);
+    // The energy step runs once the shell pairs are freed.
+    const std::size_t energy_ram = limit > baseline ? limit - baseline : 0, held = in_memory ? b_bytes(energy, naux) : 0;
+    plan.mp2 = plan_energy(energy, naux, options.backend, options.precision, energy_ram > held ? energy_ram - held : 0,
+                           context.comm);
+    const bool fits = plan.transform.stage.ram_bytes() <= ram && plan.mp2.stage.ram_bytes() <= energy_ram;
+    const auto short_of = context.comm.allgather(fits ? 0.0 : 1.0);  // every rank keeps B alike
+    if (!in_memory || *std::max_element(short_of.begin(), short_of.end()) == 0.0) break;
+  }
+  add_blocks(plan.df_transform, plan.transform.stage);
+  add_blocks(plan.energy, plan.mp2.stage);
+  return plan;
 }
 
-Integrals compute_integrals(const Problem& problem, const RunContext& context) {
+void check_plan(const RunPlan& plan, const RunContext& context) {
+  const std::size_t limit = context.budget.limit(), baseline = context.budget.baseline();
+  std::size_t disk = 0;
+  for (const StagePlan& stage : plan.stages()) {
+    disk = std::max(disk, stage.disk_bytes());
+    const std::size_t ram = stage.ram_bytes();
+    if (baseline + ram > limit)
+      throw InputError("the " + stage.stage + " stage needs " + format_bytes(ram) + " of memory beside the " +
+                       format_bytes(baseline) + " the process holds, but --memory is " + format_bytes(limit) +
+                       "; raise --memory to at least " + format_bytes(baseline + ram));
+  }
+  if (const std::size_t free = context.scratch.free_bytes(); disk > free)
+    throw InputError("this run needs " + format_bytes(disk) + " of scratch space on disk, but the scratch directory '" +
+                     context.scratch.path() + "' has " + format_bytes(free) +
+                     " free; give --scratch a larger disk, or more --memory");
+}
+
+Integrals compute_integrals(const Problem& problem, const RunPlan& plan, const RunContext& context) {
   Integrals ints;
-  ints.pairs = significant_shell_pairs(problem.obs);
-  ints.pairs_memory = context.budget.reserve(ints.pairs.bytes(), "the shell pairs");
+  ints.pairs_memory = context.budget.reserve(problem.pairs.bytes(), "the shell pairs");
   ints.S = overlap_matrix(problem.obs);
   ints.H = core_hamiltonian(problem.obs, problem.molecule);
   if (problem.jk_aux) {
-    auto df = std::make_unique<DensityFittedFock>(problem.obs, *problem.jk_aux, ints.pairs, context.budget,
-                                                  context.comm, problem.unrestricted ? 2 : 1);
+    context.progress.begin("DF-SCF integrals and fitting (batches of shell rows)");
+    auto df = std::make_unique<DensityFittedFock>(problem.obs, *problem.jk_aux, problem.pairs, *plan.density_fitted_scf,
+                                                  context.budget, &context.scratch, context.comm,
+                                                  problem.unrestricted ? 2 : 1,
+                                                  [&context](double done) { context.progress.fraction(done); });
     ints.work = df->setup_work();
     ints.fock = std::move(df);
   } else {
-    ints.exact_fock_memory = context.budget.reserve(ExactFock::peak_bytes(problem.obs.nbf(), problem.unrestricted ? 2 : 1),
-                                                    "the exact Fock builds");
-    ints.fock = std::make_unique<ExactFock>(problem.obs, ints.pairs, context.comm, context.budget);
+    ints.fock = std::make_unique<ExactFock>(problem.obs, problem.pairs, context.comm, context.budget,
+                                            problem.unrestricted ? 2 : 1, plan.store_quartets);
   }
   return ints;
 }
@@ -277,6 +302,11 @@ Integrals compute_integrals(const Problem& problem, const RunContext& context) {
 ScfSolution solve_scf(const Problem& problem, Integrals& integrals, const std::optional<Orbitals>& given,
                       const RunContext& context) {
   ScfSolution solution;
+  int build = 0;
+  integrals.fock->set_progress([&](double done) {
+    if (done == 0.0) context.progress.begin("SCF J/K build " + std::to_string(++build));
+    else context.progress.fraction(done);
+  });
   const auto matrices = context.budget.reserve(
       scf_working_bytes(problem.obs.nbf(), context.options.scf, problem.unrestricted ? 2 : 1), "the SCF's matrices");
   if (given) {  // one Fock build for E_SCF instead of the SCF (checked by define_problem)
@@ -307,20 +337,24 @@ ScfSolution solve_scf(const Problem& problem, Integrals& integrals, const std::o
   return solution;
 }
 
-Transformed transform_to_mo(const Problem& problem, const Integrals& integrals, const Orbitals& orbitals,
+Transformed transform_to_mo(const Problem& problem, const RunPlan& plan, const Orbitals& orbitals,
                             const RunContext& context) {
-  DFTransformStats stats;
+  context.progress.begin(orbitals.beta ? "DF transform, α and β (work)" : "DF transform (work)");
+  std::vector<TransformSpin> spins{transform_spin(problem, orbitals)};
+  if (orbitals.beta) spins.push_back(transform_spin(problem, *orbitals.beta));
+  // The plan was made for nvir before the SCF; linear dependencies can only have removed some.
+  const DFTransformPlan transform_plan = [&] {
+    DFTransformPlan p = plan.transform;
+    for (std::size_t s = 0; s < spins.size(); ++s) p.spins[s].nvir = static_cast<std::size_t>(spins[s].C_vir.cols());
+    return p;
+  }();
   Transformed t;
-  context.progress.begin(orbitals.beta ? "DF transform, α (auxiliary batches)" : "DF transform (auxiliary batches)");
-  t.df = transform_set(problem, integrals, orbitals, context, stats);
-  t.batches = stats.batches;
-  if (orbitals.beta) {
-    // The three-index integrals are computed again for β: B_ia^P takes one spin at a time.
-    context.progress.begin("DF transform, β (auxiliary batches)");
-    t.df_beta = transform_set(problem, integrals, *orbitals.beta, context, stats);
-    t.batches = std::max(t.batches, stats.batches);
-  }
-  t.work = stats.work;
+  std::vector<DFTensor> tensors = build_df_tensors(
+      {problem.obs, problem.aux, problem.pairs, spins}, transform_plan, context.budget, &context.scratch,
+      [&context](double done) { context.progress.fraction(done); }, context.comm, t.work);
+  t.df = std::move(tensors[0]);
+  if (tensors.size() > 1) t.df_beta = std::move(tensors[1]);
+  t.batches = shell_batches(problem.aux, transform_plan.shells, transform_plan.batch_functions).size();
   return t;
 }
 
@@ -345,42 +379,24 @@ DFTensor read_given_tensor(const GivenDFTensor& given, const RunContext& context
   return df;
 }
 
-Mp2Energy mp2_energy(const DFTensor& df, const std::optional<DFTensor>& df_beta, kernels::Backend backend,
-                     kernels::Precision precision, const RunContext& context) {
-  context.progress.begin("MP2 energy (pair blocks)");
+EnergyPlan plan_energy_step(const DFTensor& df, const std::optional<DFTensor>& df_beta, kernels::Backend backend,
+                            kernels::Precision precision, const RunContext& context) {
+  return plan_energy(energy_spins(df, df_beta), df.naux, backend, precision, context.budget.available(), context.comm);
+}
+
+Mp2Energy mp2_energy(const DFTensor& df, const std::optional<DFTensor>& df_beta, const EnergyPlan& plan,
+                     const RunContext& context) {
+  context.progress.begin("MP2 energy (work)");
   Mp2Energy energy;
+  energy.backend = plan.backend;
+  energy.distributed = distributed_mp2_energy(df, df_beta ? &*df_beta : nullptr, plan, context.budget,
+                                              [&context](double done) { context.progress.fraction(done); },
+                                              context.comm);
   const double flops = (df_beta ? kernels::needed_flops_unrestricted(df.eps_occ.size(), df.nvir,
                                                                      df_beta->eps_occ.size(), df_beta->nvir, df.naux)
                                 : kernels::needed_flops(df.eps_occ.size(), df.nvir, df.naux)) /
                        context.comm.size();
-  std::vector<SpinBlock> blocks{block_of(df)};
-  if (df_beta) blocks.push_back(block_of(*df_beta));
-  const auto run = [&](auto real) {
-    using Real = decltype(real);
-    LargeArray<Real> copy, copy_beta;
-    const Real* B = tensor_in(df, copy, context.budget);
-    const Real* B_beta = df_beta ? tensor_in(*df_beta, copy_beta, context.budget) : nullptr;
-    kernels::EnergyOptions options;
-    options.memory_bytes = context.budget.available();  // for the loop backend's T_flat
-    options.progress = [&context](double done) { context.progress.fraction(done); };
-    if (backend == kernels::Backend::automatic)
-      backend = kernels::resolve_automatic(precision, df.eps_occ.size(), df.nvir, options.memory_bytes);
-    const EnergyWorkspace needs = energy_workspace(blocks, df.naux, backend, precision, options.memory_bytes, context.comm);
-    LargeArray<std::byte> workspace = context.budget.allocate<std::byte>(needs.backend, "the MP2 energy's workspace");
-    const auto visiting = context.budget.reserve(needs.visiting, "the MP2 energy's chunk of B from other ranks");
-    options.workspace = workspace.data();
-    options.workspace_bytes = workspace.size();
-    energy.backend = backend;
-    energy.distributed = df_beta ? distributed_ump2_energy(backend, B, df, B_beta, *df_beta, options, context.comm)
-                                 : distributed_mp2_energy(backend, B, df, options, context.comm);
-  };
-  if (precision == kernels::Precision::fp32) {
-    run(float{});
-    energy.work.flops_fp32 = flops;
-  } else {
-    run(double{});
-    energy.work.flops_fp64 = flops;
-  }
+  (plan.precision == kernels::Precision::fp32 ? energy.work.flops_fp32 : energy.work.flops_fp64) = flops;
   return energy;
 }
 

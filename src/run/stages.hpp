@@ -13,15 +13,19 @@
 #include <libint2/basis.h>
 
 #include "src/common/memory.hpp"
+#include "src/common/memory_plan.hpp"
 #include "src/common/parallel.hpp"
 #include "src/common/progress.hpp"
+#include "src/common/scratch.hpp"
 #include "src/common/stage_work.hpp"
 #include "src/integrals/shell_pairs.hpp"
 #include "src/molecule/basis.hpp"
 #include "src/mp2/df_tensor.hpp"
+#include "src/mp2/df_transform.hpp"
 #include "src/mp2/distributed_energy.hpp"
 #include "src/run/options.hpp"
 #include "src/run/run_input.hpp"
+#include "src/scf/df_fock.hpp"
 #include "src/scf/fock_builder.hpp"
 #include "src/scf/orbitals.hpp"
 
@@ -33,6 +37,7 @@ struct RunContext {
   MemoryBudget& budget;
   Communicator& comm;
   Progress& progress;
+  const ScratchDirectory& scratch;
 };
 
 // setup: the validated molecule, its basis sets placed on it, the sizes that follow.
@@ -48,22 +53,34 @@ struct Problem {
   int nocc = 0, nfrozen = 0;                 // occupied (RHF: doubly; UHF: α), and frozen of those
   int nocc_beta = 0;                         // UHF: occupied β orbitals (nocc − 2S); RHF: nocc
   double e_nuc = 0.0;
+  ShellPairs pairs;                          // the orbital basis' significant shell pairs
+  bool orbitals_given = false;               // the SCF is skipped
 };
 Problem define_problem(const RunInput& input, const RunContext& context);
-// The whole run's memory from the sizes alone, refused up front (InputError naming what it
-// would need) when over the budget.
-void check_memory(const Problem& problem, const RunContext& context);
 
-// integrals: one-electron matrices, the significant shell pairs, and the Fock builder (for DF,
-// its fitted three-index tensor).
+// The run's memory plan, stage by stage, from the sizes and the budget: what each stage holds in
+// memory and on disk at its peak. The stages then draw what their plans say.
+struct RunPlan {
+  std::optional<DensityFittedScfPlan> density_fitted_scf;  // the DF-SCF's tensor and builds
+  bool store_quartets = false;                             // exact SCF: the four-index integrals kept
+  DFTransformPlan transform;
+  EnergyPlan mp2;                                          // for the backend and precision of the options
+  StagePlan integrals, scf, df_transform, energy;
+  std::vector<StagePlan> stages() const { return {integrals, scf, df_transform, energy}; }
+};
+RunPlan plan_run(const Problem& problem, const RunContext& context);
+// Refuses the run up front (InputError naming what it would need) when a stage's plan does not
+// fit the budget, or the disk it needs is not free in the scratch directory.
+void check_plan(const RunPlan& plan, const RunContext& context);
+
+// integrals: one-electron matrices and the Fock builder (for DF, its fitted three-index tensor).
 struct Integrals {
   Eigen::MatrixXd S, H;
-  ShellPairs pairs;
   std::unique_ptr<FockBuilder> fock;
-  MemoryBudget::Reservation pairs_memory, exact_fock_memory;  // the shell pairs; an exact builder
+  MemoryBudget::Reservation pairs_memory;
   StageWork work;
 };
-Integrals compute_integrals(const Problem& problem, const RunContext& context);
+Integrals compute_integrals(const Problem& problem, const RunPlan& plan, const RunContext& context);
 
 // scf: canonical RHF or UHF orbitals, or the given ones with their energy from one Fock build.
 struct ScfSolution {
@@ -76,14 +93,15 @@ struct ScfSolution {
 ScfSolution solve_scf(const Problem& problem, Integrals& integrals, const std::optional<Orbitals>& given,
                       const RunContext& context);
 
-// df_transform: B_ia^P over the active orbitals (this rank's occupied block), of each spin for UHF.
+// df_transform: B_ia^P over the active orbitals (this rank's occupied block), of each spin for UHF
+// (both from one pass over the integrals), in memory or on disk as planned.
 struct Transformed {
   DFTensor df;                      // RHF, or UHF's α
   std::optional<DFTensor> df_beta;  // UHF's β
   StageWork work;
   std::size_t batches = 0;  // of auxiliary shells (more than one when the budget binds)
 };
-Transformed transform_to_mo(const Problem& problem, const Integrals& integrals, const Orbitals& orbitals,
+Transformed transform_to_mo(const Problem& problem, const RunPlan& plan, const Orbitals& orbitals,
                             const RunContext& context);
 
 // The energy-only run's B: this rank's occupied rows read from where they are stored.
@@ -96,7 +114,10 @@ struct Mp2Energy {
   kernels::Backend backend;  // the one that ran
   StageWork work;
 };
-Mp2Energy mp2_energy(const DFTensor& df, const std::optional<DFTensor>& df_beta, kernels::Backend backend,
-                     kernels::Precision precision, const RunContext& context);
+// The energy step's plan for B as it is held now, for any backend and precision.
+EnergyPlan plan_energy_step(const DFTensor& df, const std::optional<DFTensor>& df_beta, kernels::Backend backend,
+                            kernels::Precision precision, const RunContext& context);
+Mp2Energy mp2_energy(const DFTensor& df, const std::optional<DFTensor>& df_beta, const EnergyPlan& plan,
+                     const RunContext& context);
 
 }  // namespace dfmp2

@@ -11,7 +11,7 @@
 
 #include "src/common/errors.hpp"
 #include "src/common/memory.hpp"
-#include "tests/src/run_command.hpp"
+#include "tests/src/run_json.hpp"
 
 using namespace dfmp2;
 
@@ -103,30 +103,29 @@ TEST_CASE("the budget (--memory) bounds a whole run's peak RSS where it binds (b
 
 namespace {
 
-// The SCF, DF transform and energy peaks (bytes) of the up-front check's refusal message.
-std::vector<double> refused_peaks(const std::string& args) {
-  const CommandResult r = run_dfmp2(args + " --memory 1MB --quiet");
-  REQUIRE(r.exit_code != 0);
-  std::vector<double> peaks;
-  for (const char* stage : {"SCF ", "DF transform ", "energy "}) {
-    const std::size_t at = r.err.find(stage);
-    REQUIRE(at != std::string::npos);
-    std::size_t end = 0;
-    const double value = std::stod(r.err.substr(at + std::strlen(stage)), &end);
-    const std::string unit = r.err.substr(at + std::strlen(stage) + end + 1, 3);
-    peaks.push_back(value * (unit == "GiB" ? 1024.0 * MiB : unit == "MiB" ? double(MiB) : unit == "KiB" ? 1024.0 : 1.0));
-  }
-  return peaks;
+double planned_ram(const nlohmann::json& run, const std::string& stage) {
+  return planned_stage(run, stage)["ram_bytes"].get<double>();
 }
+
+const std::string kBenzene = std::string(DFMP2_SOURCE_DIR) + "/inputs/benzene.xyz --basis cc-pvdz";
 
 }  // namespace
 
-TEST_CASE("the up-front memory check counts UHF's two spins") {
+TEST_CASE("the plan counts UHF's two spins, and each stage draws what its plan says") {
   // The same singlet as RHF and as UHF: the UHF SCF holds two spins' matrices and exchange
-  // workspaces, its DF transform runs for β while α's B is held, and its energy step holds both B.
-  const std::string benzene = std::string(DFMP2_SOURCE_DIR) + "/inputs/benzene.xyz --basis cc-pvdz";
-  const std::vector<double> rhf = refused_peaks(benzene), uhf = refused_peaks(benzene + " --reference uhf");
-  CHECK(uhf[0] > rhf[0]);
-  CHECK(uhf[1] > 1.2 * rhf[1]);
-  CHECK(uhf[2] > 1.5 * rhf[2]);
+  // workspaces, its transform both spins' (Q|ia) and B, and its energy step both B.
+  TempDir dir;
+  const auto rhf = run_json(dir, kBenzene), uhf = run_json(dir, kBenzene + " --reference uhf");
+  check_drawn_as_planned(rhf);
+  check_drawn_as_planned(uhf);
+  CHECK(planned_ram(uhf, "scf") > planned_ram(rhf, "scf"));
+  CHECK(planned_ram(uhf, "df_transform") > 1.2 * planned_ram(rhf, "df_transform"));
+  CHECK(planned_ram(uhf, "energy") > 1.5 * planned_ram(rhf, "energy"));
+}
+
+TEST_CASE("a run that cannot fit even its smallest batches is refused up front, naming the stage and the memory") {
+  const CommandResult r = run_dfmp2(kBenzene + " --memory 1MB --quiet");
+  CHECK(r.exit_code == 1);
+  CHECK(without_notes(r.err).find("dfmp2: error: the integrals stage needs ") == 0);
+  CHECK(r.err.find("raise --memory to at least") != std::string::npos);
 }

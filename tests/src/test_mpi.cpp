@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tests/src/run_command.hpp"
+#include "tests/src/run_json.hpp"
 
 namespace {
 
@@ -16,16 +16,6 @@ const std::string kBenzene =
     "C  0.000000 -1.396792 0.0\nC -1.209657 -0.698396 0.0\nC -1.209657  0.698396 0.0\n"
     "H  0.000000  2.484212 0.0\nH  2.151390  1.242106 0.0\nH  2.151390 -1.242106 0.0\n"
     "H  0.000000 -2.484212 0.0\nH -2.151390 -1.242106 0.0\nH -2.151390  1.242106 0.0\n";
-
-nlohmann::json run_json(const TempDir& dir, const std::string& launcher, const std::string& args) {
-  static int counter = 0;
-  const std::string json = dir.path("run" + std::to_string(counter++) + ".json");
-  const CommandResult r = run_command(launcher + " " + std::string(DFMP2_EXE) + " " + args +
-                                      " --quiet --json " + json);
-  INFO(launcher << " dfmp2 " << args << "\n" << r.err);
-  REQUIRE(r.exit_code == 0);
-  return nlohmann::json::parse(read_text(json));
-}
 
 std::string mpirun(int ranks) {
   return std::string(DFMP2_MPIEXEC) + " --oversubscribe --allow-run-as-root -np " +
@@ -56,10 +46,10 @@ TEST_CASE("2, 3 and 4 ranks give the serial energies for every backend") {
   const std::string benzene = dir.write("benzene.xyz", kBenzene) + " --basis sto-3g";
   for (const char* backend : {"reference", "loop", "fused"}) {
     const std::string args = benzene + kTightScf + " --threads 1 --backend " + backend;
-    const auto serial = run_json(dir, "", args);
+    const auto serial = run_json(dir, args);
     for (int ranks : {2, 3, 4}) {
       INFO(backend << " on " << ranks << " ranks");
-      const auto parallel = run_json(dir, mpirun(ranks), args);
+      const auto parallel = run_json(dir, args, mpirun(ranks));
       CHECK(parallel["ranks"] == ranks);
       check_same_energies(serial, parallel);
     }
@@ -72,11 +62,11 @@ TEST_CASE("UHF on 2 and 3 ranks gives the serial energies for every backend") {
   const std::string methylene = open_shell("methylene") + " --basis def2-svp --multiplicity 3 --threads 1";
   for (const char* backend : {"reference", "loop", "fused"}) {
     const std::string args = methylene + " --backend " + backend;
-    const auto serial = run_json(dir, "", args);
+    const auto serial = run_json(dir, args);
     REQUIRE(serial["reference"] == "uhf");
     for (int ranks : {2, 3}) {
       INFO(backend << " on " << ranks << " ranks");
-      check_same_energies(serial, run_json(dir, mpirun(ranks), args));
+      check_same_energies(serial, run_json(dir, args, mpirun(ranks)));
     }
   }
 }
@@ -84,15 +74,15 @@ TEST_CASE("UHF on 2 and 3 ranks gives the serial energies for every backend") {
 TEST_CASE("UHF with exact SCF, in fp32, and on more ranks than active β orbitals") {
   TempDir dir;
   const std::string hydroxyl = open_shell("hydroxyl") + " --basis cc-pvdz --multiplicity 2 --threads 1";
-  check_same_energies(run_json(dir, "", hydroxyl + " --scf exact"),
-                      run_json(dir, mpirun(2), hydroxyl + " --scf exact"));
-  const auto serial = run_json(dir, "", hydroxyl + " --precision fp32");
-  const auto parallel = run_json(dir, mpirun(3), hydroxyl + " --precision fp32");
+  check_same_energies(run_json(dir, hydroxyl + " --scf exact"),
+                      run_json(dir, hydroxyl + " --scf exact", mpirun(2)));
+  const auto serial = run_json(dir, hydroxyl + " --precision fp32");
+  const auto parallel = run_json(dir, hydroxyl + " --precision fp32", mpirun(3));
   for (const char* key : {"e_corr", "e_aa", "e_bb", "e_os"}) CHECK(std::abs(parallel[key].get<double>() -
                                                                          serial[key].get<double>()) < 1e-8);
   // Frozen core: 4 active α and 3 active β orbitals; on 4 ranks one holds no β orbital.
-  check_same_energies(run_json(dir, "", hydroxyl + " --frozen-core"),
-                      run_json(dir, mpirun(4), hydroxyl + " --frozen-core"));
+  check_same_energies(run_json(dir, hydroxyl + " --frozen-core"),
+                      run_json(dir, hydroxyl + " --frozen-core", mpirun(4)));
 }
 
 TEST_CASE("exact SCF and fp32 also run distributed") {
@@ -100,10 +90,10 @@ TEST_CASE("exact SCF and fp32 also run distributed") {
   const std::string water =
       dir.write("water.xyz", "3\nw\nO 0 0 0.1178\nH 0 0.7555 -0.4712\nH 0 -0.7555 -0.4712\n") +
       " --basis cc-pvdz --threads 1";
-  check_same_energies(run_json(dir, "", water + " --scf exact"),
-                      run_json(dir, mpirun(2), water + " --scf exact"));
-  const auto serial = run_json(dir, "", water + " --precision fp32");
-  const auto parallel = run_json(dir, mpirun(3), water + " --precision fp32");
+  check_same_energies(run_json(dir, water + " --scf exact"),
+                      run_json(dir, water + " --scf exact", mpirun(2)));
+  const auto serial = run_json(dir, water + " --precision fp32");
+  const auto parallel = run_json(dir, water + " --precision fp32", mpirun(3));
   CHECK(std::abs(parallel["e_corr"].get<double>() - serial["e_corr"].get<double>()) < 1e-8);
 }
 
@@ -114,20 +104,44 @@ TEST_CASE("more ranks than active occupied orbitals still give the serial energy
   const std::string water =
       dir.write("water.xyz", "3\nw\nO 0 0 0.1178\nH 0 0.7555 -0.4712\nH 0 -0.7555 -0.4712\n") +
       " --basis cc-pvdz --frozen-core --threads 1" + std::string(kTightScf);
-  check_same_energies(run_json(dir, "", water), run_json(dir, mpirun(6), water));
+  check_same_energies(run_json(dir, water), run_json(dir, water, mpirun(6)));
 }
 
 TEST_CASE("with 2 ranks each holds at most ~60% of the serial run's B") {
   TempDir dir;
   const std::string benzene = dir.write("benzene.xyz", kBenzene) + " --basis sto-3g --threads 1";
-  const auto serial = run_json(dir, "", benzene);
-  const auto parallel = run_json(dir, mpirun(2), benzene);
+  const auto serial = run_json(dir, benzene);
+  const auto parallel = run_json(dir, benzene, mpirun(2));
   const double serial_b = serial["rank_stats"][0]["peak_b_bytes"].get<double>();
   REQUIRE(parallel["rank_stats"].size() == 2);
   for (const auto& rank : parallel["rank_stats"]) {
     CHECK(rank["peak_b_bytes"].get<double>() <= 0.6 * serial_b);
     CHECK(rank["bytes_sent"].get<double>() > 0.0);
   }
+}
+
+TEST_CASE("out of core on 2 ranks: the serial energies, and rank 0 draws what its plan says") {
+  // Each rank's DF-SCF tensor on its own scratch files; then, from given UHF orbitals, each rank's
+  // (Q|ia) and B on disk and its energy step in blocks.
+  TempDir dir;
+  const std::string benzene = dir.write("benzene.xyz", kBenzene) + " --basis cc-pvdz --threads 1";
+  const auto beside = [](const nlohmann::json& run, std::size_t mib) {
+    return " --memory " + std::to_string(run["memory"]["baseline_bytes"].get<std::size_t>() + (mib << 20));
+  };
+  const auto serial = run_json(dir, benzene + kTightScf);
+  const auto scf_in_memory = run_json(dir, benzene + kTightScf, mpirun(2));
+  const auto scf_on_disk = run_json(dir, benzene + kTightScf + beside(scf_in_memory, 38), mpirun(2));
+  check_same_energies(serial, scf_on_disk);
+  REQUIRE(run_dfmp2(benzene + " --reference uhf --quiet --output " + dir.path("uhf.h5")).exit_code == 0);
+  const std::string given = dir.path("uhf.h5") + " --reference uhf --scf exact --threads 1";
+  const auto given_serial = run_json(dir, given);
+  const auto given_in_memory = run_json(dir, given, mpirun(2));
+  const auto given_on_disk = run_json(dir, given + beside(given_in_memory, 12), mpirun(2));
+  check_same_energies(given_serial, given_on_disk);
+  CHECK(planned_stage(scf_on_disk, "scf")["disk_bytes"].get<double>() > 0.0);
+  CHECK(planned_stage(given_on_disk, "energy")["disk_bytes"].get<double>() > 0.0);
+  check_drawn_as_planned(scf_on_disk);
+  check_drawn_as_planned(given_on_disk);
 }
 
 TEST_CASE("redistribution in slabs of a few rows delivers every element, on 1 to 4 ranks") {

@@ -1,0 +1,39 @@
+// Runs dfmp2 (under a launcher such as mpirun, or none) and reads back the JSON it wrote.
+#pragma once
+
+#include <string>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "tests/src/run_command.hpp"
+
+inline nlohmann::json run_json(const TempDir& dir, const std::string& args,
+                               const std::string& launcher = "") {
+  static int counter = 0;
+  const std::string json = dir.path("run" + std::to_string(counter++) + ".json");
+  const CommandResult r = run_command(launcher + " " + std::string(DFMP2_EXE) + " " + args +
+                                      " --quiet --json " + json);
+  INFO(launcher << " dfmp2 " << args << "\n" << r.err);
+  REQUIRE(r.exit_code == 0);
+  return nlohmann::json::parse(read_text(json));
+}
+
+// The entry of the run's memory plan for `stage` ("SCF", "DF transform", ...).
+inline const nlohmann::json& planned_stage(const nlohmann::json& run, const std::string& stage) {
+  for (const auto& s : run["memory"]["plan"])
+    if (s["stage"] == stage) return s;
+  FAIL("the memory plan has no stage " << stage);
+  throw;  // not reached: FAIL throws
+}
+
+// Each stage of the run drew at most the RAM its plan gave it, and nearly all of it: the
+// allocations and the up-front check are one model.
+inline void check_drawn_as_planned(const nlohmann::json& run) {
+  for (const auto& stage : run["memory"]["plan"]) {
+    INFO(stage.dump());
+    const double planned = stage["ram_bytes"].get<double>(), drawn = stage["drawn_peak_bytes"].get<double>();
+    CHECK(drawn <= planned);
+    CHECK(drawn >= 0.95 * planned);
+  }
+}
