@@ -80,6 +80,7 @@ CLI::App* add_convert_command(CLI::App& app, ConvertArgs& args) {
 
 void convert(const ConvertArgs& args) {
   Molecule mol = read_xyz(args.xyz);
+  if (has_ghost_atoms(mol)) throw InputError("the HDF5 input layout has no ghost atoms: run the XYZ file itself");
   mol.charge = args.charge;
   mol.multiplicity = args.multiplicity;
   validate(mol);
@@ -95,6 +96,7 @@ void convert(const ConvertArgs& args) {
 
 struct OutputPaths {
   std::string json, output, molden, trexio;
+  bool orbital_files() const { return !(output.empty() && molden.empty() && trexio.empty()); }
 };
 
 // All the run's output files, or none.
@@ -110,6 +112,13 @@ void write_outputs(const OutputPaths& paths, const RunResult& result) {
   outputs.commit();
 }
 
+// The HDF5, Molden and TREXIO layouts have no ghost atoms: written, they would read back as real.
+void check_ghost_outputs(const RunInput& input, const OutputPaths& outputs) {
+  if (input.molecule && has_ghost_atoms(*input.molecule) && outputs.orbital_files())
+    throw InputError("--output, --molden and --trexio cannot hold ghost atoms (they would read back as real "
+                     "atoms): --json writes this run's results");
+}
+
 // `dfmp2 input ...`: the run, its report and output files (rank 0's).
 void compute(const std::string& input_path, const RunOptionsCli& run_options, const OutputPaths& outputs, bool quiet) {
   if (input_path.empty()) throw InputError("no input file given (see dfmp2 --help)");
@@ -119,6 +128,7 @@ void compute(const std::string& input_path, const RunOptionsCli& run_options, co
   RunInput input = read_input(input_path);
   if (is_xyz(input_path) && !options.basis) throw InputError("an XYZ input needs --basis NAME");
   check_orbital_outputs(input, options, !(outputs.molden.empty() && outputs.trexio.empty()));
+  check_ghost_outputs(input, outputs);
   const bool root = Communicator::world().is_root();
   Progress progress(quiet || !root);
   const RunResult result = run(input, options, progress);
