@@ -12,6 +12,7 @@
 #include "src/common/text.hpp"
 #include "src/io/hdf5_io.hpp"
 #include "src/io/molden.hpp"
+#include "src/io/orbital_file.hpp"
 #include "src/io/output_file.hpp"
 #include "src/io/trexio_io.hpp"
 #include "src/common/memory.hpp"
@@ -127,10 +128,12 @@ void compute(const std::string& input_path, const RunOptionsCli& run_options, co
   const RunOptions options = run_options.options();
   RunInput input = read_input(input_path);
   if (is_xyz(input_path) && !options.basis) throw InputError("an XYZ input needs --basis NAME");
-  check_orbital_outputs(input, options, !(outputs.molden.empty() && outputs.trexio.empty()));
-  check_ghost_outputs(input, outputs);
   const bool root = Communicator::world().is_root();
   Progress progress(quiet || !root);
+  if (input.unoccupied)
+    progress.message(occupy_by_energy(input, options.charge.value_or(0), options.multiplicity.value_or(1)));
+  check_orbital_outputs(input, options, !(outputs.molden.empty() && outputs.trexio.empty()));
+  check_ghost_outputs(input, outputs);
   const RunResult result = run(input, options, progress);
   if (root) {
     print_report(std::cout, result);
