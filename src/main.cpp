@@ -7,9 +7,11 @@
 #include <CLI/CLI.hpp>
 
 #include "src/cli/run_options_cli.hpp"
+#include "src/run/counterpoise.hpp"
 #include "src/run/driver.hpp"
 #include "src/common/errors.hpp"
 #include "src/common/text.hpp"
+#include "src/io/counterpoise_report.hpp"
 #include "src/io/hdf5_io.hpp"
 #include "src/io/molden.hpp"
 #include "src/io/orbital_file.hpp"
@@ -100,11 +102,11 @@ struct OutputPaths {
   bool orbital_files() const { return !(output.empty() && molden.empty() && trexio.empty()); }
 };
 
-// All the run's output files, or none.
-void write_outputs(const OutputPaths& paths, const RunResult& result) {
+// All the run's output files, or none; `json` is the --json file's content.
+void write_outputs(const OutputPaths& paths, const RunResult& result, const nlohmann::json& json) {
   OutputFiles outputs;
   const std::pair<const std::string&, FileWriter> writers[] = {
-      {paths.json, [&](const std::string& file) { write_json(file, result); }},
+      {paths.json, [&](const std::string& file) { write_text(file, json.dump(2) + "\n"); }},
       {paths.output, [&](const std::string& file) { write_hdf5_results(file, result); }},
       {paths.molden, [&](const std::string& file) { write_molden(file, result); }},
       {paths.trexio, [&](const std::string& file) { write_trexio(file, result); }}};
@@ -120,8 +122,10 @@ void check_ghost_outputs(const RunInput& input, const OutputPaths& outputs) {
                      "atoms): --json writes this run's results");
 }
 
-// `dfmp2 input ...`: the run, its report and output files (rank 0's).
-void compute(const std::string& input_path, const RunOptionsCli& run_options, const OutputPaths& outputs, bool quiet) {
+// `dfmp2 input ...`: the run (with --counterpoise, the five of the correction), its report and
+// output files (rank 0's).
+void compute(const std::string& input_path, const RunOptionsCli& run_options, const OutputPaths& outputs,
+             int counterpoise, bool quiet) {
   if (input_path.empty()) throw InputError("no input file given (see dfmp2 --help)");
   check_output_paths(input_path, {{"--json", outputs.json}, {"--output", outputs.output},
                                   {"--molden", outputs.molden}, {"--trexio", outputs.trexio}});
@@ -134,10 +138,18 @@ void compute(const std::string& input_path, const RunOptionsCli& run_options, co
     progress.message(occupy_by_energy(input, options.charge.value_or(0), options.multiplicity.value_or(1)));
   check_orbital_outputs(input, options, !(outputs.molden.empty() && outputs.trexio.empty()));
   check_ghost_outputs(input, outputs);
+  if (counterpoise > 0) {
+    const CounterpoiseResult cp = run_counterpoise(input, options, counterpoise, progress);
+    if (!root) return;
+    print_report(std::cout, cp[CounterpoiseRun::dimer]);
+    print_counterpoise(std::cout, cp);
+    write_outputs(outputs, cp[CounterpoiseRun::dimer], counterpoise_json(cp));
+    return;
+  }
   const RunResult result = run(input, options, progress);
   if (root) {
     print_report(std::cout, result);
-    write_outputs(outputs, result);
+    write_outputs(outputs, result, to_json(result));
   }
 }
 
@@ -151,6 +163,7 @@ int main(int argc, char** argv) {
 
   std::string input_path;
   OutputPaths outputs;
+  int counterpoise = 0;
   bool quiet = false;
   app.add_option("input", input_path,
                  "molecule.h5 (HDF5 input), molecule.xyz (with --basis), orbitals.molden or a TREXIO file");
@@ -159,6 +172,10 @@ int main(int argc, char** argv) {
   app.add_option("--output", outputs.output, "write results and orbitals to this HDF5 file");
   app.add_option("--molden", outputs.molden, "write the molecule, basis and orbitals as a Molden file");
   app.add_option("--trexio", outputs.trexio, "write the molecule, basis and orbitals as a TREXIO (HDF5) file");
+  app.add_option("--counterpoise", counterpoise,
+                 "counterpoise-corrected interaction energy: the first N atoms are monomer A, the rest B")
+      ->check(CLI::PositiveNumber)
+      ->type_name("N");
   app.add_flag("--quiet,-q", quiet, "no progress on stderr");
   ConvertArgs convert_args;
   const CLI::App* convert_command = add_convert_command(app, convert_args);
@@ -188,7 +205,7 @@ int main(int argc, char** argv) {
       if (comm.is_root()) convert(convert_args);
       return 0;
     }
-    compute(input_path, run_options, outputs, quiet);
+    compute(input_path, run_options, outputs, counterpoise, quiet);
     return 0;
   } catch (const InputError& e) {
     fail(e.what());

@@ -5,7 +5,6 @@
 #include <iomanip>
 
 #include "src/common/memory.hpp"
-#include "src/io/output_file.hpp"
 
 namespace dfmp2 {
 namespace {
@@ -188,10 +187,6 @@ nlohmann::json to_json(const RunResult& r) {
                                            [](const ScfIteration& it) { return it.fp32; });
   j["timings"] = timings;
   return j;
-}
-
-void write_json(const std::string& path, const RunResult& result) {
-  write_text(path, to_json(result).dump(2) + "\n");
 }
 
 }  // namespace dfmp2
