@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "src/cli/qcschema_command.hpp"
 #include "src/cli/run_options_cli.hpp"
 #include "src/run/counterpoise.hpp"
 #include "src/run/driver.hpp"
@@ -159,7 +160,7 @@ int main(int argc, char** argv) {
   MpiSession mpi(argc, argv);
   Communicator& comm = Communicator::world();
   CLI::App app{"dfmp2: density-fitted MP2 energies (RHF or UHF → DF-MP2)", "dfmp2"};
-  app.set_version_flag("--version", "dfmp2 0.1.0");
+  app.set_version_flag("--version", "dfmp2 " DFMP2_VERSION);
 
   std::string input_path;
   OutputPaths outputs;
@@ -179,6 +180,8 @@ int main(int argc, char** argv) {
   app.add_flag("--quiet,-q", quiet, "no progress on stderr");
   ConvertArgs convert_args;
   const CLI::App* convert_command = add_convert_command(app, convert_args);
+  QcschemaArgs qcschema_args;
+  const CLI::App* qcschema_command = add_qcschema_command(app, qcschema_args);
 
   try {
     app.parse(argc, argv);
@@ -205,6 +208,7 @@ int main(int argc, char** argv) {
       if (comm.is_root()) convert(convert_args);
       return 0;
     }
+    if (*qcschema_command) return run_qcschema_command(qcschema_args);
     compute(input_path, run_options, outputs, counterpoise, quiet);
     return 0;
   } catch (const InputError& e) {
