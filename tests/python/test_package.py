@@ -76,7 +76,7 @@ class InstallTest(unittest.TestCase):
         with tempfile.TemporaryDirectory() as prefix:
             subprocess.run([os.environ["CMAKE_COMMAND"], "--install", os.environ["DFMP2_BUILD_DIR"], "--prefix", prefix],
                            check=True, stdout=subprocess.DEVNULL)
-            site = os.path.join(prefix, "lib", "python3", "dist-packages")
+            site = os.path.join(prefix, "lib", "python%d.%d" % sys.version_info[:2], "dist-packages")
             beside = os.path.join(site, "dfmp2", "dfmp2")
             self.assertEqual(os.path.realpath(beside), os.path.realpath(os.path.join(prefix, "bin", "dfmp2")))
             code = ("import json, dfmp2, qcengine\n"
