@@ -103,7 +103,7 @@ TEST_CASE("ghost atoms in an XYZ file: monomer A in the dimer basis, as Psi4 com
   CHECK(std::abs(json["e_total"].get<double>() - psi4["e_total"].get<double>()) < kTolerance);
 
   // The HDF5, Molden and TREXIO layouts have no ghost atoms: refused before the run.
-  const CommandResult refused = run_dfmp2(path + basis_options(ref) + " --output " + dir.path("o.h5"));
+  const CommandResult refused = run_dfmp2(path + basis_options(ref) + " --quiet --output " + dir.path("o.h5"));
   CHECK(refused.exit_code == 1);
   CHECK_THAT(refused.err, Catch::StartsWith("dfmp2: error: --output, --molden and --trexio cannot hold ghost atoms"));
   CHECK_FALSE(std::filesystem::exists(dir.path("o.h5")));
@@ -142,7 +142,7 @@ TEST_CASE("what --counterpoise cannot split is refused before any run") {
 
   // On the command line: the one error line, no output.
   TempDir dir;
-  const CommandResult r = run_dfmp2(dimer.path + " --basis cc-pvdz --counterpoise 3 --json " + dir.path("x.json"));
+  const CommandResult r = run_dfmp2(dimer.path + " --basis cc-pvdz --counterpoise 3 --quiet --json " + dir.path("x.json"));
   CHECK(r.exit_code == 1);
   CHECK(r.err == "dfmp2: error: --counterpoise takes neutral closed-shell monomers, and monomer A (atoms 1-3) has 9 "
                  "electrons\n");
