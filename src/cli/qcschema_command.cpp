@@ -3,6 +3,7 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <utility>
 
 #include <omp.h>
 
@@ -31,13 +32,27 @@ std::string read_all(const std::string& path) {
   return text.str();
 }
 
+// QCEngine's error type and the message of an exception from reading or running the input.
+std::pair<const char*, std::string> classify(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const ConvergenceError& e) {
+    return {"convergence_error", e.what()};
+  } catch (const InputError& e) {
+    return {"input_error", e.what()};
+  } catch (const std::invalid_argument& e) {
+    return {"input_error", e.what()};
+  } catch (const std::bad_alloc&) {
+    return {"resource_error", "out of memory (lower the problem size or keywords.memory)"};
+  } catch (const std::exception& e) {
+    return {"unknown_error", std::string("internal: ") + e.what()};
+  }
+}
+
 // The run's AtomicResult, or the failed one with the error's QCEngine type; `error` gets the
-// message then.
+// message then. Under MPI an error is rethrown: one rank's failure must stop them all (main
+// aborts them), where a result written by rank 0 alone would leave the others waiting.
 json result_of(const json& input, std::size_t memory_bytes, bool quiet, std::string& error) {
-  const auto failed = [&](const char* type, const std::string& message) {
-    error = message;
-    return failed_result(input, type, message);
-  };
   try {
     QcschemaJob job = read_atomic_input(input);
     if (job.options.memory_bytes == 0) job.options.memory_bytes = memory_bytes;
@@ -46,16 +61,11 @@ json result_of(const json& input, std::size_t memory_bytes, bool quiet, std::str
     std::ostringstream report;
     print_report(report, result);
     return atomic_result(input, job.method, result, report.str());
-  } catch (const ConvergenceError& e) {
-    return failed("convergence_error", e.what());
-  } catch (const InputError& e) {
-    return failed("input_error", e.what());
-  } catch (const std::invalid_argument& e) {
-    return failed("input_error", e.what());
-  } catch (const std::bad_alloc&) {
-    return failed("resource_error", "out of memory (lower the problem size or keywords.memory)");
-  } catch (const std::exception& e) {
-    return failed("unknown_error", std::string("internal: ") + e.what());
+  } catch (...) {
+    if (Communicator::world().size() > 1) throw;
+    const auto [type, message] = classify(std::current_exception());
+    error = message;
+    return failed_result(input, type, message);
   }
 }
 
@@ -76,6 +86,8 @@ CLI::App* add_qcschema_command(CLI::App& app, QcschemaArgs& args) {
 int run_qcschema_command(const QcschemaArgs& args) {
   if (args.input != "-" && args.output != "-" && same_file(args.input, args.output))
     throw InputError("the result would overwrite the input '" + args.input + "'");
+  if (args.input == "-" && Communicator::world().size() > 1)
+    throw InputError("under MPI give the QCSchema input as a file: only rank 0 reads stdin");
   const std::size_t memory_bytes = args.memory.empty() ? 0 : parse_memory(args.memory);
   if (args.threads > 0) omp_set_num_threads(args.threads);
   const std::string text = read_all(args.input);

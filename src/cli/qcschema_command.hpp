@@ -20,7 +20,8 @@ CLI::App* add_qcschema_command(CLI::App& app, QcschemaArgs& args);
 
 // Runs the input and writes the result. An input dfmp2 cannot run (or a run that fails) still
 // gets a result, with success false and the error, and the error's line on stderr: returns 1
-// then, else 0. Throws InputError only when the input cannot be read or the result not written.
+// then, else 0. Throws InputError only when the input cannot be read or the result not written,
+// and, under MPI, for any error (then no result: every rank stops, as in a run of the CLI).
 int run_qcschema_command(const QcschemaArgs& args);
 
 }  // namespace dfmp2
