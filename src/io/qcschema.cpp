@@ -38,26 +38,27 @@ std::string text(const json& value, const std::string& name) {
   return value.get<std::string>();
 }
 
-// A number with an integer value (QCSchema writes charges as floats: 0.0).
+// A number with an integer value that fits an int (QCSchema writes charges as floats: 0.0).
 int integer(const json& value, const std::string& name) {
-  if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() != std::round(value.get<double>()) ||
-      std::abs(value.get<double>()) > 1e9)
+  const double number = value.is_number() ? value.get<double>() : NAN;
+  if (!std::isfinite(number) || number != std::round(number) || std::abs(number) > 1e9)
     throw InputError(name + " must be an integer, not " + value.dump());
-  return static_cast<int>(value.get<double>());
+  return static_cast<int>(number);
 }
 
 double positive(const json& value, const std::string& name) {
-  if (!value.is_number() || !std::isfinite(value.get<double>()) || !(value.get<double>() > 0.0))
+  const double number = value.is_number() ? value.get<double>() : NAN;
+  if (!std::isfinite(number) || !(number > 0.0))
     throw InputError(name + " must be a finite number above 0, not " + value.dump());
-  return value.get<double>();
+  return number;
 }
 
 // Psi4 takes true/false and the strings "true"/"false".
 bool flag(const json& value, const std::string& name) {
   if (value.is_boolean()) return value.get<bool>();
-  if (value.is_string() && (lowercase(value.get<std::string>()) == "true" || lowercase(value.get<std::string>()) == "false"))
-    return lowercase(value.get<std::string>()) == "true";
-  throw InputError(name + " must be true or false, not " + value.dump());
+  const std::string word = value.is_string() ? lowercase(value.get<std::string>()) : "";
+  if (word != "true" && word != "false") throw InputError(name + " must be true or false, not " + value.dump());
+  return word == "true";
 }
 
 template <typename Enum>
@@ -90,7 +91,8 @@ const std::map<std::string, KeywordSetter>& keyword_setters() {
          o.scf_type = choice<ScfType>(v, n, kPsi4ScfTypes);
        }},
       {"mp2_type", [](const json& v, const std::string& n, RunOptions&) {
-         if (lowercase(text(v, n)) != "df") throw InputError(n + " is " + v.dump() + ": dfmp2 computes DF-MP2 only (df)");
+         if (lowercase(text(v, n)) != "df")
+           throw InputError(n + " is " + v.dump() + ": dfmp2 computes DF-MP2 only (df)");
        }},
       {"df_basis_mp2", [](const json& v, const std::string& n, RunOptions& o) { o.df_basis = text(v, n); }},
       {"df_basis_scf", [](const json& v, const std::string& n, RunOptions& o) { o.jk_basis = text(v, n); }},
@@ -98,17 +100,23 @@ const std::map<std::string, KeywordSetter>& keyword_setters() {
          o.reference = choice(v, n, reference_names());
        }},
       {"guess", [](const json& v, const std::string& n, RunOptions& o) { o.guess = choice(v, n, scf_guess_names()); }},
-      {"backend", [](const json& v, const std::string& n, RunOptions& o) { o.backend = choice(v, n, backend_names()); }},
+      {"backend", [](const json& v, const std::string& n, RunOptions& o) {
+         o.backend = choice(v, n, backend_names());
+       }},
       {"precision", [](const json& v, const std::string& n, RunOptions& o) {
          o.precision = choice(v, n, precision_names());
        }},
       {"memory", [](const json& v, const std::string& n, RunOptions& o) {
-         // A size with its unit ("8GB"), or bytes.
-         o.memory_bytes = v.is_string() ? parse_memory(v.get<std::string>()) : static_cast<std::size_t>(positive(v, n));
-         if (o.memory_bytes == 0) throw InputError(n + " must be at least one byte");
+         // A size with its unit ("8GB"), or a number of bytes: read as the command line's --memory.
+         if (!v.is_string() && !v.is_number()) throw InputError(n + " must be a size such as \"8GB\", not " + v.dump());
+         o.memory_bytes = parse_memory(v.is_string() ? v.get<std::string>() : v.dump());
        }},
-      {"e_convergence", [](const json& v, const std::string& n, RunOptions& o) { o.scf.e_convergence = positive(v, n); }},
-      {"d_convergence", [](const json& v, const std::string& n, RunOptions& o) { o.scf.d_convergence = positive(v, n); }},
+      {"e_convergence", [](const json& v, const std::string& n, RunOptions& o) {
+         o.scf.e_convergence = positive(v, n);
+       }},
+      {"d_convergence", [](const json& v, const std::string& n, RunOptions& o) {
+         o.scf.d_convergence = positive(v, n);
+       }},
       {"maxiter", [](const json& v, const std::string& n, RunOptions& o) {
          o.scf.max_iterations = integer(v, n);
          if (o.scf.max_iterations < 1) throw InputError(n + " must be at least 1");
@@ -149,8 +157,9 @@ Molecule read_molecule(const json& molecule) {
     Atom atom;
     atom.Z = atomic_number(text(symbols[a], "molecule.symbols[" + std::to_string(a) + "]"));
     for (std::size_t c = 0; c < 3; ++c) {
-      if (!geometry[3 * a + c].is_number()) throw InputError(where + ": coordinate " + geometry[3 * a + c].dump() + " is not a number");
-      atom.r[c] = geometry[3 * a + c].get<double>();
+      const json& coordinate = geometry[3 * a + c];
+      if (!coordinate.is_number()) throw InputError(where + ": coordinate " + coordinate.dump() + " is not a number");
+      atom.r[c] = coordinate.get<double>();
     }
     if (!real.empty()) {
       if (!real[a].is_boolean()) throw InputError("molecule.real[" + std::to_string(a) + "] must be true or false");
@@ -158,7 +167,8 @@ Molecule read_molecule(const json& molecule) {
     }
     mol.atoms.push_back(atom);
   }
-  if (molecule.contains("molecular_charge")) mol.charge = integer(molecule["molecular_charge"], "molecule.molecular_charge");
+  if (molecule.contains("molecular_charge"))
+    mol.charge = integer(molecule["molecular_charge"], "molecule.molecular_charge");
   if (molecule.contains("molecular_multiplicity"))
     mol.multiplicity = integer(molecule["molecular_multiplicity"], "molecule.molecular_multiplicity");
   if (molecule.contains("name") && molecule["name"].is_string()) mol.name = molecule["name"].get<std::string>();
@@ -176,7 +186,8 @@ void read_driver(const json& input) {
 
 QcschemaJob read_atomic_input(const json& input) {
   if (!input.is_object()) throw InputError("the input must be a QCSchema AtomicInput, a JSON object");
-  const std::string schema = input.contains("schema_name") ? text(input["schema_name"], "schema_name") : "qcschema_input";
+  const std::string schema =
+      input.contains("schema_name") ? text(input["schema_name"], "schema_name") : "qcschema_input";
   if (schema != "qcschema_input" && schema != "qc_schema_input")
     throw InputError("schema_name is '" + schema + "': dfmp2 reads a QCSchema AtomicInput (qcschema_input)");
   read_driver(input);
@@ -189,7 +200,8 @@ QcschemaJob read_atomic_input(const json& input) {
   job.method = choice<QcMethod>(field(model, "model", "method"), "model.method", kMethods);
   const json& basis = field(model, "model", "basis");
   if (!basis.is_string() || basis.get<std::string>().empty())
-    throw InputError("model.basis must name an orbital basis set (dfmp2 takes basis set names, not QCSchema basis objects)");
+    throw InputError("model.basis must name an orbital basis set (dfmp2 takes basis set names, not QCSchema "
+                     "basis objects)");
   job.options = read_keywords(optional_object(input, "keywords"));
   job.options.basis = basis.get<std::string>();
   job.input.path = "the QCSchema input";

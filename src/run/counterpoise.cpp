@@ -33,7 +33,8 @@ Molecule molecule_of(const Molecule& dimer, std::size_t natom_a, CounterpoiseRun
 }
 
 std::string atom_range(std::size_t first, std::size_t last) {
-  return first == last ? "atom " + std::to_string(first) : "atoms " + std::to_string(first) + "-" + std::to_string(last);
+  if (first == last) return "atom " + std::to_string(first);
+  return "atoms " + std::to_string(first) + "-" + std::to_string(last);
 }
 
 // Everything that would stop a later run is refused before the first one.
@@ -42,7 +43,8 @@ void check_dimer(const RunInput& input, const RunOptions& options, int natom_a) 
     throw InputError("--counterpoise runs an SCF for the dimer and for each monomer: it needs a molecule alone "
                      "(XYZ, or HDF5 without /scf or /df), not given orbitals or a DF tensor");
   const Molecule& dimer = *input.molecule;
-  if (has_ghost_atoms(dimer)) throw InputError("--counterpoise places the ghost atoms itself: give the dimer without any");
+  if (has_ghost_atoms(dimer))
+    throw InputError("--counterpoise places the ghost atoms itself: give the dimer without any");
   const auto natom = static_cast<int>(dimer.atoms.size());
   if (natom_a < 1 || natom_a >= natom)
     throw InputError("--counterpoise " + std::to_string(natom_a) + " must leave each monomer an atom: between 1 and " +

@@ -120,6 +120,8 @@ TEST_CASE("read_atomic_input: QCEngine's water MP2 input becomes the molecule, b
   CHECK(other.options.scf.max_iterations == 30);
   CHECK(other.options.reference == Reference::uhf);
   CHECK(other.options.guess == ScfGuess::core);
+  input["keywords"] = {{"memory", 1e9}};  // a number: bytes
+  CHECK(read_atomic_input(input).options.memory_bytes == 1'000'000'000);
 }
 
 TEST_CASE("read_atomic_input refuses what dfmp2 cannot run, naming the field") {
@@ -138,6 +140,7 @@ TEST_CASE("read_atomic_input refuses what dfmp2 cannot run, naming the field") {
       {[](json& i) { i["keywords"]["e_convergence"] = -1; }, "keywords.e_convergence must be a finite number above 0"},
       {[](json& i) { i["keywords"]["maxiter"] = 0; }, "keywords.maxiter must be at least 1"},
       {[](json& i) { i["keywords"]["memory"] = "lots"; }, "invalid memory size 'lots'"},
+      {[](json& i) { i["keywords"]["memory"] = true; }, "keywords.memory must be a size such as \"8GB\""},
       {[](json& i) { i["keywords"] = json::array(); }, "keywords must be a JSON object"},
       {[](json& i) { i["molecule"]["geometry"].erase(0); }, "molecule.geometry must be a flat list of 3 x 3 coordinates"},
       {[](json& i) { i["molecule"]["real"] = {true}; }, "molecule.real must list true or false for each of the 3 atoms"},
