@@ -9,15 +9,13 @@ Each runs the dfmp2 executable's ``qcschema`` command: the one from ``$DFMP2_EXE
 ``dfmp2`` beside this package's files (where ``cmake --install`` links it), else the one on
 ``PATH``.
 """
+from importlib.util import find_spec
+
 from .executable import find_executable, run_qcschema
 
 __all__ = ["find_executable", "run_qcschema"]
 
-try:
-    import qcengine as _qcengine  # noqa: F401
-except ImportError:  # no QCEngine: the ASE calculator and run_qcschema still work
-    pass
-else:
-    from . import qcengine_harness as _qcengine_harness
+if find_spec("qcengine") is not None:  # without QCEngine the ASE calculator and run_qcschema still work
+    from . import qcengine_harness
 
-    _qcengine_harness.register()
+    qcengine_harness.register()
