@@ -10,6 +10,7 @@ packages=(
   libhwy-dev catch2 libcli11-dev nlohmann-json3-dev libtrexio-dev
   libopenmpi-dev openmpi-bin
   python3 python3-matplotlib
+  python3-qcengine python3-qcelemental python3-ase
 )
 
 missing=()

@@ -6,12 +6,16 @@
 
 #include <CLI/CLI.hpp>
 
+#include "src/cli/qcschema_command.hpp"
 #include "src/cli/run_options_cli.hpp"
+#include "src/run/counterpoise.hpp"
 #include "src/run/driver.hpp"
 #include "src/common/errors.hpp"
 #include "src/common/text.hpp"
+#include "src/io/counterpoise_report.hpp"
 #include "src/io/hdf5_io.hpp"
 #include "src/io/molden.hpp"
+#include "src/io/orbital_file.hpp"
 #include "src/io/output_file.hpp"
 #include "src/io/trexio_io.hpp"
 #include "src/common/memory.hpp"
@@ -80,6 +84,7 @@ CLI::App* add_convert_command(CLI::App& app, ConvertArgs& args) {
 
 void convert(const ConvertArgs& args) {
   Molecule mol = read_xyz(args.xyz);
+  if (has_ghost_atoms(mol)) throw InputError("the HDF5 input layout has no ghost atoms: run the XYZ file itself");
   mol.charge = args.charge;
   mol.multiplicity = args.multiplicity;
   validate(mol);
@@ -95,13 +100,14 @@ void convert(const ConvertArgs& args) {
 
 struct OutputPaths {
   std::string json, output, molden, trexio;
+  bool orbital_files() const { return !(output.empty() && molden.empty() && trexio.empty()); }
 };
 
-// All the run's output files, or none.
-void write_outputs(const OutputPaths& paths, const RunResult& result) {
+// All the run's output files, or none; `json` is the --json file's content.
+void write_outputs(const OutputPaths& paths, const RunResult& result, const nlohmann::json& json) {
   OutputFiles outputs;
   const std::pair<const std::string&, FileWriter> writers[] = {
-      {paths.json, [&](const std::string& file) { write_json(file, result); }},
+      {paths.json, [&](const std::string& file) { write_text(file, json.dump(2) + "\n"); }},
       {paths.output, [&](const std::string& file) { write_hdf5_results(file, result); }},
       {paths.molden, [&](const std::string& file) { write_molden(file, result); }},
       {paths.trexio, [&](const std::string& file) { write_trexio(file, result); }}};
@@ -110,21 +116,41 @@ void write_outputs(const OutputPaths& paths, const RunResult& result) {
   outputs.commit();
 }
 
-// `dfmp2 input ...`: the run, its report and output files (rank 0's).
-void compute(const std::string& input_path, const RunOptionsCli& run_options, const OutputPaths& outputs, bool quiet) {
+// The HDF5, Molden and TREXIO layouts have no ghost atoms: written, they would read back as real.
+void check_ghost_outputs(const RunInput& input, const OutputPaths& outputs) {
+  if (input.molecule && has_ghost_atoms(*input.molecule) && outputs.orbital_files())
+    throw InputError("--output, --molden and --trexio cannot hold ghost atoms (they would read back as real "
+                     "atoms): --json writes this run's results");
+}
+
+// `dfmp2 input ...`: the run (with --counterpoise, the five of the correction), its report and
+// output files (rank 0's).
+void compute(const std::string& input_path, const RunOptionsCli& run_options, const OutputPaths& outputs,
+             int counterpoise, bool quiet) {
   if (input_path.empty()) throw InputError("no input file given (see dfmp2 --help)");
   check_output_paths(input_path, {{"--json", outputs.json}, {"--output", outputs.output},
                                   {"--molden", outputs.molden}, {"--trexio", outputs.trexio}});
   const RunOptions options = run_options.options();
   RunInput input = read_input(input_path);
   if (is_xyz(input_path) && !options.basis) throw InputError("an XYZ input needs --basis NAME");
-  check_orbital_outputs(input, options, !(outputs.molden.empty() && outputs.trexio.empty()));
   const bool root = Communicator::world().is_root();
   Progress progress(quiet || !root);
+  if (input.unoccupied)
+    progress.message(occupy_by_energy(input, options.charge.value_or(0), options.multiplicity.value_or(1)));
+  check_orbital_outputs(input, options, !(outputs.molden.empty() && outputs.trexio.empty()));
+  check_ghost_outputs(input, outputs);
+  if (counterpoise > 0) {
+    const CounterpoiseResult cp = run_counterpoise(input, options, counterpoise, progress);
+    if (!root) return;
+    print_report(std::cout, cp[CounterpoiseRun::dimer]);
+    print_counterpoise(std::cout, cp);
+    write_outputs(outputs, cp[CounterpoiseRun::dimer], counterpoise_json(cp));
+    return;
+  }
   const RunResult result = run(input, options, progress);
   if (root) {
     print_report(std::cout, result);
-    write_outputs(outputs, result);
+    write_outputs(outputs, result, to_json(result));
   }
 }
 
@@ -134,10 +160,11 @@ int main(int argc, char** argv) {
   MpiSession mpi(argc, argv);
   Communicator& comm = Communicator::world();
   CLI::App app{"dfmp2: density-fitted MP2 energies (RHF or UHF → DF-MP2)", "dfmp2"};
-  app.set_version_flag("--version", "dfmp2 0.1.0");
+  app.set_version_flag("--version", "dfmp2 " DFMP2_VERSION);
 
   std::string input_path;
   OutputPaths outputs;
+  int counterpoise = 0;
   bool quiet = false;
   app.add_option("input", input_path,
                  "molecule.h5 (HDF5 input), molecule.xyz (with --basis), orbitals.molden or a TREXIO file");
@@ -146,9 +173,15 @@ int main(int argc, char** argv) {
   app.add_option("--output", outputs.output, "write results and orbitals to this HDF5 file");
   app.add_option("--molden", outputs.molden, "write the molecule, basis and orbitals as a Molden file");
   app.add_option("--trexio", outputs.trexio, "write the molecule, basis and orbitals as a TREXIO (HDF5) file");
+  app.add_option("--counterpoise", counterpoise,
+                 "counterpoise-corrected interaction energy: the first N atoms are monomer A, the rest B")
+      ->check(CLI::PositiveNumber)
+      ->type_name("N");
   app.add_flag("--quiet,-q", quiet, "no progress on stderr");
   ConvertArgs convert_args;
   const CLI::App* convert_command = add_convert_command(app, convert_args);
+  QcschemaArgs qcschema_args;
+  const CLI::App* qcschema_command = add_qcschema_command(app, qcschema_args);
 
   try {
     app.parse(argc, argv);
@@ -175,7 +208,8 @@ int main(int argc, char** argv) {
       if (comm.is_root()) convert(convert_args);
       return 0;
     }
-    compute(input_path, run_options, outputs, quiet);
+    if (*qcschema_command) return run_qcschema_command(qcschema_args);
+    compute(input_path, run_options, outputs, counterpoise, quiet);
     return 0;
   } catch (const InputError& e) {
     fail(e.what());

@@ -10,4 +10,10 @@ struct InputError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// An iteration (the SCF) that did not converge: the user's to fix too (more iterations, another
+// guess), told apart only where a caller classifies errors (QCSchema's error_type).
+struct ConvergenceError : InputError {
+  using InputError::InputError;
+};
+
 }  // namespace dfmp2

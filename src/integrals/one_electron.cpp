@@ -42,7 +42,8 @@ Eigen::MatrixXd overlap_matrix(const libint2::BasisSet& obs) {
 Eigen::MatrixXd core_hamiltonian(const libint2::BasisSet& obs, const Molecule& mol) {
   Engine nuclear(Operator::nuclear, obs.max_nprim(), obs.max_l());
   std::vector<std::pair<double, std::array<double, 3>>> charges;
-  for (const Atom& atom : mol.atoms) charges.push_back({static_cast<double>(atom.Z), atom.r});
+  for (const Atom& atom : mol.atoms)
+    if (!atom.ghost) charges.push_back({static_cast<double>(atom.Z), atom.r});
   nuclear.set_params(charges);
   return one_body(obs, Engine(Operator::kinetic, obs.max_nprim(), obs.max_l())) + one_body(obs, nuclear);
 }

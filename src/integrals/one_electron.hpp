@@ -9,7 +9,7 @@
 namespace dfmp2 {
 
 Eigen::MatrixXd overlap_matrix(const libint2::BasisSet& obs);
-// T + V: kinetic energy plus attraction to the nuclei.
+// T + V: kinetic energy plus attraction to the nuclei (of the real atoms: ghosts have none).
 Eigen::MatrixXd core_hamiltonian(const libint2::BasisSet& obs, const Molecule& mol);
 
 }  // namespace dfmp2

@@ -233,9 +233,9 @@ FileOrbitals read_mo(const Reader& in, const Section& mo, Eigen::Index nbf) {
     if (lowercase(orbital.spin) != "alpha")
       in.fail(orbital.header, which + " has Spin= " + orbital.spin +
                                   ": UHF orbitals are not supported yet, only closed-shell RHF ones");
-    if (!orbital.energy || !orbital.occupation) in.fail(orbital.header, which + " lacks Ene= or Occup=");
+    if (!orbital.energy) in.fail(orbital.header, which + " lacks Ene=");
     out.eps[p] = *orbital.energy;
-    out.occupation[p] = *orbital.occupation;
+    out.occupation[p] = orbital.occupation.value_or(0.0);  // all absent: occupied by energy later
     std::vector<bool> seen(static_cast<std::size_t>(nbf), false);
     for (std::size_t k = 0; k < orbital.coefficients.size(); ++k) {
       const auto [function, value] = orbital.coefficients[k];
@@ -355,7 +355,8 @@ RunInput read_molden(const std::string& path) {
   const double electrons = file.orbitals.occupation.sum();
   int nuclear_charge = 0;
   for (const Atom& atom : file.molecule.atoms) nuclear_charge += atom.Z;
-  file.molecule.charge = nuclear_charge - static_cast<int>(std::lround(electrons));
+  // Without occupations the charge is the run's to give (occupy_by_energy).
+  if (electrons != 0.0) file.molecule.charge = nuclear_charge - static_cast<int>(std::lround(electrons));
 
   // Molden's Cartesian functions are unit-normalised; Psi4 1.3 writes them normalised like x^l.
   std::vector<std::size_t> order(basis.shells.size());

@@ -14,8 +14,10 @@ namespace dfmp2 {
 bool is_molden(const std::string& path);
 
 // The molecule (charge from the occupations), the basis of [GTO] and the closed-shell orbitals
-// of [MO] in libint2's convention, checked orthonormal. Names no basis set. Throws InputError
-// with one line naming the file (and line) and the problem.
+// of [MO] in libint2's convention, checked orthonormal. Names no basis set. When every Occup= is
+// zero or absent (Psi4 1.3's files of correlated wavefunctions), the orbitals come unoccupied
+// (RunInput::unoccupied, see occupy_by_energy). Throws InputError with one line naming the file
+// (and line) and the problem.
 RunInput read_molden(const std::string& path);
 
 // The run's molecule, orbital basis and canonical orbitals with energies and occupations;

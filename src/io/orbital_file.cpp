@@ -52,7 +52,7 @@ Orbitals sorted_closed_shell(const OrbitalFileData& file, const Eigen::MatrixXd&
     if (n > 1.0) ++orbitals.nocc;
     virtual_seen = virtual_seen || n < 1.0;
   }
-  if (orbitals.nocc == 0) fail(file, "no occupied orbital");
+  // No occupied orbital: the file gave no occupations (all zero), occupy_by_energy decides.
   if (orbitals.nocc == C.cols())
     fail(file, "holds no virtual orbitals, which MP2 needs (write the file with its virtual orbitals)");
   return orbitals;
@@ -112,8 +112,34 @@ RunInput orbitals_input(const OrbitalFileData& file, OrbitalBasis basis, const s
   input.path = file.path;
   input.molecule = file.molecule;
   input.orbitals = sorted_closed_shell(file, C);
+  input.unoccupied = input.orbitals->nocc == 0;
   input.orbital_basis = std::move(basis);
   return input;
+}
+
+std::string occupy_by_energy(RunInput& input, int charge, int multiplicity) {
+  Molecule& mol = *input.molecule;
+  Orbitals& orbitals = *input.orbitals;
+  const std::string where = "'" + input.path + "' gives no orbital occupations";
+  if (multiplicity != 1)
+    throw InputError(where + ": its orbitals are occupied as a closed shell, which multiplicity " +
+                     std::to_string(multiplicity) + " is not");
+  mol.charge = charge;
+  mol.multiplicity = multiplicity;
+  try {
+    validate(mol);
+  } catch (const InputError& e) {
+    throw InputError(where + ": " + e.what());
+  }
+  orbitals.nocc = alpha_electrons(mol);
+  const auto nmo = static_cast<int>(orbitals.C.cols());
+  if (orbitals.nocc >= nmo)
+    throw InputError(where + ", and its " + std::to_string(nmo) + " orbitals leave no virtual one for " +
+                     std::to_string(electron_count(mol)) + " electrons");
+  input.unoccupied = false;
+  return "dfmp2: note: " + where + ": the " + std::to_string(orbitals.nocc) +
+         " lowest in energy are taken as doubly occupied (charge " + std::to_string(charge) +
+         "; --charge sets another)";
 }
 
 Eigen::VectorXd closed_shell_occupations(const Orbitals& orbitals) {

@@ -55,9 +55,15 @@ FunctionMap function_map(const libint2::BasisSet& basis, const std::vector<std::
 
 // The run's input from a file: the orbitals through the one of `readings` (candidate maps of the
 // file's functions onto `basis`, its file_basis) that makes them orthonormal, sorted by energy,
-// checked closed-shell (occupations 2 and 0) with virtual orbitals. Throws InputError naming
-// the file.
+// checked closed-shell (occupations 2 and 0) with virtual orbitals. All occupations zero: the
+// orbitals come unoccupied (RunInput::unoccupied). Throws InputError naming the file.
 RunInput orbitals_input(const OrbitalFileData& file, OrbitalBasis basis, const std::vector<FunctionMap>& readings);
+
+// Unoccupied orbitals (a file without occupations) occupied by energy: the lowest half of the
+// electrons the molecule has with this charge (and multiplicity, which must be 1) doubly
+// occupied. Returns the note that says so, for stderr. Throws InputError when the electrons do
+// not fit or leave no virtual orbital.
+std::string occupy_by_energy(RunInput& input, int charge, int multiplicity);
 
 // The occupations of closed-shell orbitals: 2 for the nocc lowest, 0 for the rest.
 Eigen::VectorXd closed_shell_occupations(const Orbitals& orbitals);

@@ -5,7 +5,6 @@
 #include <iomanip>
 
 #include "src/common/memory.hpp"
-#include "src/io/output_file.hpp"
 
 namespace dfmp2 {
 namespace {
@@ -140,7 +139,7 @@ void print_report(std::ostream& out, const RunResult& r) {
     if (r.geometry->multiplicity != 1) out << ", multiplicity " << r.geometry->multiplicity;
     out << ")\n";
     for (const Atom& atom : r.geometry->atoms)
-      out << "  " << std::setw(2) << std::left << element_symbol(atom.Z) << std::right << "  "
+      out << "  " << std::setw(2) << std::left << atom_label(atom) << std::right << "  "
           << std::setw(14) << fixed(atom.r[0], 8) << std::setw(14) << fixed(atom.r[1], 8)
           << std::setw(14) << fixed(atom.r[2], 8) << "  bohr\n";
     out << "Basis " << (r.basis.empty() ? "given with the orbitals" : r.basis) << "   DF (MP2) " << r.df_basis;
@@ -239,10 +238,6 @@ nlohmann::json to_json(const RunResult& r) {
                                            [](const ScfIteration& it) { return it.fp32; });
   j["timings"] = timings;
   return j;
-}
-
-void write_json(const std::string& path, const RunResult& result) {
-  write_text(path, to_json(result).dump(2) + "\n");
 }
 
 }  // namespace dfmp2

@@ -12,7 +12,5 @@ namespace dfmp2 {
 
 void print_report(std::ostream& out, const RunResult& result);
 nlohmann::json to_json(const RunResult& result);
-// Creates the file at `path`; outputs go through OutputFiles (src/io/output_file.hpp).
-void write_json(const std::string& path, const RunResult& result);
 
 }  // namespace dfmp2

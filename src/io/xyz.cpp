@@ -5,8 +5,27 @@
 #include <sstream>
 
 #include "src/common/errors.hpp"
+#include "src/common/text.hpp"
 
 namespace dfmp2 {
+namespace {
+
+// "O", or a ghost atom as Psi4 writes one: "@O" or "Gh(O)" (any case).
+Atom atom_from_symbol(const std::string& symbol) {
+  Atom atom;
+  std::string element = symbol;
+  if (element.size() > 1 && element[0] == '@') {
+    atom.ghost = true;
+    element.erase(0, 1);
+  } else if (element.size() > 4 && lowercase(element.substr(0, 3)) == "gh(" && element.back() == ')') {
+    atom.ghost = true;
+    element = element.substr(3, element.size() - 4);
+  }
+  atom.Z = atomic_number(element);
+  return atom;
+}
+
+}  // namespace
 
 Molecule read_xyz(const std::string& path) {
   std::ifstream in(path);
@@ -33,8 +52,7 @@ Molecule read_xyz(const std::string& path) {
     if (!(fields >> symbol >> x >> y >> z))
       throw InputError(where + ": line " + std::to_string(k + 3) + " is not 'El x y z': '" +
                        line + "'");
-    Atom atom;
-    atom.Z = atomic_number(symbol);
+    Atom atom = atom_from_symbol(symbol);
     const std::array<std::string, 3> xyz = {x, y, z};
     for (int c = 0; c < 3; ++c) {
       std::size_t used = 0;

@@ -1,4 +1,5 @@
-// XYZ files: the atom count, a comment line (the molecule's name), then "El x y z" in Ångström.
+// XYZ files: the atom count, a comment line (the molecule's name), then "El x y z" in Ångström;
+// a ghost atom's element written "@El" or "Gh(El)", as Psi4 writes them.
 #pragma once
 
 #include <string>

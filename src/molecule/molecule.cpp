@@ -60,14 +60,24 @@ const std::string& element_symbol(int Z) {
   return kSymbols[Z];
 }
 
+std::string atom_label(const Atom& atom) {
+  return atom.ghost ? "Gh(" + element_symbol(atom.Z) + ")" : element_symbol(atom.Z);
+}
+
+bool has_ghost_atoms(const Molecule& mol) {
+  return std::any_of(mol.atoms.begin(), mol.atoms.end(), [](const Atom& atom) { return atom.ghost; });
+}
+
 void validate(const Molecule& mol) {
   if (mol.atoms.empty()) throw InputError("the molecule has no atoms");
+  if (std::all_of(mol.atoms.begin(), mol.atoms.end(), [](const Atom& atom) { return atom.ghost; }))
+    throw InputError("every atom of the molecule is a ghost atom: at least one must be real");
   for (std::size_t a = 0; a < mol.atoms.size(); ++a) {
     const Atom& atom = mol.atoms[a];
     element_symbol(atom.Z);
     for (double c : atom.r)
       if (!std::isfinite(c))
-        throw InputError("atom " + std::to_string(a + 1) + " (" + element_symbol(atom.Z) +
+        throw InputError("atom " + std::to_string(a + 1) + " (" + atom_label(atom) +
                          ") has a non-finite coordinate");
     for (std::size_t b = 0; b < a; ++b) {
       const Atom& other = mol.atoms[b];
@@ -76,8 +86,8 @@ void validate(const Molecule& mol) {
       if (!(d >= kMinAtomDistance)) {
         char distance[64];
         std::snprintf(distance, sizeof distance, "%.3g bohr apart, closer than %g bohr", d, kMinAtomDistance);
-        throw InputError("atoms " + std::to_string(b + 1) + " (" + element_symbol(other.Z) + ") and " +
-                         std::to_string(a + 1) + " (" + element_symbol(atom.Z) + ") are " + distance +
+        throw InputError("atoms " + std::to_string(b + 1) + " (" + atom_label(other) + ") and " +
+                         std::to_string(a + 1) + " (" + atom_label(atom) + ") are " + distance +
                          ": check the geometry and its units (XYZ files are in Angstrom)");
       }
     }
@@ -93,7 +103,8 @@ void validate(const Molecule& mol) {
 
 std::int64_t electron_count(const Molecule& mol) {
   std::int64_t n = -static_cast<std::int64_t>(mol.charge);
-  for (const Atom& atom : mol.atoms) n += atom.Z;
+  for (const Atom& atom : mol.atoms)
+    if (!atom.ghost) n += atom.Z;
   return n;
 }
 
@@ -104,6 +115,7 @@ double nuclear_repulsion(const Molecule& mol) {
   double e = 0.0;
   for (std::size_t a = 0; a < mol.atoms.size(); ++a)
     for (std::size_t b = 0; b < a; ++b) {
+      if (mol.atoms[a].ghost || mol.atoms[b].ghost) continue;
       const auto& ra = mol.atoms[a].r;
       const auto& rb = mol.atoms[b].r;
       e += mol.atoms[a].Z * mol.atoms[b].Z /
@@ -117,6 +129,7 @@ int frozen_core_orbitals(const Molecule& mol) {
   static constexpr std::array<int, 6> kNobleGas = {2, 10, 18, 36, 54, 86};
   int frozen_electrons = 0;
   for (const Atom& atom : mol.atoms) {
+    if (atom.ghost) continue;
     int core = 0;
     for (int shell : kNobleGas)
       if (atom.Z > shell) core = shell;
@@ -127,7 +140,8 @@ int frozen_core_orbitals(const Molecule& mol) {
 
 std::string formula(const Molecule& mol) {
   std::map<std::string, int> counts;
-  for (const Atom& atom : mol.atoms) ++counts[element_symbol(atom.Z)];
+  for (const Atom& atom : mol.atoms)
+    if (!atom.ghost) ++counts[element_symbol(atom.Z)];
   std::string out;
   auto append = [&](const std::string& el) {
     const int n = counts[el];

@@ -14,6 +14,9 @@ inline constexpr double kBohrPerAngstrom = 1.0 / 0.52917721067;
 struct Atom {
   int Z = 0;
   std::array<double, 3> r{};  // bohr
+  // A ghost atom carries its element's basis functions (orbital and auxiliary) but no nuclear
+  // charge and no electrons: a monomer in the dimer's basis, for the counterpoise correction.
+  bool ghost = false;
 };
 
 struct Molecule {
@@ -28,6 +31,9 @@ constexpr int kMaxAtomicNumber = 118;
 // "O", "o", "Cl" → Z; throws InputError naming the symbol when unknown.
 int atomic_number(const std::string& symbol);
 const std::string& element_symbol(int Z);
+// The element symbol, "Gh(O)" for a ghost atom (as Psi4 writes it).
+std::string atom_label(const Atom& atom);
+bool has_ghost_atoms(const Molecule& mol);
 
 // Closer than this no two nuclei of a molecule come (H2's bond is 1.4 bohr); closer atoms are a
 // geometry in the wrong units or a typing error.
@@ -35,13 +41,15 @@ constexpr double kMinAtomDistance = 0.2;  // bohr
 // Electron counts stay where α and β counts fit an int (and far beyond any basis we can hold).
 constexpr std::int64_t kMaxElectrons = 1'000'000'000;
 
-// Throws InputError for: no atoms, Z out of range, non-finite coordinates, two atoms closer
-// than kMinAtomDistance, no electrons or more than kMaxElectrons, or a multiplicity 2S+1 the
+// Throws InputError for: no atoms, no real (non-ghost) atom, Z out of range, non-finite
+// coordinates, two atoms closer than kMinAtomDistance, no electrons or more than kMaxElectrons,
+// or a multiplicity 2S+1 the
 // electron count cannot have (below 1, of the wrong parity — an odd count with multiplicity 1
 // among them — or more unpaired electrons than electrons).
 void validate(const Molecule& mol);
 
-// In 64 bits: a charge near INT_MIN must not overflow.
+// In 64 bits: a charge near INT_MIN must not overflow. Ghost atoms count for nothing here, in
+// the nuclear repulsion and in the frozen core.
 std::int64_t electron_count(const Molecule& mol);
 // Electrons of each spin, the unpaired ones α: nα = (n + 2S)/2, nβ = (n − 2S)/2.
 int alpha_electrons(const Molecule& mol);
@@ -49,7 +57,7 @@ int beta_electrons(const Molecule& mol);
 double nuclear_repulsion(const Molecule& mol);
 // Orbitals frozen by Psi4's `freeze_core true`: the previous noble-gas shell of each atom.
 int frozen_core_orbitals(const Molecule& mol);
-// Empirical formula in Hill order, e.g. "CH4", "H2O".
+// Empirical formula in Hill order, e.g. "CH4", "H2O", of the real atoms.
 std::string formula(const Molecule& mol);
 
 }  // namespace dfmp2

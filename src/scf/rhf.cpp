@@ -193,7 +193,7 @@ ScfResult converged_or_throw(ScfRun&& run, const ScfOptions& options) {
   std::ostringstream message;
   message << "SCF did not converge in " << options.max_iterations << " iterations (last ΔE "
           << last.delta_e << " Eh, gradient RMS " << last.gradient_rms << ")";
-  throw InputError(message.str());
+  throw ConvergenceError(message.str());
 }
 
 }  // namespace

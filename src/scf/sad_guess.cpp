@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <utility>
 
 #include "src/common/parallel.hpp"
 #include "src/integrals/one_electron.hpp"
@@ -25,7 +26,7 @@ Molecule lone_atom(int Z) {
 std::size_t atomic_density_guess_bytes(const BasisSetData& basis, const Molecule& mol) {
   std::map<int, std::size_t> bytes_by_element;
   for (const Atom& atom : mol.atoms) {
-    if (bytes_by_element.count(atom.Z)) continue;
+    if (atom.ghost || bytes_by_element.count(atom.Z)) continue;  // a ghost has no guess to compute
     const libint2::BasisSet obs = place_on(basis, lone_atom(atom.Z));
     bytes_by_element[atom.Z] = ExactFock::peak_bytes(obs.nbf(), 1) + StoredQuartets::bytes(obs, significant_shell_pairs(obs));
   }
@@ -35,11 +36,17 @@ std::size_t atomic_density_guess_bytes(const BasisSetData& basis, const Molecule
 }
 
 Eigen::MatrixXd atomic_density_guess(const BasisSetData& basis, const Molecule& mol, MemoryBudget& budget) {
-  std::map<int, Eigen::MatrixXd> factor_by_element;
+  // Keyed by element and ghostliness: a ghost atom's block has its functions but no electrons.
+  std::map<std::pair<int, bool>, Eigen::MatrixXd> factor_by_element;
+  const auto key = [](const Atom& atom) { return std::pair{atom.Z, atom.ghost}; };
   for (const Atom& atom : mol.atoms) {
-    if (factor_by_element.count(atom.Z)) continue;
+    if (factor_by_element.count(key(atom))) continue;
     const Molecule lone = lone_atom(atom.Z);
     const libint2::BasisSet obs = place_on(basis, lone);
+    if (atom.ghost) {
+      factor_by_element[key(atom)] = Eigen::MatrixXd::Zero(static_cast<Eigen::Index>(obs.nbf()), 0);
+      continue;
+    }
     const ShellPairs pairs = significant_shell_pairs(obs);
     Communicator this_process;  // every rank makes the same guess on its own
     ExactFock fock(obs, pairs, this_process, budget, 1, true);
@@ -47,19 +54,19 @@ Eigen::MatrixXd atomic_density_guess(const BasisSetData& basis, const Molecule& 
     options.e_convergence = 1e-8;
     options.d_convergence = 1e-5;
     options.max_iterations = 50;
-    factor_by_element[atom.Z] = spherical_atom_density_factor(
+    factor_by_element[key(atom)] = spherical_atom_density_factor(
         overlap_matrix(obs), core_hamiltonian(obs, lone), atom.Z, fock, options);
   }
 
   Eigen::Index rows = 0, cols = 0;
   for (const Atom& atom : mol.atoms) {
-    rows += factor_by_element[atom.Z].rows();
-    cols += factor_by_element[atom.Z].cols();
+    rows += factor_by_element[key(atom)].rows();
+    cols += factor_by_element[key(atom)].cols();
   }
   Eigen::MatrixXd guess = Eigen::MatrixXd::Zero(rows, cols);
   Eigen::Index row = 0, col = 0;
   for (const Atom& atom : mol.atoms) {
-    const Eigen::MatrixXd& block = factor_by_element[atom.Z];
+    const Eigen::MatrixXd& block = factor_by_element[key(atom)];
     guess.block(row, col, block.rows(), block.cols()) = block;
     row += block.rows();
     col += block.cols();

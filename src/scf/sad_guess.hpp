@@ -13,7 +13,8 @@ namespace dfmp2 {
 
 // Factor F of the guess density D = F Fᵀ (closed-shell convention D = C_occ C_occᵀ) over the
 // functions of place_on(basis, mol): block diagonal, one block per atom, each the spherically
-// averaged neutral atom from an SCF in the same basis with exact integrals (drawn from `budget`).
+// averaged neutral atom from an SCF in the same basis with exact integrals (drawn from `budget`);
+// a ghost atom's block has its rows and no column (no electrons), as in Psi4's SAD.
 Eigen::MatrixXd atomic_density_guess(const BasisSetData& basis, const Molecule& mol, MemoryBudget& budget);
 // What it draws from the budget at most: the builds and stored integrals of the largest atom's SCF.
 std::size_t atomic_density_guess_bytes(const BasisSetData& basis, const Molecule& mol);

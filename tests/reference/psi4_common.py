@@ -23,15 +23,16 @@ def variable(name):
     return psi4.core.variable(name) if hasattr(psi4.core, "variable") else psi4.core.get_variable(name)
 
 
-def start(c, out, threads, multiplicity=1, symmetric=False):
-    """A clean Psi4 writing to `out`, and case c's molecule in its input frame (in c1 unless
-    symmetric)."""
+def start(c, out, threads, multiplicity=1, symmetric=False, atoms=None):
+    """A clean Psi4 writing to `out`, and case c's molecule (or the given atom lines) in its input
+    frame (in c1 unless symmetric)."""
     psi4.core.clean()
     psi4.core.clean_options()
     psi4.core.set_output_file(out, False)
     psi4.set_num_threads(threads)
     psi4.set_memory("4 GB")
-    return psi4.geometry(f"{c['charge']} {multiplicity}\n{read_xyz(c['xyz'])}\nunits angstrom\n"
+    atoms = atoms if atoms is not None else read_xyz(c["xyz"])
+    return psi4.geometry(f"{c['charge']} {multiplicity}\n{atoms}\nunits angstrom\n"
                          + ("" if symmetric else "symmetry c1\n") + "no_reorient\nno_com\n")
 
 

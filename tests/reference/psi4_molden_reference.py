@@ -5,7 +5,10 @@
 
 For each closed-shell RHF case: DF-SCF (`energy('scf', return_wfn=True)`), Psi4's own Molden file
 of those orbitals (`molden(wfn, file, dovirtual=True)`: all orbitals, occupied and virtual), then
-Psi4's DF-MP2 on that very SCF (`energy('mp2', ref_wfn=wfn)`, no second SCF). Writes
+Psi4's DF-MP2 on that very SCF (`energy('mp2', ref_wfn=wfn)`, no second SCF). A case with
+`"wavefunction": "mp2"` writes the Molden file from the DF-MP2 wavefunction instead (the same
+orbitals; Psi4 1.3 gives such a wavefunction no occupations and writes `Occup= 0` for every
+orbital). Writes
 tests/reference/molden/<name>.molden, tests/reference/molden/<name>.out (Psi4's output) and
 tests/reference/psi4_molden_energies.json. Settings as in psi4_reference.py: symmetry c1,
 no_reorient, no_com, units angstrom, e/d_convergence 1e-10, aux sets explicit, 2 threads.
@@ -21,10 +24,13 @@ OUT = os.path.join(REPO, "tests", "reference", "psi4_molden_energies.json")
 MOLDEN_DIR = os.path.join(REPO, "tests", "reference", "molden")
 
 
-def case(name, xyz, basis, df_basis=None, jk_basis=None):
-    return {"name": name, "xyz": f"inputs/{xyz}.xyz", "charge": 0, "reference": "rhf", "basis": basis,
-            "df_basis": df_basis or f"{basis}-ri", "jk_basis": jk_basis or f"{basis}-jkfit",
-            "scf_type": "df", "freeze_core": False, "molden": f"tests/reference/molden/{name}.molden"}
+def case(name, xyz, basis, df_basis=None, jk_basis=None, wavefunction="scf"):
+    c = {"name": name, "xyz": f"inputs/{xyz}.xyz", "charge": 0, "reference": "rhf", "basis": basis,
+         "df_basis": df_basis or f"{basis}-ri", "jk_basis": jk_basis or f"{basis}-jkfit",
+         "scf_type": "df", "freeze_core": False, "molden": f"tests/reference/molden/{name}.molden"}
+    if wavefunction != "scf":  # the SCF cases' records predate the field
+        c["wavefunction"] = wavefunction
+    return c
 
 
 def cases():
@@ -33,6 +39,7 @@ def cases():
         case("formaldehyde-cc-pvtz-df-ae", "formaldehyde", "cc-pvtz"),       # spherical d, f
         case("water-6-31gs-df-ae", "water", "6-31g*", df_basis="cc-pvdz-ri",  # Cartesian d
              jk_basis="cc-pvdz-jkfit"),
+        case("water-cc-pvdz-df-ae-mp2-wavefunction", "water", "cc-pvdz", wavefunction="mp2"),  # Occup= 0
     ]
 
 
@@ -61,8 +68,12 @@ def run(c, threads):
     molden = os.path.join(REPO, c["molden"])
     if os.path.exists(molden):
         os.remove(molden)
-    psi4.molden(wfn, molden, dovirtual=True)
+    from_mp2 = c.get("wavefunction") == "mp2"
+    if not from_mp2:
+        psi4.molden(wfn, molden, dovirtual=True)
     _, mp2 = psi4.energy("mp2", molecule=mol, ref_wfn=wfn, return_wfn=True)
+    if from_mp2:
+        psi4.molden(mp2, molden, dovirtual=True)
     wall = time.time() - start
     ri = mp2.get_basisset("DF_BASIS_MP2")
     jk = wfn.get_basisset("DF_BASIS_SCF")

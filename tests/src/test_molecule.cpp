@@ -105,3 +105,32 @@ TEST_CASE("nuclear repulsion and frozen core follow their definitions") {
   kbr.atoms = {{19, {0, 0, 0}}, {35, {0, 0, 5.0}}};
   CHECK(frozen_core_orbitals(kbr) == 9 + 9);  // K: [Ne]3s3p; Br: [Ar] (Psi4 1.3 keeps 3d active)
 }
+
+TEST_CASE("ghost atoms: read as Psi4 writes them, with no charge, electrons or frozen core") {
+  TempDir dir;
+  const auto path = dir.write("g.xyz", "4\nwater, a ghost water\nO 0 0 0.1\nH 0 0.75 -0.47\n@O 3 0 0.1\nGh(h) 3 0.75 -0.47\n");
+  const Molecule mol = read_xyz(path);
+  REQUIRE(mol.atoms.size() == 4);
+  CHECK_FALSE(mol.atoms[1].ghost);
+  CHECK(mol.atoms[2].ghost);
+  CHECK(mol.atoms[2].Z == 8);
+  CHECK(mol.atoms[3].ghost);
+  CHECK(mol.atoms[3].Z == 1);
+  CHECK(atom_label(mol.atoms[2]) == "Gh(O)");
+  CHECK(atom_label(mol.atoms[1]) == "H");
+  CHECK(has_ghost_atoms(mol));
+  CHECK(electron_count(mol) == 9);
+  CHECK(formula(mol) == "HO");
+  CHECK(frozen_core_orbitals(mol) == 1);
+  Molecule real = mol;
+  real.atoms.resize(2);
+  CHECK(nuclear_repulsion(mol) == nuclear_repulsion(real));
+  CHECK_FALSE(has_ghost_atoms(real));
+
+  CHECK_THROWS_WITH(read_xyz(dir.write("a.xyz", "1\nx\n@Qq 0 0 0\n")), Catch::Contains("unknown element symbol 'Qq'"));
+  CHECK_THROWS_WITH(read_xyz(dir.write("b.xyz", "1\nx\nGh(O 0 0 0\n")), Catch::Contains("unknown element symbol 'Gh(O'"));
+  CHECK_THROWS_WITH(read_xyz(dir.write("c.xyz", "1\nx\n@ 0 0 0\n")), Catch::Contains("unknown element symbol '@'"));
+  Molecule ghosts = mol;
+  for (Atom& atom : ghosts.atoms) atom.ghost = true;
+  CHECK_THROWS_WITH(validate(ghosts), Catch::Contains("every atom of the molecule is a ghost atom"));
+}

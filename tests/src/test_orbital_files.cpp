@@ -17,6 +17,7 @@ extern "C" {  // trexio.h declares C functions without a C++ guard
 #include "src/common/errors.hpp"
 #include "src/io/ao_conventions.hpp"
 #include "src/io/molden.hpp"
+#include "src/io/orbital_file.hpp"
 #include "src/io/trexio_io.hpp"
 #include "src/run/driver.hpp"
 #include "tests/src/run_command.hpp"
@@ -55,7 +56,9 @@ const RunResult& psi4_run(const std::string& name) {
   static std::map<std::string, RunResult> runs;
   if (!runs.count(name)) {
     const auto ref = reference(name);
-    runs.emplace(name, run_given(read_molden(source(ref["molden"].get<std::string>())), ref));
+    RunInput input = read_molden(source(ref["molden"].get<std::string>()));
+    if (input.unoccupied) occupy_by_energy(input, 0, 1);  // Psi4's file of an MP2 wavefunction
+    runs.emplace(name, run_given(input, ref));
   }
   return runs.at(name);
 }
@@ -209,6 +212,40 @@ TEST_CASE("Psi4 1.3.2's Molden files give Psi4's DF-MP2 energies to 1e-8 Eh with
     CHECK(r.scf_iterations.empty());  // the SCF was skipped
     check_energies(r, ref, kPsi4Tolerance);
   }
+}
+
+TEST_CASE("a Molden file without occupations (Psi4 1.3's of an MP2 wavefunction) is occupied by energy") {
+  const auto ref = reference("water-cc-pvdz-df-ae-mp2-wavefunction");
+  const std::string molden = source(ref["molden"].get<std::string>());
+  RunInput input = read_molden(molden);
+  CHECK(input.unoccupied);
+  CHECK(input.orbitals->nocc == 0);
+  CHECK_THAT(occupy_by_energy(input, 0, 1), Catch::Contains("gives no orbital occupations: the 5 lowest in energy are "
+                                                            "taken as doubly occupied (charge 0"));
+  CHECK(input.orbitals->nocc == ref["nocc"].get<int>());
+  CHECK(input.molecule->charge == 0);
+  // The same orbitals with their occupations give the same energies.
+  check_energies(psi4_run("water-cc-pvdz-df-ae-mp2-wavefunction"), reference("water-cc-pvdz-df-ae"), 1e-12);
+
+  TempDir dir;
+  const std::string aux = " --df-basis cc-pvdz-ri --jk-basis cc-pvdz-jkfit --threads 1";
+  const CommandResult r = run_dfmp2(molden + aux + " --json " + dir.path("w.json"));
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.err, Catch::Contains("dfmp2: note: '" + molden + "' gives no orbital occupations: the 5 lowest"));
+  const auto json = nlohmann::json::parse(read_text(dir.path("w.json")));
+  CHECK(std::abs(json["e_total"].get<double>() - ref["e_total"].get<double>()) < kPsi4Tolerance);
+  CHECK(std::abs(json["e_scf"].get<double>() - ref["e_scf"].get<double>()) < kPsi4Tolerance);
+
+  // The electron count is the options' to give, and must fit a closed shell with virtual orbitals.
+  const auto occupied = [&](int charge, int multiplicity) {
+    RunInput again = read_molden(molden);
+    occupy_by_energy(again, charge, multiplicity);
+    return again.orbitals->nocc;
+  };
+  CHECK(occupied(2, 1) == 4);
+  CHECK_THROWS_WITH(occupied(1, 1), Catch::Contains("gives no orbital occupations: odd electron count (9)"));
+  CHECK_THROWS_WITH(occupied(0, 3), Catch::Contains("occupied as a closed shell, which multiplicity 3 is not"));
+  CHECK_THROWS_WITH(occupied(-38, 1), Catch::Contains("its 24 orbitals leave no virtual one for 48 electrons"));
 }
 
 TEST_CASE("dfmp2's Molden and TREXIO files round-trip to the same energy and orbitals") {

@@ -1,0 +1,73 @@
+"""The ASE calculator dfmp2.ase.DFMP2 with Debian's ASE: energies equal the command line's (in eV),
+forces are refused until dfmp2 computes gradients, and failed runs raise with dfmp2's message."""
+import os
+import unittest
+
+from ase import Atoms, units
+from ase.calculators.calculator import CalculationFailed, PropertyNotImplementedError
+from ase.io import read
+
+from dfmp2.ase import DFMP2
+from support import SOURCE_DIR, cli_json
+
+CLI_TOLERANCE = 1e-12  # Eh
+
+
+def setUpModule():
+    # dfmp2 inherits the threads: one, as support.cli_json's runs (and these molecules are small).
+    os.environ["OMP_NUM_THREADS"] = "1"
+
+
+def water():
+    return read(os.path.join(SOURCE_DIR, "inputs", "water.xyz"))
+
+
+class CalculatorTest(unittest.TestCase):
+    def test_energy_equals_the_command_line_in_ev(self):
+        atoms = water()
+        atoms.calc = DFMP2(basis="cc-pvdz", freeze_core=True)
+        energy = atoms.get_potential_energy()
+        geometry = (atoms.get_positions() / units.Bohr).ravel().tolist()
+        cli = cli_json(atoms.get_chemical_symbols(), geometry, ["--basis", "cc-pvdz", "--frozen-core"])
+        self.assertAlmostEqual(energy / units.Hartree, cli["e_total"], delta=CLI_TOLERANCE)
+
+    def test_parameters_become_the_atomic_input(self):
+        atoms = water()
+        calc = DFMP2(method="scs-mp2", basis="def2-svp", charge=1, multiplicity=2, scf_type="pk", memory="1GB")
+        atomic_input = calc.atomic_input(atoms)
+        self.assertEqual(atomic_input["model"], {"method": "scs-mp2", "basis": "def2-svp"})
+        self.assertEqual(atomic_input["keywords"], {"scf_type": "pk", "memory": "1GB"})
+        molecule = atomic_input["molecule"]
+        self.assertEqual((molecule["molecular_charge"], molecule["molecular_multiplicity"]), (1, 2))
+        self.assertEqual(molecule["symbols"], ["O", "H", "H"])
+        self.assertEqual(molecule["geometry"][2], 0.117790 / units.Bohr)
+        self.assertEqual(DFMP2().atomic_input(atoms)["model"], {"method": "mp2", "basis": "cc-pvdz"})
+
+    def test_a_moved_atom_is_a_new_run(self):
+        atoms = water()
+        atoms.calc = DFMP2(basis="sto-3g")
+        first = atoms.get_potential_energy()
+        self.assertEqual(atoms.calc.get_property("energy", atoms, allow_calculation=False), first)
+        atoms.positions[1, 2] += 0.05
+        self.assertIsNone(atoms.calc.get_property("energy", atoms, allow_calculation=False))
+        self.assertNotEqual(atoms.get_potential_energy(), first)
+
+    def test_forces_are_refused_until_gradients_exist(self):
+        atoms = water()
+        atoms.calc = DFMP2(basis="sto-3g")
+        with self.assertRaisesRegex(PropertyNotImplementedError, "dfmp2 does not compute gradients yet"):
+            atoms.get_forces()
+
+    def test_what_dfmp2_refuses_raises_calculation_failed(self):
+        atoms = water()
+        atoms.calc = DFMP2(basis="sto-3g", puream=True)
+        with self.assertRaisesRegex(CalculationFailed, "dfmp2: unknown keyword 'puream'"):
+            atoms.get_potential_energy()
+        crystal = Atoms("He", cell=[3, 3, 3], pbc=True)
+        crystal.calc = DFMP2(basis="cc-pvdz")
+        with self.assertRaisesRegex(CalculationFailed, "must not be periodic"):
+            crystal.get_potential_energy()
+
+
+if __name__ == "__main__":
+    unittest.main()
