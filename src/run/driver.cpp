@@ -1,5 +1,6 @@
 #include "src/run/driver.hpp"
 
+#include <algorithm>
 #include <chrono>
 
 #include <omp.h>
@@ -79,16 +80,21 @@ std::vector<RankStats> rank_stats(std::size_t peak_b_bytes) {
   return stats;
 }
 
-// The plan in one line on stderr before the long stages: what goes to disk, if anything.
+// The plan on stderr before the long stages: what goes to disk, if anything, and the notes
+// (how much of the DF-SCF tensor screening keeps), each once.
 void announce(const RunPlan& plan, Progress& progress) {
   std::string line = "dfmp2: memory plan:";
+  std::vector<std::string> notes;
   for (const StagePlan& stage : plan.stages()) {
     line += " " + stage.stage + " " + format_bytes(stage.ram_bytes());
     if (stage.disk_bytes() > 0) line += " + " + format_bytes(stage.disk_bytes()) + " on disk";
     line += ";";
+    if (!stage.note.empty() && std::find(notes.begin(), notes.end(), stage.note) == notes.end())
+      notes.push_back(stage.note);
   }
   line.pop_back();
   progress.message(line);
+  for (const std::string& note : notes) progress.message("dfmp2: " + note);
 }
 
 }  // namespace
