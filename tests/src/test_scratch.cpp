@@ -54,6 +54,13 @@ bool run_in_small_tmpfs(const TempDir& dir, const std::string& size, const std::
   return true;
 }
 
+// Shell words that start `command` in the background (its stderr to `err`, its pid in $pid) and
+// return once `pattern` is in `err` or the command has ended.
+std::string start_and_await(const std::string& command, const std::string& err, const std::string& pattern) {
+  return command + " 2>" + err + " & pid=$!; until grep -q \"" + pattern + "\" " + err +
+         " || ! kill -0 $pid; do sleep 0.05; done; ";
+}
+
 }  // namespace
 
 TEST_CASE("a row store keeps its first rows in memory and the rest on disk, written by blocks, read in blocks") {
@@ -170,8 +177,9 @@ TEST_CASE("a scratch disk that fills up mid-run: one error line, exit 1, no outp
   const auto in_memory = run_json(dir, args);
   const std::string out = dir.path("out.json"), err = dir.path("err");
   const std::string script =
-      std::string(DFMP2_EXE) + " " + args + memory_beside_baseline(in_memory, 12 * MiB) + " --scratch $SCRATCH --json " +
-      out + " 2>" + err + " & pid=$!; until grep -q \"SCF iter\" " + err + " || ! kill -0 $pid; do sleep 0.05; done; "
+      start_and_await(std::string(DFMP2_EXE) + " " + args + memory_beside_baseline(in_memory, 12 * MiB) +
+                          " --scratch $SCRATCH --json " + out,
+                      err, "SCF iter") +
       "cat /dev/zero > $SCRATCH/filler 2>/dev/null; wait $pid; echo exit=$?; rm $SCRATCH/filler; "
       "df -k --output=used $SCRATCH | tail -1";
   CommandResult r;
@@ -194,10 +202,11 @@ TEST_CASE("SIGTERM mid-run gives the scratch space back") {
   const std::string err = dir.path("err");
   // While the SCF reads its tensor from disk: the disk's use, then the signal, then the disk again.
   const std::string script =
-      std::string(DFMP2_EXE) + " " + kBenzene + memory_beside_baseline(in_memory, 25 * MiB) +
-      " --scratch $SCRATCH 2>" + err + " & pid=$!; until grep -q \"SCF iter   2\" " + err +
-      " || ! kill -0 $pid; do sleep 0.05; done; df -k --output=used $SCRATCH | tail -1; kill -TERM $pid; wait $pid; "
-      "echo status=$?; df -k --output=used $SCRATCH | tail -1";
+      start_and_await(std::string(DFMP2_EXE) + " " + kBenzene + memory_beside_baseline(in_memory, 25 * MiB) +
+                          " --scratch $SCRATCH",
+                      err, "SCF iter   2") +
+      "df -k --output=used $SCRATCH | tail -1; kill -TERM $pid; wait $pid; echo status=$?; "
+      "df -k --output=used $SCRATCH | tail -1";
   CommandResult r;
   if (!run_in_small_tmpfs(dir, "256m", script, r)) {
     WARN("unshare cannot mount a tmpfs here: the signal case is not run");
