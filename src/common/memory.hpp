@@ -97,6 +97,9 @@ class MemoryBudget {
 
   // What an array of `bytes` draws: whole pages (plans count arrays with it).
   static std::size_t array_bytes(std::size_t bytes);
+  static std::size_t double_array_bytes(std::size_t count) { return array_bytes(sizeof(double) * count); }
+  // Room a plan keeps beside an array for its being rounded up to whole pages.
+  static constexpr std::size_t kPageSlack = std::size_t(2) << 20;
 
   template <typename T>
   LargeArray<T> allocate(std::size_t count, const std::string& what) {

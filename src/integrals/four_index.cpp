@@ -19,7 +19,6 @@ using libint2::BraKet;
 using libint2::Operator;
 
 constexpr double kThreshold = 1e-12;
-constexpr std::size_t kSampleStride = 97;
 
 // Largest |D_s| over the spins per shell block, for density-weighted screening: it bounds the
 // exchange densities and their mean, the Coulomb density of add_quartet.
@@ -186,7 +185,7 @@ double exact_fock_libint_seconds(const libint2::BasisSet& obs, const ShellPairs&
   for (std::size_t p12 = static_cast<std::size_t>(part); p12 < pairs.pairs.size();
        p12 += static_cast<std::size_t>(parts))
     for_each_quartet(pairs, Dmax, p12, [&](std::size_t p34) {
-      if (computed++ % kSampleStride == 0) sample.emplace_back(p12, p34);
+      if (computed++ % kLibintSampleStride == 0) sample.emplace_back(p12, p34);
     });
   if (sample.empty()) return 0.0;
   libint2::Engine engine(Operator::coulomb, obs.max_nprim(), obs.max_l());

@@ -29,4 +29,7 @@ libint2::Engine coulomb_engine(std::size_t max_nprim, int max_l, libint2::BraKet
 // it are the ones libint2 would compute without it.
 libint2::ShellPair shell_pair_data(const libint2::Shell& a, const libint2::Shell& b);
 
+// libint2's own time is estimated from one computed shell set in every kLibintSampleStride: about 1 %.
+inline constexpr std::size_t kLibintSampleStride = 97;
+
 }  // namespace dfmp2

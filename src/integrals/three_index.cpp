@@ -35,8 +35,6 @@ libint2::Engine three_index_engine(const libint2::BasisSet& aux, const libint2::
   return coulomb_engine(std::max(aux.max_nprim(), obs.max_nprim()), std::max(aux.max_l(), obs.max_l()), BraKet::xs_xx);
 }
 
-// Every sampled triplet of compute() once every kSampleStride computed ones: about 1 %.
-constexpr std::size_t kSampleStride = 97;
 
 }  // namespace
 
@@ -99,7 +97,7 @@ double ThreeIndexIntegrals::libint_seconds(ShellRange aux_shells, ShellRange row
     for (std::size_t s1 = rows.first; s1 < rows.last; ++s1)
       for (std::size_t s2 = 0; s2 <= s1; ++s2) {
         const long pair = pairs_.find(s1, s2);
-        if (significant(sP, pair) && computed++ % kSampleStride == 0) sample.push_back({sP, pair});
+        if (significant(sP, pair) && computed++ % kLibintSampleStride == 0) sample.push_back({sP, pair});
       }
   if (sample.empty()) return 0.0;
   libint2::Engine engine = three_index_engine(aux_, obs_);

@@ -133,10 +133,10 @@ std::string dims_text(const std::vector<hsize_t>& dims) {
 }
 
 // The open input file; every error names the file (and the object) in one line.
-class Reader {
+class Hdf5Reader {
  public:
   // `survival_checked`: require_hdf5_survives(path) has already come through (or this is its child).
-  explicit Reader(const std::string& path, bool survival_checked = false) : path_(path) {
+  explicit Hdf5Reader(const std::string& path, bool survival_checked = false) : path_(path) {
     silence_hdf5_errors();
     // Checked with std::ifstream first: H5Fis_hdf5 cannot tell "missing" from "not HDF5".
     std::error_code ec;  // the non-throwing overload: a permission problem is "cannot open" too
@@ -343,7 +343,7 @@ class Reader {
   Handle file_;
 };
 
-Molecule read_molecule(const Reader& in) {
+Molecule read_molecule(const Hdf5Reader& in) {
   std::vector<hsize_t> zdims, rdims;
   const std::vector<long long> Z = in.read_integers("/molecule/atomic_numbers", 1, zdims);
   const std::vector<double> r = in.read_doubles("/molecule/coordinates", 2, rdims);
@@ -386,7 +386,7 @@ Molecule read_molecule(const Reader& in) {
 
 // One set of orbitals: /scf/mo_coefficients<suffix>, /scf/mo_energies<suffix> and the attribute
 // <nocc_name> on /scf (suffix "" with nocc: RHF's or UHF's α; "_beta" with nocc_beta: UHF's β).
-SpinOrbitals read_orbital_set(const Reader& in, const std::string& suffix, const std::string& nocc_name) {
+SpinOrbitals read_orbital_set(const Hdf5Reader& in, const std::string& suffix, const std::string& nocc_name) {
   const std::string coefficients = "/scf/mo_coefficients" + suffix, energies = "/scf/mo_energies" + suffix;
   std::vector<hsize_t> cdims, edims;
   const std::vector<double> C = in.read_doubles(coefficients, 2, cdims);
@@ -419,7 +419,7 @@ SpinOrbitals read_orbital_set(const Reader& in, const std::string& suffix, const
 }
 
 // RHF orbitals, or UHF's when the β datasets are present too.
-Orbitals read_orbitals(const Reader& in) {
+Orbitals read_orbitals(const Hdf5Reader& in) {
   Orbitals orbitals;
   static_cast<SpinOrbitals&>(orbitals) = read_orbital_set(in, "", "nocc");
   if (!in.exists("/scf/mo_coefficients_beta") && !in.exists("/scf/mo_energies_beta")) return orbitals;
@@ -433,7 +433,7 @@ Orbitals read_orbitals(const Reader& in) {
 // Rows [first, first + count) of /df/B, read in the stored precision and checked finite.
 template <typename Real>
 void read_df_rows(const std::string& path, std::size_t first, std::size_t count, Real* out) {
-  const Reader in(path);
+  const Hdf5Reader in(path);
   const std::string name = "/df/B";
   std::vector<hsize_t> dims;
   const Handle dataset = in.open_dataset(name, 3, H5T_FLOAT, dims);
@@ -453,7 +453,7 @@ void read_df_rows(const std::string& path, std::size_t first, std::size_t count,
 }
 
 // The /df group's sizes and orbital energies; B itself is read later, each rank its rows.
-GivenDFTensor read_df(const Reader& in) {
+GivenDFTensor read_df(const Hdf5Reader& in) {
   std::vector<hsize_t> bdims, odims, vdims;
   GivenDFTensor df;
   {
@@ -639,7 +639,7 @@ void write_file(const std::string& path, const std::function<void(hid_t)>& body)
   check(file.close(), "cannot finish the file (disk full?)");
 }
 
-RunInput read_layout(const Reader& in);
+RunInput read_layout(const Hdf5Reader& in);
 
 }  // namespace
 
@@ -658,7 +658,7 @@ void require_hdf5_survives(const std::string& path) {
       H5Ovisit2(file, H5_INDEX_NAME, H5_ITER_NATIVE, touch_object, nullptr,
                 H5O_INFO_BASIC | H5O_INFO_NUM_ATTRS);
     try {
-      read_layout(Reader(path, true));
+      read_layout(Hdf5Reader(path, true));
     } catch (...) {  // the parent reads again and reports
     }
     _exit(0);
@@ -676,11 +676,11 @@ void require_hdf5_survives(const std::string& path) {
                      " reading it");
 }
 
-RunInput read_hdf5_input(const std::string& path) { return read_layout(Reader(path)); }
+RunInput read_hdf5_input(const std::string& path) { return read_layout(Hdf5Reader(path)); }
 
 namespace {
 
-RunInput read_layout(const Reader& in) {
+RunInput read_layout(const Hdf5Reader& in) {
   RunInput input;
   input.path = in.path();
   const bool has_molecule = in.exists("/molecule"), has_df = in.exists("/df");

@@ -20,7 +20,7 @@ namespace dfmp2 {
 namespace {
 
 constexpr int kMaxMoldenL = 4;  // Molden defines shells s … g
-constexpr const char* kShellLetters = "spdfg";
+constexpr const char* kMoldenShellLetters = "spdfg";
 
 struct Line {
   int number = 0;
@@ -68,9 +68,9 @@ std::optional<long> to_integer(const std::string& token) {
   }
 }
 
-class Reader {
+class MoldenReader {
  public:
-  explicit Reader(std::string path) : path_(std::move(path)) {}
+  explicit MoldenReader(std::string path) : path_(std::move(path)) {}
   [[noreturn]] void fail(const std::string& why) const { throw InputError("'" + path_ + "': " + why); }
   [[noreturn]] void fail(const Line& line, const std::string& why) const {
     fail("line " + std::to_string(line.number) + ": " + why);
@@ -91,7 +91,7 @@ class Reader {
   std::string path_;
 };
 
-std::vector<Section> read_sections(const Reader& in) {
+std::vector<Section> read_sections(const MoldenReader& in) {
   std::ifstream file(in.path());
   if (!file) in.fail("cannot open the file");
   std::vector<Section> sections;
@@ -126,7 +126,7 @@ std::array<bool, kMaxMoldenL + 1> spherical_flags(const std::vector<Section>& se
   return pure;
 }
 
-Molecule read_atoms(const Reader& in, const Section& atoms, std::map<long, int>& index_of) {
+Molecule read_atoms(const MoldenReader& in, const Section& atoms, std::map<long, int>& index_of) {
   const std::string units = lowercase(atoms.rest);
   double scale = 0.0;
   if (units.find("au") != std::string::npos) scale = 1.0;
@@ -150,7 +150,7 @@ Molecule read_atoms(const Reader& in, const Section& atoms, std::map<long, int>&
 }
 
 // The shells of [GTO], on the atoms [Atoms] numbers; `sp` shells become an s and a p shell.
-std::vector<FileShell> read_gto(const Reader& in, const Section& gto, const std::map<long, int>& index_of) {
+std::vector<FileShell> read_gto(const MoldenReader& in, const Section& gto, const std::map<long, int>& index_of) {
   std::vector<FileShell> shells;
   int atom = -1;
   const auto& lines = gto.lines;
@@ -166,9 +166,9 @@ std::vector<FileShell> read_gto(const Reader& in, const Section& gto, const std:
     const std::string label = lowercase(w[0]);
     std::vector<int> ls;
     for (char c : label) {
-      const char* letter = std::strchr(kShellLetters, c);
+      const char* letter = std::strchr(kMoldenShellLetters, c);
       if (letter == nullptr) in.fail(lines[i], "unknown shell label '" + w[0] + "' (Molden has s, p, sp, d, f, g)");
-      ls.push_back(static_cast<int>(letter - kShellLetters));
+      ls.push_back(static_cast<int>(letter - kMoldenShellLetters));
     }
     if (w.size() < 2 || ls.size() > 2 || (ls.size() == 2 && label != "sp")) in.fail(lines[i], "bad shell line");
     const long nprim = in.integer(lines[i], w[1]);
@@ -199,7 +199,7 @@ struct MoldenOrbital {
   std::vector<Line> lines;                            // of the coefficients
 };
 
-std::vector<MoldenOrbital> read_mo_blocks(const Reader& in, const Section& mo) {
+std::vector<MoldenOrbital> read_mo_blocks(const MoldenReader& in, const Section& mo) {
   std::vector<MoldenOrbital> orbitals;
   for (const Line& line : mo.lines) {
     const auto equals = line.text.find('=');
@@ -223,7 +223,7 @@ std::vector<MoldenOrbital> read_mo_blocks(const Reader& in, const Section& mo) {
 }
 
 // The closed-shell orbitals of [MO] as columns over the nbf functions, each listed once.
-FileOrbitals read_mo(const Reader& in, const Section& mo, Eigen::Index nbf) {
+FileOrbitals read_mo(const MoldenReader& in, const Section& mo, Eigen::Index nbf) {
   const std::vector<MoldenOrbital> blocks = read_mo_blocks(in, mo);
   const auto nmo = static_cast<Eigen::Index>(blocks.size());
   FileOrbitals out{Eigen::MatrixXd::Zero(nbf, nmo), Eigen::VectorXd(nmo), Eigen::VectorXd(nmo)};
@@ -326,7 +326,7 @@ bool is_molden(const std::string& path) {
 }
 
 RunInput read_molden(const std::string& path) {
-  const Reader in(path);
+  const MoldenReader in(path);
   const std::vector<Section> sections = read_sections(in);
   std::map<std::string, const Section*> by_name;
   for (const Section& s : sections) {

@@ -17,11 +17,8 @@ namespace {
 
 using kernels::Transpose;
 
-std::size_t array_bytes(std::size_t doubles) { return MemoryBudget::array_bytes(sizeof(double) * doubles); }
-
 constexpr std::size_t kChunkBytes = std::size_t(64) << 20;     // (Q|ia) rows transformed before being placed
 constexpr std::size_t kFitBlockBytes = std::size_t(1) << 30;   // (Q|ia) columns fitted at once, through disk
-constexpr std::size_t kPageSlack = std::size_t(2) << 20;
 
 // Per-thread buffers of the pass: a square for one unpacked (Q|μν) (zero where no block is
 // stored: rows of one layout overwrite the same positions) and X = (Q|μν) C_occ for every spin.
@@ -69,8 +66,9 @@ Phases phases_of(const DFTransformPlan& p) {
   std::size_t B_bytes = 0, B_disk = 0, exchange = 0, qia_disk = 0;
   for (std::size_t s = 0; s < p.spins.size(); ++s) {
     const std::size_t nov = p.spins[s].nocc * p.spins[s].nvir, mine = p.occ_of(s, p.rank).size() * p.spins[s].nvir;
-    (p.b_in_memory ? B_bytes : B_disk) += p.b_in_memory ? array_bytes(mine * p.naux) : sizeof(double) * mine * p.naux;
-    exchange += array_bytes(nov * p.q.size());
+    (p.b_in_memory ? B_bytes : B_disk) +=
+        p.b_in_memory ? MemoryBudget::double_array_bytes(mine * p.naux) : sizeof(double) * mine * p.naux;
+    exchange += MemoryBudget::double_array_bytes(nov * p.q.size());
     qia_disk += sizeof(double) * p.q.size() * nov;
   }
   const bool written_in_pass = p.ranks == 1 && !p.through_disk;  // else B is made after the pass
@@ -79,9 +77,9 @@ Phases phases_of(const DFTransformPlan& p) {
     if (p.b_in_memory && (phase == &ph.fit || written_in_pass)) phase->ram("B_ia^P, in memory", B_bytes);
     phase->disk("B_ia^P, on disk", B_disk);
   }
-  ph.pass.ram("the DF-MP2 integrals (Q|μν) of a batch", array_bytes(p.batch_functions * p.stored));
+  ph.pass.ram("the DF-MP2 integrals (Q|μν) of a batch", MemoryBudget::double_array_bytes(p.batch_functions * p.stored));
   ph.pass.ram("the transform's per-thread buffers", thread_workspace_bytes(p.nbf, z.nocc_all));
-  ph.pass.ram("(Q|ia) of a chunk of Q", array_bytes(p.chunk_rows * z.nov_all));
+  ph.pass.ram("(Q|ia) of a chunk of Q", MemoryBudget::double_array_bytes(p.chunk_rows * z.nov_all));
   if (!p.through_disk) {
     if (p.ranks > 1) {
       for (StagePlan* phase : {&ph.pass, &ph.fit}) phase->ram("(Q|ia) of this rank's Q, to be traded", exchange);
@@ -93,11 +91,12 @@ Phases phases_of(const DFTransformPlan& p) {
   }
   for (StagePlan* phase : {&ph.pass, &ph.fit}) phase->disk("(Q|ia) of this rank's Q, on disk", qia_disk);
   const std::size_t block = p.fit_occ * z.nvir_max;  // (Q|ia) columns of one fitted block
-  ph.fit.ram("(Q|ia) of a block of occupied orbitals", array_bytes(p.naux * block));
-  if (!p.b_in_memory) ph.fit.ram("B_ia^P of a block of occupied orbitals", array_bytes(p.naux * block));
+  ph.fit.ram("(Q|ia) of a block of occupied orbitals", MemoryBudget::double_array_bytes(p.naux * block));
+  if (!p.b_in_memory)
+    ph.fit.ram("B_ia^P of a block of occupied orbitals", MemoryBudget::double_array_bytes(p.naux * block));
   if (p.ranks > 1) {
     const std::size_t round = block * static_cast<std::size_t>(p.ranks);  // every rank's block
-    ph.fit.ram("(Q|ia) of this rank's Q for every rank's block", array_bytes(p.q.size() * round));
+    ph.fit.ram("(Q|ia) of this rank's Q for every rank's block", MemoryBudget::double_array_bytes(p.q.size() * round));
     ph.fit.ram("the exchange between ranks", round_buffer_bytes(p, block));
   }
   return ph;
@@ -126,7 +125,8 @@ DFTransformPlan plan_df_transform(const libint2::BasisSet& obs, const libint2::B
   // The batches of (Q|μν) take what the rest of the pass leaves.
   const auto size_batches = [&] {
     p.batch_functions = largest_shell;
-    const std::size_t other = phases_of(p).pass.ram_bytes() - array_bytes(largest_shell * p.stored) + kPageSlack;
+    const std::size_t other = phases_of(p).pass.ram_bytes() -
+                              MemoryBudget::double_array_bytes(largest_shell * p.stored) + MemoryBudget::kPageSlack;
     const std::size_t fit = ram_bytes > other ? (ram_bytes - other) / row : 0;
     p.batch_functions = std::clamp(fit, largest_shell, std::max(largest_shell, p.q.size()));
   };

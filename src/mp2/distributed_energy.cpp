@@ -17,7 +17,6 @@ namespace {
 using kernels::Precision;
 
 std::size_t element_bytes(Precision precision) { return precision == Precision::fp32 ? sizeof(float) : sizeof(double); }
-std::size_t array_bytes(std::size_t bytes) { return MemoryBudget::array_bytes(bytes); }
 
 // Visiting shares arrive in chunks of at most 1/8 of the largest share (at least one orbital),
 // so a rank holds little more than its own share of B.
@@ -77,18 +76,20 @@ EnergyPlan plan_energy(const std::vector<EnergySpin>& spins, std::size_t naux, k
     if (N > 1) chunk = std::max(chunk, chunk_rows(s.nocc, N));
     const std::size_t bytes = s.nocc_mine * s.nvir * naux;
     if (s.stored == EnergySpin::Stored::disk) on_disk += sizeof(double) * bytes;
-    else held += array_bytes(bytes * (s.stored == EnergySpin::Stored::fp32 ? sizeof(float) : sizeof(double)));
-    copy += array_bytes(elem * bytes);
+    else
+      held +=
+          MemoryBudget::array_bytes(bytes * (s.stored == EnergySpin::Stored::fp32 ? sizeof(float) : sizeof(double)));
+    copy += MemoryBudget::array_bytes(elem * bytes);
     in_place = in_place && s.stored == wanted;
     in_memory = in_memory && s.stored != EnergySpin::Stored::disk;
   }
   mine_max = std::max<std::size_t>(mine_max, 1);
   plan.chunk_occ = chunk;
-  const std::size_t visiting = N > 1 ? array_bytes(chunk * row * elem) : 0;
+  const std::size_t visiting = N > 1 ? MemoryBudget::array_bytes(chunk * row * elem) : 0;
   // Blocks of `block` orbitals: three of fp64 rows (one block, the block paired with it and the
   // next one being read, narrowed in place to fp32 where asked) and, over MPI, a chunk being sent.
   const auto buffers_of = [&](std::size_t block) {
-    return array_bytes(sizeof(double) * row * (3 * block + (N > 1 ? chunk : 0)));
+    return MemoryBudget::array_bytes(sizeof(double) * row * (3 * block + (N > 1 ? chunk : 0)));
   };
   // The backend's workspace for blocks of `block` orbitals with `beside` bytes held besides:
   // the loop backend's T_flat takes what is left.
@@ -101,7 +102,7 @@ EnergyPlan plan_energy(const std::vector<EnergySpin>& spins, std::size_t naux, k
     std::size_t most = 0;
     for (const auto& shape : pair_spaces(spins, block, N, blocked))
       most = std::max(most, kernels::energy_workspace_bytes(plan.backend, precision, shape, threads, rest));
-    return array_bytes(most);
+    return MemoryBudget::array_bytes(most);
   };
   std::size_t buffers = 0;
   plan.block_occ = mine_max;

@@ -25,15 +25,10 @@ bool unrestricted(Reference reference, int multiplicity) {
   return reference == Reference::uhf || multiplicity != 1;
 }
 
-template <>
 std::string name_of(ScfType value) { return kernels::name_in(scf_type_names(), value); }
-template <>
 std::string name_of(ScfGuess value) { return kernels::name_in(scf_guess_names(), value); }
-template <>
 std::string name_of(Reference value) { return kernels::name_in(reference_names(), value); }
-template <>
 std::string name_of(kernels::Backend value) { return kernels::name_in(backend_names(), value); }
-template <>
 std::string name_of(kernels::Precision value) { return kernels::name_in(precision_names(), value); }
 
 }  // namespace dfmp2

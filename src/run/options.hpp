@@ -30,8 +30,11 @@ using kernels::backend_names;
 using kernels::precision_names;
 
 // The name of a choice, from its enumeration's table.
-template <typename Enum>
-std::string name_of(Enum value);
+std::string name_of(ScfType value);
+std::string name_of(ScfGuess value);
+std::string name_of(Reference value);
+std::string name_of(kernels::Backend value);
+std::string name_of(kernels::Precision value);
 
 // What the command line may set; unset optionals fall back to the input file, then defaults.
 struct RunOptions {

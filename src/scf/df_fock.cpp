@@ -12,8 +12,6 @@
 namespace dfmp2 {
 namespace {
 
-std::size_t array_bytes(std::size_t doubles) { return MemoryBudget::array_bytes(sizeof(double) * doubles); }
-
 // The builds' shape for `spins` densities: a guess density's factor may have up to nbf columns.
 kernels::JKShape build_shape(const kernels::BlockPackedLayout& layout, std::size_t spins) {
   return {layout.n(), layout.size(), spins, spins * layout.n(), 0};
@@ -25,8 +23,6 @@ std::size_t workspace_bytes(const kernels::BlockPackedLayout& layout, std::size_
 
 // A read buffer: large sequential reads, and a small share of the memory.
 constexpr std::size_t kReadBufferBytes = std::size_t(256) << 20;
-// Room kept for the tensor's array being rounded up to whole pages.
-constexpr std::size_t kPageSlack = std::size_t(2) << 20;
 
 std::size_t columns_of(const kernels::BlockPackedLayout& layout, ShellRange rows) {
   return layout.row_block_offset(rows.last) - layout.row_block_offset(rows.first);
@@ -48,10 +44,12 @@ std::pair<std::size_t, std::size_t> exchange_of(const libint2::BasisSet& obs, co
 void add_setup_blocks(const FittedTensorPlan& t, std::size_t rounds, StagePlan& setup) {
   setup.ram("the DF-SCF fitting metric", CoulombFitting::peak_bytes(t.naux));
   if (t.in_place()) return;
-  setup.ram("the DF-SCF integrals of a batch of shell rows", array_bytes(t.naux * t.batch_columns));
+  setup.ram("the DF-SCF integrals of a batch of shell rows",
+            MemoryBudget::double_array_bytes(t.naux * t.batch_columns));
   if (t.ranks == 1) return;
   if (!(rounds == 1 && t.disk_rows() == 0))  // else traded straight into the tensor
-    setup.ram("the DF-SCF tensor traded between ranks", array_bytes(t.q.size() * t.exchange_columns));
+    setup.ram("the DF-SCF tensor traded between ranks",
+              MemoryBudget::double_array_bytes(t.q.size() * t.exchange_columns));
   setup.ram("the exchange between ranks", setup_exchange_bytes(t));
 }
 
@@ -80,14 +78,15 @@ DensityFittedScfPlan plan_density_fitted_scf(const libint2::BasisSet& obs, const
     std::tie(t.exchange_columns, rounds) = exchange_of(obs, pairs, t);
     StagePlan setup;
     add_setup_blocks(t, rounds, setup);
-    const std::size_t read = t.disk_rows() > 0 ? array_bytes(2 * t.read_rows * t.stored) : 0;
+    const std::size_t read = t.disk_rows() > 0 ? MemoryBudget::double_array_bytes(2 * t.read_rows * t.stored) : 0;
     return std::max(setup.ram_bytes(), read + workspace_bytes(layout, spins) + scf_bytes);
   };
   std::size_t rounds = 1;
   t.ram_rows = t.q.size();  // all in memory: one batch of every rank's rows
   t.batch_columns = t.ranks == 1 ? t.stored : widest_part;
   // Every rank takes the same route: the set-up's rounds pair up.
-  const auto too_big = comm.allgather(array_bytes(t.q.size() * t.stored) + others(rounds) > ram_bytes ? 1.0 : 0.0);
+  const auto too_big =
+      comm.allgather(MemoryBudget::double_array_bytes(t.q.size() * t.stored) + others(rounds) > ram_bytes ? 1.0 : 0.0);
   if (*std::max_element(too_big.begin(), too_big.end()) > 0.0) {
     // Out of core: batches of about an eighth of the memory, every rank alike.
     const std::size_t fit_columns = ram_bytes / 8 / (sizeof(double) * std::max<std::size_t>(t.naux, 1));
@@ -105,18 +104,20 @@ DensityFittedScfPlan plan_density_fitted_scf(const libint2::BasisSet& obs, const
       t.batch_columns = widest_row;
       t.read_rows = 1;
     }
-    const std::size_t other = others(rounds) + kPageSlack;
+    const std::size_t other = others(rounds) + MemoryBudget::kPageSlack;
     t.ram_rows = ram_bytes > other ? std::min(t.q.size(), (ram_bytes - other) / row) : 0;
     others(rounds);  // rounds with these rows in memory
   }
 
-  const std::size_t in_memory = array_bytes(t.ram_rows * t.stored), on_disk = t.disk_rows() * row;
+  const std::size_t in_memory = MemoryBudget::double_array_bytes(t.ram_rows * t.stored), on_disk = t.disk_rows() * row;
   for (StagePlan* stage : {&plan.setup, &plan.iterations}) {
     stage->ram("the DF-SCF tensor, in memory", in_memory);
     stage->disk("the DF-SCF tensor, on disk", on_disk);
   }
   add_setup_blocks(t, rounds, plan.setup);
-  if (on_disk > 0) plan.iterations.ram("the DF-SCF tensor's read buffers", array_bytes(2 * t.read_rows * t.stored));
+  if (on_disk > 0)
+    plan.iterations.ram("the DF-SCF tensor's read buffers",
+                        MemoryBudget::double_array_bytes(2 * t.read_rows * t.stored));
   plan.iterations.ram("the J/K builds' workspace", workspace_bytes(layout, spins));
   plan.iterations.blocks.insert(plan.iterations.blocks.end(), scf_blocks.begin(), scf_blocks.end());
   plan.iterations.read_bytes = on_disk;
