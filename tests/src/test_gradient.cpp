@@ -1,0 +1,198 @@
+// Nuclear gradients: every contracted derivative integral against central differences of the
+// integrals themselves (atoms displaced, integrals recomputed by libint2).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdlib>
+#include <functional>
+#include <iomanip>
+
+#include <libint2.hpp>
+
+#include "src/integrals/density_fitting.hpp"
+#include "src/integrals/four_index.hpp"
+#include "src/integrals/libint.hpp"
+#include "src/integrals/one_electron.hpp"
+#include "src/integrals/one_electron_derivatives.hpp"
+#include "src/integrals/shell_pairs.hpp"
+#include "src/integrals/two_electron_derivatives.hpp"
+#include "src/io/xyz.hpp"
+#include "src/molecule/basis.hpp"
+
+using namespace dfmp2;
+
+namespace {
+
+Molecule source_molecule(const std::string& path) { return read_xyz(std::string(DFMP2_SOURCE_DIR) + "/" + path); }
+
+// Water with each atom moved off its symmetric place, so that no gradient element is zero by
+// symmetry.
+Molecule distorted_water() {
+  Molecule mol = source_molecule("inputs/water.xyz");
+  const double shift[3][3] = {{0.05, -0.03, 0.02}, {-0.04, 0.06, 0.01}, {0.03, 0.02, -0.07}};
+  for (std::size_t a = 0; a < 3; ++a)
+    for (std::size_t k = 0; k < 3; ++k) mol.atoms[a].r[k] += shift[a][k];
+  return mol;
+}
+
+Eigen::MatrixXd random_symmetric(Eigen::Index n, unsigned seed) {
+  std::srand(seed);
+  const Eigen::MatrixXd A = Eigen::MatrixXd::Random(n, n);
+  return 0.5 * (A + A.transpose());
+}
+
+// d/dt E(R + t u) at t = 0, u a displacement of every atom (natom × 3), by the five-point stencil
+// [E(−2h) − 8E(−h) + 8E(h) − E(2h)]/12h (error O(h⁴)).
+double directional_difference(const Molecule& mol, const Eigen::MatrixXd& u, double h,
+                              const std::function<double(const Molecule&)>& energy) {
+  const auto at = [&](double t) {
+    Molecule moved = mol;
+    for (std::size_t a = 0; a < mol.atoms.size(); ++a)
+      for (std::size_t k = 0; k < 3; ++k)
+        moved.atoms[a].r[k] += t * u(static_cast<Eigen::Index>(a), static_cast<Eigen::Index>(k));
+    return energy(moved);
+  };
+  return (at(-2 * h) - 8 * at(-h) + 8 * at(h) - at(2 * h)) / (12 * h);
+}
+
+// dE/dR_A, every element by directional_difference along its own coordinate: natom × 3.
+Eigen::MatrixXd central_differences(const Molecule& mol, double h, const std::function<double(const Molecule&)>& energy) {
+  Eigen::MatrixXd g(static_cast<Eigen::Index>(mol.atoms.size()), 3);
+  for (Eigen::Index a = 0; a < g.rows(); ++a)
+    for (Eigen::Index k = 0; k < 3; ++k) {
+      Eigen::MatrixXd u = Eigen::MatrixXd::Zero(g.rows(), 3);
+      u(a, k) = 1.0;
+      g(a, k) = directional_difference(mol, u, h, energy);
+    }
+  return g;
+}
+
+// Every element of a within tolerance of b's; the largest difference is reported (-s shows it).
+void check_agree(const Eigen::MatrixXd& a, const Eigen::MatrixXd& b, double tolerance) {
+  const double difference = (a - b).cwiseAbs().maxCoeff();
+  INFO("max |Δ| = " << std::scientific << std::setprecision(2) << difference);
+  CHECK(difference < tolerance);
+}
+
+// Translational invariance: the forces on all atoms sum to zero.
+void check_no_net_force(const Eigen::MatrixXd& g, double tolerance) {
+  const double net = g.colwise().sum().cwiseAbs().maxCoeff();
+  INFO("max |Σ_A g_A| = " << std::scientific << std::setprecision(2) << net);
+  CHECK(net < tolerance);
+}
+
+// Σ_Pμν Γ^P_μν (P|μν) from libint2 over every shell triplet, Γ full: [P][μ][ν].
+double three_centre_sum(const libint2::BasisSet& aux, const libint2::BasisSet& obs, const std::vector<double>& gamma) {
+  libint2::Engine engine = coulomb_engine(std::max(aux.max_nprim(), obs.max_nprim()), std::max(aux.max_l(), obs.max_l()),
+                                          libint2::BraKet::xs_xx);
+  const std::size_t nbf = obs.nbf();
+  double sum = 0.0;
+  for (std::size_t p = 0; p < aux.size(); ++p)
+    for (std::size_t s1 = 0; s1 < obs.size(); ++s1)
+      for (std::size_t s2 = 0; s2 < obs.size(); ++s2) {
+        engine.compute(aux[p], libint2::Shell::unit(), obs[s1], obs[s2]);
+        const double* v = engine.results()[0];
+        if (v == nullptr) continue;
+        for (std::size_t fp = 0, f = 0; fp < aux[p].size(); ++fp)
+          for (std::size_t f1 = 0; f1 < obs[s1].size(); ++f1)
+            for (std::size_t f2 = 0; f2 < obs[s2].size(); ++f2, ++f)
+              sum += v[f] * gamma[((aux.shell2bf()[p] + fp) * nbf + obs.shell2bf()[s1] + f1) * nbf + obs.shell2bf()[s2] + f2];
+      }
+  return sum;
+}
+
+// Γ held whole, served in two batches of auxiliary shells as three_centre_gradient asks.
+ThreeCentreDensity served_whole(const libint2::BasisSet& aux, const libint2::BasisSet& obs,
+                                const std::vector<double>& gamma, std::vector<ShellRange>& loaded) {
+  const std::size_t nbf = obs.nbf(), half = aux.size() / 2;
+  ThreeCentreDensity d;
+  d.batches = {{0, half}, {half, aux.size()}};
+  d.load = [&loaded](ShellRange batch) { loaded.push_back(batch); };
+  d.block = [&aux, &obs, &gamma, nbf](std::size_t p, std::size_t s1, std::size_t s2, double* out) {
+    for (std::size_t fp = 0; fp < aux[p].size(); ++fp)
+      for (std::size_t f1 = 0; f1 < obs[s1].size(); ++f1)
+        for (std::size_t f2 = 0; f2 < obs[s2].size(); ++f2)
+          *out++ = gamma[((aux.shell2bf()[p] + fp) * nbf + obs.shell2bf()[s1] + f1) * nbf + obs.shell2bf()[s2] + f2];
+  };
+  return d;
+}
+
+// The exact two-electron energy of fixed densities, as four_centre_gradient differentiates it:
+// ½ Σ_s tr(D_s G_s) (a closed shell's D_0 counts for both spins).
+double two_electron_energy(const libint2::BasisSet& obs, const std::vector<Eigen::MatrixXd>& D_spins) {
+  const std::vector<Eigen::MatrixXd> G = exact_two_electron_fock(obs, significant_shell_pairs(obs), D_spins);
+  double e = 0.0;
+  for (std::size_t s = 0; s < G.size(); ++s) e += 0.5 * D_spins[s].cwiseProduct(G[s]).sum();
+  return D_spins.size() == 1 ? 2.0 * e : e;
+}
+
+}  // namespace
+
+TEST_CASE("one-electron derivatives are the central differences of S, T and V (spherical to f, Cartesian d)") {
+  const Libint2Session session;
+  const Molecule mol = distorted_water();
+  for (const char* name : {"cc-pvtz", "6-31g*"}) {
+    INFO(name);
+    const BasisSetData basis = load_basis(name, BasisRole::orbital);
+    const libint2::BasisSet obs = place_on(basis, mol);
+    const auto nbf = static_cast<Eigen::Index>(obs.nbf());
+    const Eigen::MatrixXd W = random_symmetric(nbf, 1), D = random_symmetric(nbf, 2);
+    const auto overlap = [&](const Molecule& m) { return W.cwiseProduct(overlap_matrix(place_on(basis, m))).sum(); };
+    const auto core = [&](const Molecule& m) { return D.cwiseProduct(core_hamiltonian(place_on(basis, m), m)).sum(); };
+    const Eigen::MatrixXd dS = overlap_gradient(obs, mol, W), dH = core_hamiltonian_gradient(obs, mol, D);
+    check_agree(dS, central_differences(mol, 1e-3, overlap), 1e-9);
+    check_agree(dH, central_differences(mol, 1e-3, core), 1e-8);
+    check_no_net_force(dS, 1e-10);
+    check_no_net_force(dH, 1e-10);
+    CHECK(dH.cwiseAbs().minCoeff() > 1e-3);  // no element zero by symmetry
+  }
+}
+
+TEST_CASE("metric and three-centre derivatives are the central differences of Σ M (P|Q) and Σ Γ (P|μν)") {
+  const Libint2Session session;
+  const Molecule mol = distorted_water();
+  const BasisSetData orbital = load_basis("cc-pvdz", BasisRole::orbital),
+                     fitting = load_basis("cc-pvdz-jkfit", BasisRole::auxiliary);
+  const libint2::BasisSet obs = place_on(orbital, mol), aux = place_on(fitting, mol);
+  const std::size_t nbf = obs.nbf(), naux = aux.nbf();
+  const Eigen::MatrixXd M = random_symmetric(static_cast<Eigen::Index>(naux), 3);
+  const auto metric = [&](const Molecule& m) { return M.cwiseProduct(coulomb_metric(place_on(fitting, m))).sum(); };
+  const Eigen::MatrixXd dJ = metric_gradient(aux, mol, M);
+  check_agree(dJ, central_differences(mol, 1e-3, metric), 1e-8);
+  check_no_net_force(dJ, 1e-10);
+
+  std::vector<double> gamma(naux * nbf * nbf);  // symmetric in μν
+  std::srand(4);
+  for (std::size_t P = 0; P < naux; ++P)
+    for (std::size_t m = 0; m < nbf; ++m)
+      for (std::size_t n = 0; n <= m; ++n)
+        gamma[(P * nbf + m) * nbf + n] = gamma[(P * nbf + n) * nbf + m] = 2.0 * std::rand() / RAND_MAX - 1.0;
+  std::vector<ShellRange> loaded;
+  const Eigen::MatrixXd dB =
+      three_centre_gradient(aux, obs, significant_shell_pairs(obs), mol, served_whole(aux, obs, gamma, loaded));
+  const auto three_centre = [&](const Molecule& m) {
+    return three_centre_sum(place_on(fitting, m), place_on(orbital, m), gamma);
+  };
+  check_agree(dB, central_differences(mol, 1e-3, three_centre), 1e-8);
+  check_no_net_force(dB, 1e-10);
+  REQUIRE(loaded.size() == 2);  // each batch loaded once, in order
+  CHECK((loaded[0].first == 0 && loaded[0].last == loaded[1].first && loaded[1].last == aux.size()));
+}
+
+TEST_CASE("four-centre derivatives are the central differences of the exact two-electron energy (RHF, UHF)") {
+  const Libint2Session session;
+  const Molecule mol = distorted_water();
+  const BasisSetData basis = load_basis("6-31g*", BasisRole::orbital);
+  const libint2::BasisSet obs = place_on(basis, mol);
+  const auto nbf = static_cast<Eigen::Index>(obs.nbf());
+  const ShellPairs pairs = significant_shell_pairs(obs);
+  for (const std::vector<Eigen::MatrixXd>& D_spins :
+       {std::vector<Eigen::MatrixXd>{random_symmetric(nbf, 5)},
+        std::vector<Eigen::MatrixXd>{random_symmetric(nbf, 6), random_symmetric(nbf, 7)}}) {
+    INFO(D_spins.size() << " spin densities");
+    const Eigen::MatrixXd analytic = four_centre_gradient(obs, pairs, mol, D_spins);
+    const auto energy = [&](const Molecule& m) { return two_electron_energy(place_on(basis, m), D_spins); };
+    check_agree(analytic, central_differences(mol, 1e-3, energy), 1e-8);
+    check_no_net_force(analytic, 1e-10);
+  }
+}
