@@ -1,14 +1,24 @@
 // Nuclear gradients: every contracted derivative integral against central differences of the
-// integrals themselves (atoms displaced, integrals recomputed by libint2).
+// integrals themselves (atoms displaced, integrals recomputed by libint2), the exact-SCF gradient
+// against differences of dfmp2's own SCF energies (along random directions of all atoms: an SCF
+// per displacement is the costly part) and against Psi4 1.3.2's analytic gradients
+// (tests/reference/psi4_gradients.json, made by psi4_gradient_reference.py).
 #include <catch2/catch.hpp>
 
 #include <cmath>
 #include <cstdlib>
+#include <fstream>
 #include <functional>
 #include <iomanip>
+#include <optional>
 
 #include <libint2.hpp>
+#include <nlohmann/json.hpp>
 
+#include "src/common/memory.hpp"
+#include "src/common/parallel.hpp"
+#include "src/common/progress.hpp"
+#include "src/gradient/scf_gradient.hpp"
 #include "src/integrals/density_fitting.hpp"
 #include "src/integrals/four_index.hpp"
 #include "src/integrals/libint.hpp"
@@ -18,6 +28,7 @@
 #include "src/integrals/two_electron_derivatives.hpp"
 #include "src/io/xyz.hpp"
 #include "src/molecule/basis.hpp"
+#include "src/run/stages.hpp"
 
 using namespace dfmp2;
 
@@ -67,11 +78,25 @@ Eigen::MatrixXd central_differences(const Molecule& mol, double h, const std::fu
   return g;
 }
 
+// A random unit displacement of all atoms at once: the directional difference along it weighs
+// every element of a gradient, for four energies instead of 12 per atom.
+Eigen::MatrixXd random_direction(std::size_t natom, unsigned seed) {
+  std::srand(seed);
+  const Eigen::MatrixXd u = Eigen::MatrixXd::Random(static_cast<Eigen::Index>(natom), 3);
+  return u / u.norm();
+}
+
 // Every element of a within tolerance of b's; the largest difference is reported (-s shows it).
 void check_agree(const Eigen::MatrixXd& a, const Eigen::MatrixXd& b, double tolerance) {
   const double difference = (a - b).cwiseAbs().maxCoeff();
   INFO("max |Δ| = " << std::scientific << std::setprecision(2) << difference);
   CHECK(difference < tolerance);
+}
+
+// Gradient g along direction u against the directional difference of the energy.
+void check_along(const Eigen::MatrixXd& g, const Eigen::MatrixXd& u, double difference, double tolerance) {
+  check_agree(Eigen::MatrixXd::Constant(1, 1, g.cwiseProduct(u).sum()), Eigen::MatrixXd::Constant(1, 1, difference),
+              tolerance);
 }
 
 // Translational invariance: the forces on all atoms sum to zero.
@@ -124,6 +149,30 @@ double two_electron_energy(const libint2::BasisSet& obs, const std::vector<Eigen
   double e = 0.0;
   for (std::size_t s = 0; s < G.size(); ++s) e += 0.5 * D_spins[s].cwiseProduct(G[s]).sum();
   return D_spins.size() == 1 ? 2.0 * e : e;
+}
+
+struct ExactScf {
+  double energy = 0.0;
+  Orbitals orbitals;
+  libint2::BasisSet obs;
+};
+
+// dfmp2's exact SCF (RHF or UHF as the multiplicity says) on `mol`, converged tightly.
+ExactScf exact_scf(const Molecule& mol, const std::string& basis) {
+  RunInput input;
+  input.path = "test";
+  input.molecule = mol;
+  RunOptions options;
+  options.basis = basis;
+  options.scf_type = ScfType::exact;
+  options.scf.d_convergence = 1e-10;
+  MemoryBudget budget(std::size_t(1) << 30);
+  Progress quiet(true);
+  const RunContext context{options, budget, Communicator::world(), quiet};
+  const Problem problem = define_problem(input, context);
+  Integrals integrals = compute_integrals(problem, context);
+  ScfSolution scf = solve_scf(problem, integrals, std::nullopt, context);
+  return {scf.e_scf, std::move(scf.orbitals), problem.obs};
 }
 
 }  // namespace
@@ -195,4 +244,47 @@ TEST_CASE("four-centre derivatives are the central differences of the exact two-
     check_agree(analytic, central_differences(mol, 1e-3, energy), 1e-8);
     check_no_net_force(analytic, 1e-10);
   }
+}
+
+TEST_CASE("exact-SCF gradients are the differences of dfmp2's exact SCF energies along random directions (RHF, UHF)") {
+  const Libint2Session session;
+  Molecule methyl = source_molecule("inputs/open-shell/methyl.xyz");
+  methyl.multiplicity = 2;
+  methyl.atoms[1].r[2] += 0.2;  // pyramidal: no element zero by symmetry
+  methyl.atoms[2].r[0] -= 0.05;
+  for (const Molecule& mol : {distorted_water(), methyl}) {
+    INFO(mol.name);
+    const ExactScf scf = exact_scf(mol, "6-31g*");
+    const Eigen::MatrixXd analytic = exact_scf_gradient(scf.obs, mol, scf.orbitals);
+    const auto energy = [](const Molecule& m) { return exact_scf(m, "6-31g*").energy; };
+    for (unsigned seed : {8u, 9u}) {
+      const Eigen::MatrixXd u = random_direction(mol.atoms.size(), seed);
+      check_along(analytic, u, directional_difference(mol, u, 2e-3, energy), 1e-8);
+    }
+    check_no_net_force(analytic, 1e-8);
+  }
+}
+
+TEST_CASE("exact-SCF gradients match Psi4 1.3.2's (scf_type pk): RHF, a cation, UHF radicals, Cartesian d") {
+  const Libint2Session session;
+  std::ifstream in(std::string(DFMP2_SOURCE_DIR) + "/tests/reference/psi4_gradients.json");
+  const nlohmann::json references = nlohmann::json::parse(in);
+  int compared = 0;
+  for (const auto& ref : references) {
+    if (ref["scf_type"] != "pk") continue;  // the DF-SCF gradient's references wait for it
+    INFO(ref["name"].get<std::string>());
+    Molecule mol = source_molecule(ref["xyz"].get<std::string>());
+    mol.charge = ref["charge"].get<int>();
+    mol.multiplicity = ref["multiplicity"].get<int>();
+    const ExactScf scf = exact_scf(mol, ref["basis"].get<std::string>());
+    CHECK(scf.energy == Approx(ref["e_scf"].get<double>()).margin(1e-9));
+    const Eigen::MatrixXd g = exact_scf_gradient(scf.obs, mol, scf.orbitals);
+    Eigen::MatrixXd psi4(g.rows(), 3);
+    for (Eigen::Index a = 0; a < g.rows(); ++a)
+      for (Eigen::Index k = 0; k < 3; ++k) psi4(a, k) = ref["gradient"][a][k].get<double>();
+    check_agree(g, psi4, 1e-9);
+    check_no_net_force(g, 1e-8);
+    ++compared;
+  }
+  CHECK(compared == 5);
 }
