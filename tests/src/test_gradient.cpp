@@ -288,3 +288,21 @@ TEST_CASE("exact-SCF gradients match Psi4 1.3.2's (scf_type pk): RHF, a cation, 
   }
   CHECK(compared == 5);
 }
+
+// The same, element by element: 12 SCF energies per atom, too many for every run of the suite.
+// By hand: build/tests/src/test_gradient "[per-element]"
+TEST_CASE("exact-SCF gradients are the central differences of dfmp2's exact SCF energies, element by element",
+          "[.][per-element]") {
+  const Libint2Session session;
+  Molecule methyl = source_molecule("inputs/open-shell/methyl.xyz");
+  methyl.multiplicity = 2;
+  methyl.atoms[1].r[2] += 0.2;
+  methyl.atoms[2].r[0] -= 0.05;
+  for (const char* basis : {"6-31g*", "cc-pvdz"})
+    for (const Molecule& mol : {distorted_water(), methyl}) {
+      INFO(basis << ", " << mol.name);
+      const ExactScf scf = exact_scf(mol, basis);
+      const auto energy = [basis](const Molecule& m) { return exact_scf(m, basis).energy; };
+      check_agree(exact_scf_gradient(scf.obs, mol, scf.orbitals), central_differences(mol, 2e-3, energy), 1e-8);
+    }
+}
