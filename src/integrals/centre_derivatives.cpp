@@ -19,6 +19,13 @@ libint2::Shell cartesian_shell(const libint2::Shell& shell, int l, libint2::svec
   return libint2::Shell(shell.alpha, {{l, false, std::move(coefficients)}}, shell.O, false);
 }
 
+// 2α_k c_k: the coefficients of the shell of l + 1.
+libint2::svector<double> twice_alpha_times_coefficients(const libint2::Shell& shell) {
+  libint2::svector<double> c = shell.contr[0].coeff;
+  for (std::size_t k = 0; k < c.size(); ++k) c[k] *= 2.0 * shell.alpha[k];
+  return c;
+}
+
 }  // namespace
 
 int max_differentiable_l() { return std::min(LIBINT2_MAX_AM_default - 1, LIBINT2_MAX_AM_eri1); }
@@ -30,11 +37,7 @@ void require_max_l(const libint2::BasisSet& basis, int max_l, const char* what) 
 }
 
 CentreDerivative::CentreDerivative(const libint2::Shell& shell)
-    : raised(cartesian_shell(shell, shell.contr[0].l + 1, [&] {
-        libint2::svector<double> c = shell.contr[0].coeff;
-        for (std::size_t k = 0; k < c.size(); ++k) c[k] *= 2.0 * shell.alpha[k];
-        return c;
-      }())) {
+    : raised(cartesian_shell(shell, shell.contr[0].l + 1, twice_alpha_times_coefficients(shell))) {
   if (shell.contr[0].l > 0) lowered = cartesian_shell(shell, shell.contr[0].l - 1, shell.contr[0].coeff);
 }
 

@@ -15,10 +15,12 @@
 #include <libint2.hpp>
 #include <nlohmann/json.hpp>
 
+#include "src/common/errors.hpp"
 #include "src/common/memory.hpp"
 #include "src/common/parallel.hpp"
 #include "src/common/progress.hpp"
 #include "src/gradient/scf_gradient.hpp"
+#include "src/integrals/centre_derivatives.hpp"
 #include "src/integrals/density_fitting.hpp"
 #include "src/integrals/four_index.hpp"
 #include "src/integrals/libint.hpp"
@@ -244,6 +246,19 @@ TEST_CASE("four-centre derivatives are the central differences of the exact two-
     check_agree(analytic, central_differences(mol, 1e-3, energy), 1e-8);
     check_no_net_force(analytic, 1e-10);
   }
+}
+
+TEST_CASE("derivatives over orbital shells above max_differentiable_l are refused, not computed wrong") {
+  const Libint2Session session;
+  Molecule mol;
+  mol.atoms = {{1, {0.0, 0.0, 0.0}}, {1, {0.0, 0.0, 1.4}}};
+  const auto l = max_differentiable_l() + 1;
+  const libint2::BasisSet obs(std::vector<libint2::Shell>{
+      libint2::Shell{{1.0}, {{0, false, {1.0}}}, mol.atoms[0].r}, libint2::Shell{{1.0}, {{l, true, {1.0}}}, mol.atoms[1].r}});
+  const Eigen::MatrixXd D = random_symmetric(static_cast<Eigen::Index>(obs.nbf()), 11);
+  CHECK_THROWS_AS(overlap_gradient(obs, mol, D), InputError);
+  CHECK_THROWS_AS(core_hamiltonian_gradient(obs, mol, D), InputError);
+  CHECK_THROWS_AS(four_centre_gradient(obs, significant_shell_pairs(obs), mol, {D}), InputError);
 }
 
 TEST_CASE("exact-SCF gradients are the differences of dfmp2's exact SCF energies along random directions (RHF, UHF)") {
