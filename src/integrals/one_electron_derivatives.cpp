@@ -71,6 +71,7 @@ Eigen::MatrixXd nuclear_attraction_gradient(const libint2::BasisSet& obs, const 
                          [&](Engine& engine, std::size_t a, const CentreDerivative& da, Eigen::MatrixXd& g) {
                            for (std::size_t C = 0; C < mol.atoms.size(); ++C) {
                              const Atom& nucleus = mol.atoms[C];
+                             if (nucleus.ghost) continue;  // no charge: its functions move, nothing else
                              engine.set_params(std::vector<std::pair<double, std::array<double, 3>>>{
                                  {static_cast<double>(nucleus.Z), nucleus.r}});
                              const Eigen::Vector3d force = shell_force(engine, obs, a, da, D);

@@ -129,6 +129,7 @@ Eigen::MatrixXd nuclear_repulsion_gradient(const Molecule& mol) {
   Eigen::MatrixXd g = Eigen::MatrixXd::Zero(natom, 3);
   for (Eigen::Index a = 0; a < natom; ++a)
     for (Eigen::Index b = 0; b < a; ++b) {
+      if (mol.atoms[a].ghost || mol.atoms[b].ghost) continue;
       const Eigen::Vector3d r_ab = Eigen::Vector3d(mol.atoms[a].r.data()) - Eigen::Vector3d(mol.atoms[b].r.data());
       const Eigen::Vector3d force = mol.atoms[a].Z * mol.atoms[b].Z * r_ab / std::pow(r_ab.norm(), 3);
       g.row(a) -= force;

@@ -19,6 +19,7 @@
 #include "src/common/memory.hpp"
 #include "src/common/parallel.hpp"
 #include "src/common/progress.hpp"
+#include "src/common/scratch.hpp"
 #include "src/gradient/scf_gradient.hpp"
 #include "src/integrals/centre_derivatives.hpp"
 #include "src/integrals/density_fitting.hpp"
@@ -153,14 +154,14 @@ double two_electron_energy(const libint2::BasisSet& obs, const std::vector<Eigen
   return D_spins.size() == 1 ? 2.0 * e : e;
 }
 
-struct ExactScf {
+struct ScfRun {
   double energy = 0.0;
   Orbitals orbitals;
-  libint2::BasisSet obs;
+  Problem problem;  // its basis sets and shell pairs
 };
 
 // dfmp2's exact SCF (RHF or UHF as the multiplicity says) on `mol`, converged tightly.
-ExactScf exact_scf(const Molecule& mol, const std::string& basis) {
+ScfRun exact_scf(const Molecule& mol, const std::string& basis) {
   RunInput input;
   input.path = "test";
   input.molecule = mol;
@@ -170,11 +171,13 @@ ExactScf exact_scf(const Molecule& mol, const std::string& basis) {
   options.scf.d_convergence = 1e-10;
   MemoryBudget budget(std::size_t(1) << 30);
   Progress quiet(true);
-  const RunContext context{options, budget, Communicator::world(), quiet};
-  const Problem problem = define_problem(input, context);
-  Integrals integrals = compute_integrals(problem, context);
+  const ScratchDirectory scratch(default_scratch_path());
+  const RunContext context{options, budget, Communicator::world(), quiet, scratch};
+  Problem problem = define_problem(input, context);
+  const RunPlan plan = plan_run(problem, context);
+  Integrals integrals = compute_integrals(problem, plan, context);
   ScfSolution scf = solve_scf(problem, integrals, std::nullopt, context);
-  return {scf.e_scf, std::move(scf.orbitals), problem.obs};
+  return {scf.e_scf, std::move(scf.orbitals), std::move(problem)};
 }
 
 }  // namespace
@@ -269,8 +272,8 @@ TEST_CASE("exact-SCF gradients are the differences of dfmp2's exact SCF energies
   methyl.atoms[2].r[0] -= 0.05;
   for (const Molecule& mol : {distorted_water(), methyl}) {
     INFO(mol.name);
-    const ExactScf scf = exact_scf(mol, "6-31g*");
-    const Eigen::MatrixXd analytic = exact_scf_gradient(scf.obs, mol, scf.orbitals);
+    const ScfRun scf = exact_scf(mol, "6-31g*");
+    const Eigen::MatrixXd analytic = exact_scf_gradient(scf.problem.obs, mol, scf.orbitals);
     const auto energy = [](const Molecule& m) { return exact_scf(m, "6-31g*").energy; };
     for (unsigned seed : {8u, 9u}) {
       const Eigen::MatrixXd u = random_direction(mol.atoms.size(), seed);
@@ -291,9 +294,9 @@ TEST_CASE("exact-SCF gradients match Psi4 1.3.2's (scf_type pk): RHF, a cation, 
     Molecule mol = source_molecule(ref["xyz"].get<std::string>());
     mol.charge = ref["charge"].get<int>();
     mol.multiplicity = ref["multiplicity"].get<int>();
-    const ExactScf scf = exact_scf(mol, ref["basis"].get<std::string>());
+    const ScfRun scf = exact_scf(mol, ref["basis"].get<std::string>());
     CHECK(scf.energy == Approx(ref["e_scf"].get<double>()).margin(1e-9));
-    const Eigen::MatrixXd g = exact_scf_gradient(scf.obs, mol, scf.orbitals);
+    const Eigen::MatrixXd g = exact_scf_gradient(scf.problem.obs, mol, scf.orbitals);
     Eigen::MatrixXd psi4(g.rows(), 3);
     for (Eigen::Index a = 0; a < g.rows(); ++a)
       for (Eigen::Index k = 0; k < 3; ++k) psi4(a, k) = ref["gradient"][a][k].get<double>();
@@ -316,8 +319,8 @@ TEST_CASE("exact-SCF gradients are the central differences of dfmp2's exact SCF 
   for (const char* basis : {"6-31g*", "cc-pvdz"})
     for (const Molecule& mol : {distorted_water(), methyl}) {
       INFO(basis << ", " << mol.name);
-      const ExactScf scf = exact_scf(mol, basis);
+      const ScfRun scf = exact_scf(mol, basis);
       const auto energy = [basis](const Molecule& m) { return exact_scf(m, basis).energy; };
-      check_agree(exact_scf_gradient(scf.obs, mol, scf.orbitals), central_differences(mol, 2e-3, energy), 1e-8);
+      check_agree(exact_scf_gradient(scf.problem.obs, mol, scf.orbitals), central_differences(mol, 2e-3, energy), 1e-8);
     }
 }
