@@ -1,5 +1,6 @@
 #include "src/gradient/scf_gradient.hpp"
 
+#include "src/integrals/df_two_electron_derivatives.hpp"
 #include "src/integrals/one_electron_derivatives.hpp"
 #include "src/integrals/shell_pairs.hpp"
 #include "src/integrals/two_electron_derivatives.hpp"
@@ -15,6 +16,7 @@ ScfDensities scf_densities(const Orbitals& orbitals) {
   for (int s = 0; s < orbitals.spin_count(); ++s) {
     const SpinOrbitals& set = orbitals.spin(s);
     const auto C_occ = set.C.leftCols(set.nocc);
+    d.occupied.push_back(C_occ);
     d.spins.push_back(C_occ * C_occ.transpose());
     d.total += occupation * d.spins.back();
     d.energy_weighted += occupation * C_occ * set.eps.head(set.nocc).asDiagonal() * C_occ.transpose();
@@ -32,6 +34,13 @@ Eigen::MatrixXd exact_scf_gradient(const libint2::BasisSet& obs, const Molecule&
   const ScfDensities densities = scf_densities(orbitals);
   return scf_gradient_without_two_electron(obs, mol, densities) +
          four_centre_gradient(obs, significant_shell_pairs(obs), mol, densities.spins);
+}
+
+Eigen::MatrixXd density_fitted_scf_gradient(const libint2::BasisSet& obs, const libint2::BasisSet& jk_aux,
+                                            const ShellPairs& pairs, const Molecule& mol, const Orbitals& orbitals) {
+  const ScfDensities densities = scf_densities(orbitals);
+  return scf_gradient_without_two_electron(obs, mol, densities) +
+         density_fitted_two_electron_gradient(obs, jk_aux, pairs, mol, densities.occupied);
 }
 
 }  // namespace dfmp2

@@ -7,7 +7,7 @@ Writes tests/reference/psi4_gradients.json: one record per case with the setting
 energy and its analytic nuclear gradient (Eh/bohr, natom rows of x y z, the input frame), both in
 full precision. Settings as psi4_reference.py (symmetry c1, no_reorient, no_com, e_convergence and
 d_convergence 1e-10) with `gradient('scf')`; `scf_type pk` (exact integrals) or `df` (DF-JK with
-the jkfit set, for the DF-SCF gradient to come); `reference rhf` or `uhf` (`guess sad`).
+the jkfit set); `reference rhf` or `uhf` (`guess sad`).
 Each case's Psi4 output goes to tests/reference/outputs/<name>.out (kept only when < 200 kB).
 """
 import os
@@ -35,6 +35,8 @@ def cases():
         # DF-SCF gradients, for the DF gradient's tests
         case("water-cc-pvdz-df-grad", "water", "cc-pvdz", "df"),
         case("methyl-cc-pvdz-df-grad", "open-shell/methyl", "cc-pvdz", "df", multiplicity=2),
+        case("ammonium-cc-pvdz-df-grad", "ammonium", "cc-pvdz", "df", charge=1),
+        case("water-aug-cc-pvdz-df-grad", "water", "aug-cc-pvdz", "df"),  # diffuse functions
     ]
 
 
