@@ -11,10 +11,9 @@ the jkfit set); `reference rhf` or `uhf` (`guess sad`).
 Each case's Psi4 output goes to tests/reference/outputs/<name>.out (kept only when < 200 kB).
 """
 import os
-import time
 
 import psi4_common as common
-from psi4_common import OUTPUTS, REPO, psi4, variable
+from psi4_common import REPO
 
 OUT = os.path.join(REPO, "tests", "reference", "psi4_gradients.json")
 
@@ -41,24 +40,11 @@ def cases():
 
 
 def run(c, threads):
-    out = os.path.join(OUTPUTS, c["name"] + ".out")
-    mol = common.start(c, out, threads, c["multiplicity"])
     options = {"reference": c["reference"], "guess": "sad", "basis": c["basis"], "scf_type": c["scf_type"],
                "e_convergence": 1e-10, "d_convergence": 1e-10}
     if c["jk_basis"]:
         options["df_basis_scf"] = c["jk_basis"]
-    psi4.set_options(options)
-    start = time.time()
-    gradient, wfn = psi4.gradient("scf", molecule=mol, return_wfn=True)
-    wall = time.time() - start
-    record = dict(c, nbf=wfn.basisset().nbf(), puream=bool(wfn.basisset().has_puream()),
-                  e_nuc=mol.nuclear_repulsion_energy(), e_scf=variable("SCF TOTAL ENERGY"),
-                  gradient=[list(row) for row in gradient.np], psi4_version=psi4.__version__,
-                  psi4_threads=threads, psi4_wall_seconds=wall)
-    psi4.core.close_outfile()
-    if os.path.getsize(out) > 200_000:  # keep only small outputs in the repository
-        os.remove(out)
-    return record
+    return common.gradient_record(c, threads, "scf", options, c["multiplicity"])
 
 
 if __name__ == "__main__":
