@@ -24,6 +24,13 @@ ScfDensities scf_densities(const Orbitals& orbitals) {
   return d;
 }
 
+SeparableDensities scf_separable_densities(const ScfDensities& densities) {
+  SeparableDensities separable{densities.total, 0.5 * densities.total, densities.occupied, {}};
+  const double share = densities.spins.size() == 1 ? 1.0 : 0.5;
+  for (const Eigen::MatrixXd& D_s : densities.spins) separable.exchange_partners.push_back(share * D_s);
+  return separable;
+}
+
 Eigen::MatrixXd scf_gradient_without_two_electron(const libint2::BasisSet& obs, const Molecule& mol,
                                                   const ScfDensities& densities) {
   return nuclear_repulsion_gradient(mol) + core_hamiltonian_gradient(obs, mol, densities.total) -
@@ -40,7 +47,7 @@ Eigen::MatrixXd density_fitted_scf_gradient(const libint2::BasisSet& obs, const 
                                             const ShellPairs& pairs, const Molecule& mol, const Orbitals& orbitals) {
   const ScfDensities densities = scf_densities(orbitals);
   return scf_gradient_without_two_electron(obs, mol, densities) +
-         density_fitted_two_electron_gradient(obs, jk_aux, pairs, mol, densities.occupied);
+         density_fitted_two_electron_gradient(obs, jk_aux, pairs, mol, scf_separable_densities(densities));
 }
 
 }  // namespace dfmp2

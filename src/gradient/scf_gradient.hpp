@@ -10,6 +10,7 @@
 #include <Eigen/Core>
 #include <libint2/basis.h>
 
+#include "src/integrals/df_two_electron_derivatives.hpp"
 #include "src/integrals/shell_pairs.hpp"
 #include "src/molecule/molecule.hpp"
 #include "src/scf/orbitals.hpp"
@@ -25,6 +26,10 @@ struct ScfDensities {
   Eigen::MatrixXd energy_weighted;  // W = Σ_s Σ_i^occ ε_i C_μi C_νi over both spins
 };
 ScfDensities scf_densities(const Orbitals& orbitals);
+
+// The determinant's two-electron energy as density_fitted_two_electron_gradient takes it:
+// A = ½ D, A_s = ½ D_s (RHF's one set: C Cᵀ, standing for both spins).
+SeparableDensities scf_separable_densities(const ScfDensities& densities);
 
 // What every SCF gradient holds beside its two-electron term:
 // ∂V_nn/∂R_A + Σ_μν D_μν ∂H_μν/∂R_A − Σ_μν W_μν ∂S_μν/∂R_A.
