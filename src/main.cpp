@@ -140,6 +140,7 @@ void compute(const std::string& input_path, const RunOptionsCli& run_options, co
   check_orbital_outputs(input, options, !(outputs.molden.empty() && outputs.trexio.empty()));
   check_ghost_outputs(input, outputs);
   if (counterpoise > 0) {
+    if (options.gradient) throw InputError("--gradient is not available with --counterpoise");
     const CounterpoiseResult cp = run_counterpoise(input, options, counterpoise, progress);
     if (!root) return;
     print_report(std::cout, cp[CounterpoiseRun::dimer]);

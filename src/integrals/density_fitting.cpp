@@ -59,9 +59,8 @@ CoulombFitting::CoulombFitting(const Eigen::MatrixXd& metric, double condition) 
   factor_ = eig.vectors * inv_sqrt.asDiagonal() * eig.vectors.transpose();
 }
 
-void CoulombFitting::apply(double* data, std::size_t ncols) const {
-  // Row-major [naux][ncols] is the column-major ncols × naux matrix A(x, P); B = A Mᵀ. Threads
-  // fit blocks of x, each with single-threaded BLAS: no temporary the size of A.
+void CoulombFitting::fit_columns(double* data, std::size_t ncols, bool inverse) const {
+  // Threads fit blocks of x, each with single-threaded BLAS: no temporary the size of A.
   constexpr std::size_t kBlock = 2048;
   const Eigen::Index naux = factor_.rows();
   using Strided = Eigen::Map<Eigen::MatrixXd, 0, Eigen::OuterStride<>>;
@@ -72,11 +71,16 @@ void CoulombFitting::apply(double* data, std::size_t ncols) const {
     for (std::size_t first = 0; first < ncols; first += kBlock) {
       const auto rows = static_cast<Eigen::Index>(std::min(kBlock, ncols - first));
       Strided A(data + first, rows, naux, Eigen::OuterStride<>(static_cast<Eigen::Index>(ncols)));
-      if (cholesky_) {
+      if (cholesky_) {  // M = L⁻¹
         factor_.triangularView<Eigen::Lower>().transpose().solveInPlace<Eigen::OnTheRight>(A);
-      } else {
-        fitted.noalias() = A * factor_;  // J^-1/2 is symmetric
-        A = fitted;
+        if (inverse) factor_.triangularView<Eigen::Lower>().solveInPlace<Eigen::OnTheRight>(A);
+      } else {  // M = J^-1/2, symmetric
+        fitted.noalias() = A * factor_;
+        if (inverse) {
+          A.noalias() = fitted * factor_;
+        } else {
+          A = fitted;
+        }
       }
     }
   }

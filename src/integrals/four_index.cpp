@@ -18,36 +18,6 @@ namespace {
 using libint2::BraKet;
 using libint2::Operator;
 
-constexpr double kThreshold = 1e-12;
-
-// Largest |D_s| over the spins per shell block, for density-weighted screening: it bounds the
-// exchange densities and their mean, the Coulomb density of add_quartet.
-Eigen::MatrixXd shell_block_max(const libint2::BasisSet& obs, const std::vector<Eigen::MatrixXd>& D_spins) {
-  const auto shell2bf = obs.shell2bf();
-  const std::size_t nshell = obs.size();
-  Eigen::MatrixXd Dmax = Eigen::MatrixXd::Zero(nshell, nshell);
-  for (const Eigen::MatrixXd& D : D_spins)
-    for (std::size_t s1 = 0; s1 < nshell; ++s1)
-      for (std::size_t s2 = 0; s2 < nshell; ++s2)
-        Dmax(s1, s2) = std::max(
-            Dmax(s1, s2), D.block(shell2bf[s1], shell2bf[s2], obs[s1].size(), obs[s2].size()).cwiseAbs().maxCoeff());
-  return Dmax;
-}
-
-// The unique quartets (p12 ≥ p34) of this part whose bound reaches the threshold, in the order
-// they are computed: quartet(p12, p34) for every p34 ≤ p12 that passes.
-template <typename Visit>
-void for_each_quartet(const ShellPairs& pairs, const Eigen::MatrixXd& Dmax, std::size_t p12, Visit&& visit) {
-  const auto [s1, s2] = pairs.pairs[p12];
-  const double bra = pairs.schwarz(s1, s2);
-  for (std::size_t p34 = 0; p34 <= p12; ++p34) {
-    const auto [s3, s4] = pairs.pairs[p34];
-    const double dmax = std::max({Dmax(s1, s2), Dmax(s3, s4), Dmax(s1, s3), Dmax(s2, s4),
-                                  Dmax(s1, s4), Dmax(s2, s3)});
-    if (bra * pairs.schwarz(s3, s4) * dmax >= kThreshold) visit(p34);
-  }
-}
-
 // The densities one quartet contracts with: the spins' mean D_J = Σ_s D_s / kSpins for the
 // Coulomb lines, which sum to 2J(D_J) = J(D) (D = 2 D_0 for a closed shell, D_α + D_β for UHF),
 // and each spin's own D_s for its exchange lines, which sum to −K(D_s).
@@ -100,18 +70,6 @@ const double* compute_quartet(libint2::Engine& engine, const libint2::BasisSet& 
   engine.compute2<Operator::coulomb, BraKet::xx_xx, 0>(obs[s1], obs[s2], obs[s3], obs[s4], &pairs.data[p12],
                                                        &pairs.data[p34]);
   return engine.results()[0];
-}
-
-// body(p12, thread) for the bra pairs of this part, in parallel, from the most expensive
-// (largest p12: most ket pairs) down, for load balance.
-template <typename Body>
-void for_each_bra_of_part(const ShellPairs& pairs, int part, int parts, Body&& body) {
-  const std::size_t npairs = pairs.pairs.size();
-#pragma omp parallel for schedule(dynamic)
-  for (std::size_t k = 0; k < npairs; ++k) {
-    const std::size_t p12 = npairs - 1 - k;
-    if (p12 % static_cast<std::size_t>(parts) == static_cast<std::size_t>(part)) body(p12, omp_get_thread_num());
-  }
 }
 
 // Each spin's G from the quartets `visit_bra(p12, thread, add)` hands to add(p34, values), over
@@ -167,6 +125,18 @@ std::size_t quartet_size(const libint2::BasisSet& obs, const ShellPairs& pairs, 
 }
 
 }  // namespace
+
+Eigen::MatrixXd shell_block_max(const libint2::BasisSet& obs, const std::vector<Eigen::MatrixXd>& D_spins) {
+  const auto shell2bf = obs.shell2bf();
+  const std::size_t nshell = obs.size();
+  Eigen::MatrixXd Dmax = Eigen::MatrixXd::Zero(nshell, nshell);
+  for (const Eigen::MatrixXd& D : D_spins)
+    for (std::size_t s1 = 0; s1 < nshell; ++s1)
+      for (std::size_t s2 = 0; s2 < nshell; ++s2)
+        Dmax(s1, s2) = std::max(
+            Dmax(s1, s2), D.block(shell2bf[s1], shell2bf[s2], obs[s1].size(), obs[s2].size()).cwiseAbs().maxCoeff());
+  return Dmax;
+}
 
 std::vector<Eigen::MatrixXd> exact_two_electron_fock(const libint2::BasisSet& obs, const ShellPairs& pairs,
                                                      const std::vector<Eigen::MatrixXd>& D_spins, int part,

@@ -15,9 +15,9 @@ std::vector<libint2::Engine> engines_per_thread(const libint2::Engine& prototype
   return std::vector<libint2::Engine>(static_cast<std::size_t>(omp_get_max_threads()), prototype);
 }
 
-libint2::Engine coulomb_engine(std::size_t max_nprim, int max_l, libint2::BraKet braket) {
+libint2::Engine coulomb_engine(std::size_t max_nprim, int max_l, libint2::BraKet braket, int deriv_order) {
   using libint2::Operator;
-  return libint2::Engine(Operator::coulomb, max_nprim, max_l, 0, std::numeric_limits<double>::epsilon(),
+  return libint2::Engine(Operator::coulomb, max_nprim, max_l, deriv_order, std::numeric_limits<double>::epsilon(),
                          libint2::operator_traits<Operator::coulomb>::default_params(), braket);
 }
 

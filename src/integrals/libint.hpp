@@ -20,10 +20,11 @@ class Libint2Session {
 
 std::vector<libint2::Engine> engines_per_thread(const libint2::Engine& prototype);
 
-// A Coulomb engine for one bra-ket kind. The kind is fixed at construction: an engine built for
-// the default four-centre kind and switched later refuses auxiliary shells above the four-centre
-// limit, below the two- and three-centre one.
-libint2::Engine coulomb_engine(std::size_t max_nprim, int max_l, libint2::BraKet braket);
+// A Coulomb engine for one bra-ket kind and derivative order (0: the integrals; 1: their first
+// derivatives with respect to the shells' centres). The kind is fixed at construction: an engine
+// built for the default four-centre kind and switched later refuses auxiliary shells above the
+// four-centre limit, below the two- and three-centre one.
+libint2::Engine coulomb_engine(std::size_t max_nprim, int max_l, libint2::BraKet braket, int deriv_order = 0);
 
 // Shell-pair data at the precision libint2's engines use by default, so integrals computed with
 // it are the ones libint2 would compute without it.

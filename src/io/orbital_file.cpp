@@ -160,15 +160,14 @@ bool shells_pure(const OrbitalBasis& basis, int l) {
 }
 
 ShellsByAtom shells_by_atom(const libint2::BasisSet& basis, const Molecule& mol) {
+  const std::vector<std::size_t> atoms = shell_atoms(basis, mol);
   ShellsByAtom grouped;
   for (std::size_t a = 0; a < mol.atoms.size(); ++a)
     for (std::size_t s = 0; s < basis.size(); ++s)
-      if (basis[s].O == mol.atoms[a].r) {
+      if (atoms[s] == a) {
         grouped.order.push_back(s);
         grouped.atom.push_back(static_cast<int>(a));
       }
-  if (grouped.order.size() != basis.size())
-    throw std::runtime_error("a basis shell sits on no atom of the molecule");
   return grouped;
 }
 

@@ -58,6 +58,20 @@ void print_energies(std::ostream& out, const RunResult& r) {
   }
 }
 
+// --gradient: dE/dR per atom, in the input's order and frame.
+void print_gradient(std::ostream& out, const RunResult& r) {
+  if (!r.gradient || !r.geometry) return;
+  char line[128];
+  std::snprintf(line, sizeof line, "\nDF-MP2 gradient (Eh/bohr) %17s %18s %18s\n", "x", "y", "z");
+  out << line;
+  for (Eigen::Index a = 0; a < r.gradient->rows(); ++a) {
+    const std::string label = atom_label(r.geometry->atoms[static_cast<std::size_t>(a)]);
+    std::snprintf(line, sizeof line, "  %-24s %18.12f %18.12f %18.12f\n", label.c_str(), (*r.gradient)(a, 0),
+                  (*r.gradient)(a, 1), (*r.gradient)(a, 2));
+    out << line;
+  }
+}
+
 // The reference and multiplicity, UHF's keys (β sizes, ⟨S²⟩, the energies by spin pair) and the
 // orbital energies.
 void add_spin_keys(nlohmann::json& j, const RunResult& r) {
@@ -156,6 +170,7 @@ void print_report(std::ostream& out, const RunResult& r) {
   out << "  nfrozen " << r.nfrozen << "\n\n";
   print_scf(out, r);
   print_energies(out, r);
+  print_gradient(out, r);
   out << "\nEnergy backend " << r.backend << " (" << r.precision << "), " << r.threads << " threads"
       << (r.ranks > 1 ? " × " + std::to_string(r.ranks) + " MPI ranks" : "") << ", OpenBLAS kernels "
       << r.blas_kernels << "\n";
@@ -205,6 +220,12 @@ nlohmann::json to_json(const RunResult& r) {
   j["e_corr"] = r.e_corr;
   j["e_scs_corr"] = r.e_scs_corr;
   j["e_total"] = r.e_total;
+  if (r.gradient) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (Eigen::Index a = 0; a < r.gradient->rows(); ++a)
+      rows.push_back({(*r.gradient)(a, 0), (*r.gradient)(a, 1), (*r.gradient)(a, 2)});
+    j["gradient"] = rows;
+  }
   j["scf_iterations"] = r.scf_iterations.size();
   j["backend"] = r.backend;
   j["precision"] = r.precision;

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 
 #include <libint2/util/generated/libint2_params.h>
 
@@ -329,6 +330,16 @@ libint2::BasisSet place_on(const BasisSetData& basis, const Molecule& mol, std::
     for (const ContractedShell& cs : found->second) shells.push_back(make_shell(cs, spherical, atom.r));
   }
   return libint2::BasisSet(std::move(shells));
+}
+
+std::vector<std::size_t> shell_atoms(const libint2::BasisSet& basis, const Molecule& mol) {
+  std::vector<std::size_t> atoms;
+  for (const libint2::Shell& shell : basis) {
+    const auto on = std::find_if(mol.atoms.begin(), mol.atoms.end(), [&](const Atom& atom) { return atom.r == shell.O; });
+    if (on == mol.atoms.end()) throw std::runtime_error("a basis shell sits on no atom of the molecule");
+    atoms.push_back(static_cast<std::size_t>(on - mol.atoms.begin()));
+  }
+  return atoms;
 }
 
 libint2::Shell make_shell(const ContractedShell& shell, bool pure, const std::array<double, 3>& origin) {

@@ -55,4 +55,9 @@ libint2::Shell make_shell(const ContractedShell& shell, bool pure, const std::ar
 libint2::BasisSet place_on(const BasisSetData& basis, const Molecule& mol,
                            std::optional<bool> pure = std::nullopt);
 
+// The atom each shell of `basis` sits on (its origin is that atom's position), per shell: a
+// derivative with respect to a shell's centre is one with respect to that atom. Throws
+// std::runtime_error when a shell sits on no atom.
+std::vector<std::size_t> shell_atoms(const libint2::BasisSet& basis, const Molecule& mol);
+
 }  // namespace dfmp2

@@ -124,6 +124,20 @@ double nuclear_repulsion(const Molecule& mol) {
   return e;
 }
 
+Eigen::MatrixXd nuclear_repulsion_gradient(const Molecule& mol) {
+  const auto natom = static_cast<Eigen::Index>(mol.atoms.size());
+  Eigen::MatrixXd g = Eigen::MatrixXd::Zero(natom, 3);
+  for (Eigen::Index a = 0; a < natom; ++a)
+    for (Eigen::Index b = 0; b < a; ++b) {
+      if (mol.atoms[a].ghost || mol.atoms[b].ghost) continue;
+      const Eigen::Vector3d r_ab = Eigen::Vector3d(mol.atoms[a].r.data()) - Eigen::Vector3d(mol.atoms[b].r.data());
+      const Eigen::Vector3d force = mol.atoms[a].Z * mol.atoms[b].Z * r_ab / std::pow(r_ab.norm(), 3);
+      g.row(a) -= force;
+      g.row(b) += force;
+    }
+  return g;
+}
+
 int frozen_core_orbitals(const Molecule& mol) {
   // Electrons in the noble-gas core below each element: He, Ne, Ar, Kr, Xe, Rn.
   static constexpr std::array<int, 6> kNobleGas = {2, 10, 18, 36, 54, 86};

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <Eigen/Core>
+
 namespace dfmp2 {
 
 // CODATA 2014, as Psi4 1.3 uses.
@@ -55,6 +57,9 @@ std::int64_t electron_count(const Molecule& mol);
 int alpha_electrons(const Molecule& mol);
 int beta_electrons(const Molecule& mol);
 double nuclear_repulsion(const Molecule& mol);
+// ∂V_nn/∂R_A = −Σ_{B≠A} Z_A Z_B (R_A − R_B)/|R_A − R_B|³ over the real atoms (a ghost has no
+// charge, its row is zero): natom × 3 (x, y, z), Eh/bohr.
+Eigen::MatrixXd nuclear_repulsion_gradient(const Molecule& mol);
 // Orbitals frozen by Psi4's `freeze_core true`: the previous noble-gas shell of each atom.
 int frozen_core_orbitals(const Molecule& mol);
 // Empirical formula in Hill order, e.g. "CH4", "H2O", of the real atoms.

@@ -6,6 +6,8 @@
 #include <omp.h>
 
 #include "kernels/blas_kernels.hpp"
+#include "src/common/errors.hpp"
+#include "src/gradient/mp2_gradient.hpp"
 #include "src/integrals/libint.hpp"
 #include "src/run/stages.hpp"
 
@@ -97,6 +99,19 @@ void announce(const RunPlan& plan, Progress& progress) {
   for (const std::string& note : notes) progress.message("dfmp2: " + note);
 }
 
+// What the DF-MP2 gradient does not cover yet is refused before any integral, in one line.
+void check_gradient_supported(const RunInput& input, const Problem& problem, const RunPlan& plan) {
+  const auto refuse = [](const std::string& what) {
+    throw InputError("--gradient is not available for " + what + " (the DF-MP2 gradient covers RHF with DF-SCF, "
+                     "on one MPI rank, with B in memory)");
+  };
+  if (problem.unrestricted) refuse("UHF");
+  if (!problem.jk_aux) refuse("--scf exact");
+  if (problem.orbitals_given || input.orbitals) refuse("given orbitals (it needs the SCF run here)");
+  if (Communicator::world().size() > 1) refuse("more than one MPI rank");
+  if (plan.transform.through_disk || !plan.transform.b_in_memory) refuse("B out of core (raise --memory)");
+}
+
 }  // namespace
 
 struct PreparedRun::State {
@@ -136,6 +151,7 @@ PreparedRun::PreparedRun(const RunInput& input, const RunOptions& options, Progr
     return s.context();
   };
   if (input.df) {  // energy only, from a given DF tensor
+    if (options.gradient) throw InputError("--gradient is not available for a given DF tensor (it needs the SCF)");
     s.df = timed(stages, r.gemm_rates, nullptr, "setup", [&] { return read_given_tensor(*input.df, start_budget()); });
     describe_given_tensor(input, r);
   } else {
@@ -146,6 +162,7 @@ PreparedRun::PreparedRun(const RunInput& input, const RunOptions& options, Progr
       Problem problem = define_problem(input, context);
       plan = plan_run(problem, context);
       check_plan(plan, context);
+      if (options.gradient) check_gradient_supported(input, problem, plan);
       announce(plan, context.progress);
       return problem;
     });
@@ -156,6 +173,12 @@ PreparedRun::PreparedRun(const RunInput& input, const RunOptions& options, Progr
         timed(stages, r.gemm_rates, budget, "integrals", [&] { return compute_integrals(problem, plan, context); });
     ScfSolution scf = timed(stages, r.gemm_rates, budget, "scf",
                             [&] { return solve_scf(problem, integrals, input.orbitals, context); });
+    if (options.gradient)
+      r.gradient = timed(stages, r.gemm_rates, budget, "gradient", [&] {
+        const Mp2GradientInput in{problem.obs,      problem.aux,  *problem.jk_aux, problem.pairs,
+                                  problem.molecule, scf.orbitals, problem.nfrozen};
+        return density_fitted_mp2_gradient(in, dynamic_cast<DensityFittedFock&>(*integrals.fock));
+      }).gradient;
     integrals.fock.reset();  // frees the DF-SCF tensor before the DF transform draws its own
     Transformed mo = timed(stages, r.gemm_rates, budget, "df_transform",
                            [&] { return transform_to_mo(problem, plan, scf.orbitals, context); });

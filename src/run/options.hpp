@@ -44,6 +44,7 @@ struct RunOptions {
   ScfType scf_type = ScfType::df;
   ScfGuess guess = ScfGuess::sad;
   bool frozen_core = false;
+  bool gradient = false;  // the DF-MP2 energy's nuclear gradient too (RHF, DF-SCF, one rank)
   kernels::Backend backend = kernels::Backend::automatic;
   kernels::Precision precision = kernels::Precision::fp64;
   std::size_t memory_bytes = 0;  // 0: half the machine's RAM (default_memory_budget)

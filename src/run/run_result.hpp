@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include <Eigen/Core>
+
 #include "kernels/gemm_rate.hpp"
 #include "src/common/memory.hpp"
 #include "src/common/memory_plan.hpp"
@@ -41,6 +43,7 @@ struct RunResult {
   double e_ss = 0.0, e_os = 0.0, e_corr = 0.0, e_scs_corr = 0.0, e_total = 0.0;
   double e_aa = 0.0, e_bb = 0.0;  // UHF: e_ss by spin (e_os is E_αβ)
   std::vector<ScfIteration> scf_iterations;
+  std::optional<Eigen::MatrixXd> gradient;  // --gradient: dE_MP2 total/dR, natom × 3 in Eh/bohr
   std::optional<Orbitals> orbitals;
   std::optional<OrbitalBasis> orbital_basis;  // the orbitals' basis, for Molden and TREXIO output
   std::string backend, precision;

@@ -327,6 +327,8 @@ ScfSolution solve_scf(const Problem& problem, Integrals& integrals, const std::o
     solution.orbitals = std::move(scf.orbitals);
   }
   solution.work = integrals.fock->work();
+  integrals.fock->set_progress({});  // its callback refers to this function's locals; later builds (the MP2
+                                     // gradient's) must not call it
   // Every rank must transform with the very same orbitals (eigenvector signs included).
   for (int s = 0; s < solution.orbitals.spin_count(); ++s) {
     SpinOrbitals& orbitals = solution.orbitals.spin(s);

@@ -1,10 +1,12 @@
 """What the Psi4 reference scripts share: the geometry reader, Psi4's variables, the start of a
-case (a clean Psi4, its output file, threads, memory and the molecule in the input frame) and
-the command line that reruns some cases and keeps the others."""
+case (a clean Psi4, its output file, threads, memory and the molecule in the input frame), the
+gradient scripts' record of one case and the command line that reruns some cases and keeps the
+others."""
 import argparse
 import json
 import os
 import sys
+import time
 
 sys.path.insert(0, "/usr/lib/x86_64-linux-gnu")  # where Debian's psi4 package puts the module
 import psi4  # noqa: E402
@@ -34,6 +36,26 @@ def start(c, out, threads, multiplicity=1, symmetric=False, atoms=None):
     atoms = atoms if atoms is not None else read_xyz(c["xyz"])
     return psi4.geometry(f"{c['charge']} {multiplicity}\n{atoms}\nunits angstrom\n"
                          + ("" if symmetric else "symmetry c1\n") + "no_reorient\nno_com\n")
+
+
+def gradient_record(c, threads, method, options, multiplicity=1, extra=lambda wfn: {}):
+    """Psi4's analytic gradient of `method` for case c under `options`: c's record with the
+    sizes, the energies (SCF, and extra(wfn)'s) and the gradient (Eh/bohr, natom rows of x y z,
+    the input frame); the output in outputs/<name>.out, kept only when < 200 kB."""
+    out = os.path.join(OUTPUTS, c["name"] + ".out")
+    mol = start(c, out, threads, multiplicity)
+    psi4.set_options(options)
+    begin = time.time()
+    gradient, wfn = psi4.gradient(method, molecule=mol, return_wfn=True)
+    wall = time.time() - begin
+    record = dict(c, nbf=wfn.basisset().nbf(), puream=bool(wfn.basisset().has_puream()),
+                  e_nuc=mol.nuclear_repulsion_energy(), e_scf=variable("SCF TOTAL ENERGY"), **extra(wfn),
+                  gradient=[list(row) for row in gradient.np], psi4_version=psi4.__version__,
+                  psi4_threads=threads, psi4_wall_seconds=wall)
+    psi4.core.close_outfile()
+    if os.path.getsize(out) > 200_000:  # keep only small outputs in the repository
+        os.remove(out)
+    return record
 
 
 def main(doc, out_json, cases, run):

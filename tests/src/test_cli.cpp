@@ -215,6 +215,32 @@ TEST_CASE("convert writes an HDF5 input that runs to the same energy, and result
   CHECK(c["nfrozen"] == 1);
 }
 
+// Psi4 1.3.2's DF-MP2 gradient of water (tests/reference/psi4_mp2_gradients.json); the SCF
+// converged as tightly as the gradient tests' (at the default 1e-8 it differs by about 1e-7).
+TEST_CASE("--gradient: the DF-MP2 gradient in the report and the JSON, as Psi4's; refused where not covered") {
+  TempDir dir;
+  const std::string xyz = dir.write("water.xyz", kWater);
+  const CommandResult r =
+      run_dfmp2(xyz + " --basis cc-pvdz --gradient --d-convergence 1e-10 --quiet --json " + dir.path("g.json"));
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("DF-MP2 gradient (Eh/bohr)"));
+  const auto j = nlohmann::json::parse(read_text(dir.path("g.json")));
+  nlohmann::json reference;
+  for (const auto& ref : nlohmann::json::parse(read_text(std::string(DFMP2_SOURCE_DIR) +
+                                                         "/tests/reference/psi4_mp2_gradients.json")))
+    if (ref["name"] == "water-cc-pvdz-mp2-grad") reference = ref["gradient"];
+  REQUIRE(j["gradient"].size() == 3);
+  for (std::size_t a = 0; a < 3; ++a)
+    for (std::size_t k = 0; k < 3; ++k)
+      CHECK(j["gradient"][a][k].get<double>() == Approx(reference[a][k].get<double>()).margin(1e-8));
+  CHECK(j["e_total"].get<double>() == Approx(psi4_total("psi4_mp2_gradients.json", "water-cc-pvdz-mp2-grad")).margin(1e-9));
+
+  const std::string oh = dir.write("oh.xyz", kHydroxyl) + " --basis cc-pvdz --multiplicity 2";
+  expect_rejected(dir, oh + " --gradient", "--gradient is not available for UHF");
+  expect_rejected(dir, xyz + " --basis cc-pvdz --scf exact --gradient", "--gradient is not available for --scf exact");
+  expect_rejected(dir, xyz + " --basis cc-pvdz --counterpoise 1 --gradient", "--gradient is not available with --counterpoise");
+}
+
 TEST_CASE("a UHF run: both spins in the report, JSON and HDF5, and the results file feeds back") {
   TempDir dir;
   const std::string oh = dir.write("oh.xyz", kHydroxyl);

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include <Eigen/LU>
+#include <Eigen/QR>
 #include <libint2.hpp>
 
 #include "kernels/block_packed.hpp"
@@ -104,7 +105,8 @@ TEST_CASE("parts of a block-packed index's rows hold about equal element counts,
   }
 }
 
-TEST_CASE("the Coulomb fit takes Cholesky when no eigenvalue can be dropped, and drops them otherwise") {
+TEST_CASE("the Coulomb fit takes Cholesky when no eigenvalue can be dropped, and drops them otherwise, and so does "
+          "its inverse") {
   // A well-conditioned metric: B = A L⁻ᵀ, so B Bᵀ reproduces A J⁻¹ Aᵀ.
   const Eigen::MatrixXd J = Eigen::MatrixXd::Identity(6, 6) + 0.1 * Eigen::MatrixXd::Ones(6, 6);
   const Eigen::MatrixXd A = Eigen::MatrixXd::Random(6, 5);  // row-major [P][x]: column-major x × P is Aᵀ
@@ -114,6 +116,11 @@ TEST_CASE("the Coulomb fit takes Cholesky when no eigenvalue can be dropped, and
   const Eigen::Map<const Eigen::MatrixXd> a(A.data(), 5, 6), b(B.data(), 5, 6);
   CHECK((b * b.transpose() - a * J.inverse() * a.transpose()).cwiseAbs().maxCoeff() < 1e-12);
   CHECK(fit.flops(5) == Approx(36.0 * 5.0));  // triangular solve: naux² per column
+  // apply_inverse: row P becomes (J⁻¹ A)_P.
+  Eigen::MatrixXd inverse = A;
+  fit.apply_inverse(inverse.data(), 5);
+  const Eigen::Map<const Eigen::MatrixXd> c(inverse.data(), 5, 6);
+  CHECK((c - a * J.inverse()).cwiseAbs().maxCoeff() < 1e-12);
   // Two identical functions: one eigenvalue is zero and is dropped (J^-1/2 route).
   Eigen::MatrixXd singular = J;
   singular.row(5) = singular.row(4);
@@ -123,4 +130,10 @@ TEST_CASE("the Coulomb fit takes Cholesky when no eigenvalue can be dropped, and
   Eigen::MatrixXd C = A;
   dropped.apply(C.data(), 5);
   CHECK(C.allFinite());
+  // Its apply_inverse is the pseudo-inverse: the dropped direction left out.
+  Eigen::MatrixXd pseudo = A;
+  dropped.apply_inverse(pseudo.data(), 5);
+  const Eigen::Map<const Eigen::MatrixXd> p(pseudo.data(), 5, 6);
+  const Eigen::MatrixXd expected = a * singular.completeOrthogonalDecomposition().pseudoInverse();
+  CHECK((p - expected).cwiseAbs().maxCoeff() < 1e-10);
 }

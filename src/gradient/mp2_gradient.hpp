@@ -1,0 +1,37 @@
+// The RHF DF-MP2 energy's nuclear gradient (frozen core allowed), as Psi4's dfmp2 computes it:
+// the SCF gradient's terms with the relaxed densities (mp2_relaxed_density.hpp) added to the
+// SCF's, D + P in ∂H and W_SCF + W in ∂S, the JK set's three-centre and metric terms of the
+// SCF density with itself and with P (Coulomb and exchange), and the RI set's of the
+// non-separable Γ: 4 Σ Γ_ia^P ∂(P|ia) − 2 Σ V_PQ ∂(P|Q). natom × 3 (x, y, z) in Eh/bohr.
+#pragma once
+
+#include <Eigen/Core>
+#include <libint2/basis.h>
+
+#include "src/integrals/shell_pairs.hpp"
+#include "src/molecule/molecule.hpp"
+#include "src/scf/df_fock.hpp"
+#include "src/scf/orbitals.hpp"
+
+namespace dfmp2 {
+
+struct Mp2GradientInput {
+  const libint2::BasisSet& obs;
+  const libint2::BasisSet& ri_aux;  // the DF-MP2 set
+  const libint2::BasisSet& jk_aux;  // the DF-SCF set jk's factors are of
+  const ShellPairs& pairs;          // the orbital shell pairs both tensors store
+  const Molecule& mol;
+  const Orbitals& orbitals;         // converged canonical RHF
+  int nfrozen = 0;
+};
+
+struct Mp2Gradient {
+  double e_mp2 = 0.0;  // the correlation energy the gradient is of
+  int cphf_iterations = 0;
+  Eigen::MatrixXd gradient;  // of E_SCF + E_MP2
+};
+
+// Single rank; jk the DF-SCF's Fock builder (its J/K build the Z-vector's products).
+Mp2Gradient density_fitted_mp2_gradient(const Mp2GradientInput& in, DensityFittedFock& jk);
+
+}  // namespace dfmp2

@@ -1,0 +1,44 @@
+// The RHF DF-MP2 energy's relaxed one-particle density, energy-weighted density and three-index
+// two-particle density: what its nuclear gradient (mp2_gradient.hpp) contracts with derivative
+// integrals. With B-space integrals (ia|jb) = Σ_PQ (ia|P) [J⁻¹]_PQ (Q|jb) in the RI set,
+// t_ij^ab = (ia|jb)/(ε_i + ε_j − ε_a − ε_b) and T_ij^ab = 2 t_ij^ab − t_ij^ba (i, j active):
+//   P_ij = −2 Σ_kab t_ik^ab T_jk^ab,  P_ab = 2 Σ_ijc t_ij^ac T_ij^bc,
+//   Γ_ia^P = Σ_jb T_ij^ab c_jb^P  (c_jb^P = Σ_Q [J⁻¹]_PQ (Q|jb)),  V_PQ = Σ_ia c_ia^P Γ_ia^Q.
+// The energy's derivative with the orbitals fixed is Σ P F^x + 4 Σ Γ_ia^P (P|ia)^x − 2 Σ V (P|Q)^x;
+// its orbital response enters through the Lagrangian X_pq (the coefficient of the rotation U_pq):
+//   X_pi += L1_pi = 4 Σ_aP (P|pa) Γ_ia^P,  X_pa += L2_pa = 4 Σ_iP (P|pi) Γ_ia^P,
+//   X_pq += 2 P_pq ε_p (the ij and ab blocks),  X_ak += [Cᵀ (4J − 2K)(P) C]_ak,
+// the frozen–active rotations (to which E_MP2 is not invariant) by the SCF's own response,
+// P_fi = −½ X_fi / (ε_f − ε_i), and the occupied–virtual ones by the Z-vector equation
+//   (ε_a − ε_k) z_ak + [Cᵀ (4J − 2K)(Z) C]_ak = −(X_ak − X_ka),  Z = ½ (C_v z C_oᵀ + C_o zᵀ C_vᵀ),
+// solved by conjugate gradients with the DF-SCF's J/K (JK set), P_ak = ½ z_ak. Weigend and Häser,
+// Theor. Chem. Acc. 97, 331 (1997); Aikens et al., Theor. Chem. Acc. 110, 233 (2003); Psi4's
+// dfmp2/corr_grad.cc.
+#pragma once
+
+#include <Eigen/Core>
+#include <libint2/basis.h>
+
+#include "src/integrals/shell_pairs.hpp"
+#include "src/scf/df_fock.hpp"
+#include "src/scf/orbitals.hpp"
+
+namespace dfmp2 {
+
+struct Mp2GradientDensities {
+  double e_mp2 = 0.0;
+  int cphf_iterations = 0;
+  Eigen::MatrixXd relaxed;          // P (AO, symmetric), the MP2 part only
+  Eigen::MatrixXd energy_weighted;  // W (AO, symmetric), the MP2 part only: −Σ W S^x in the gradient
+  Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> gamma;  // Γ_ia^P: row P, column i·nvir + a
+                                                                                 // (i active)
+  Eigen::MatrixXd metric;           // V_PQ
+};
+
+// RHF orbitals only (canonical), the lowest nfrozen not correlated. jk: the DF-SCF's J/K, for the
+// Fock-like terms and the Z-vector; single rank. z_convergence: the largest residual element.
+Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const libint2::BasisSet& ri_aux,
+                                            const ShellPairs& pairs, DensityFittedFock& jk, const Orbitals& orbitals,
+                                            int nfrozen, double z_convergence = 1e-11);
+
+}  // namespace dfmp2

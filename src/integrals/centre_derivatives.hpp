@@ -1,0 +1,65 @@
+// Integrals differentiated with respect to the centre of one of their shells, from libint2's
+// undifferentiated integrals over shells of l ± 1. Debian's libint2 2.7.2 has no one-body
+// derivative integrals, and its three-centre first-derivative engine (BraKet::xs_xx, deriv 1)
+// picks the wrong generated function for every shell triplet above (s|ss): its index into the
+// build functions takes the ket dimension of the undifferentiated table (8, not 6), because the
+// Boost.PP test for centre-dependent limits fails inside its macro. So both come from here.
+//
+// For a primitive on A, ∂/∂A_x of x_A^i y_A^j z_A^m e^(−α r_A²) is
+// 2α x_A^(i+1) y_A^j z_A^m e^(…) − i x_A^(i−1) y_A^j z_A^m e^(…) (y, z alike): the shell's functions
+// differentiate into those of two Cartesian shells on A with its exponents, one of l + 1 with
+// coefficients 2α_k c_k, one of l − 1 with c_k.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <vector>
+
+#include <libint2/basis.h>
+#include <libint2/shell.h>
+
+namespace dfmp2 {
+
+// The highest orbital l whose derivatives dfmp2 computes: the shells of l + 1 must fit libint2's
+// one-body and three-centre integrals (l ≤ 5), and its four-centre first derivatives go to l ≤ 4.
+int max_differentiable_l();
+// Throws InputError when `basis` has a shell above max_l, naming `what` needs it.
+void require_max_l(const libint2::BasisSet& basis, int max_l, const char* what);
+
+// The shells of l ± 1 a shell's centre derivative is made of. libint2's coefficients c_k already
+// multiply normalisation-free primitives, so the shells keep them as they are.
+struct CentreDerivative {
+  explicit CentreDerivative(const libint2::Shell& shell);
+  libint2::Shell raised;                  // l + 1, coefficients 2α_k c_k
+  std::optional<libint2::Shell> lowered;  // l − 1, coefficients c_k; none for an s shell
+};
+
+class CentreDifferentiation {
+ public:
+  // ∂/∂A_k (k = x, y, z) of a block of integrals in which shell a (on A, with derivative da)
+  // stands between `outer` and `inner` other functions: values(shifted) gives the block with a
+  // replaced by `shifted` (one of da's shells), row-major [outer][shifted's functions][inner], or
+  // nullptr when all are zero. Returns [3][outer][a's functions][inner], a's functions solid
+  // harmonics when it is spherical; valid until the next call.
+  template <typename Values>
+  const std::vector<double>& operator()(const libint2::Shell& a, const CentreDerivative& da, std::size_t outer,
+                                        std::size_t inner, Values&& values) {
+    start(a, outer, inner);
+    add(values(da.raised), +1);
+    if (da.lowered) add(values(*da.lowered), -1);
+    return finish();
+  }
+
+ private:
+  void start(const libint2::Shell& a, std::size_t outer, std::size_t inner);
+  // Adds the shifted shell's values to the Cartesian derivatives: φ⁺_(i+1)jm for step +1,
+  // −i φ⁻_(i−1)jm for step −1 (x; y, z alike).
+  void add(const double* values, int step);
+  const std::vector<double>& finish();
+
+  const libint2::Shell* a_ = nullptr;
+  std::size_t outer_ = 0, inner_ = 0;
+  std::vector<double> cartesian_, spherical_;
+};
+
+}  // namespace dfmp2

@@ -1,0 +1,101 @@
+#include "src/integrals/df_two_electron_derivatives.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+#include "kernels/block_packed.hpp"
+#include "src/integrals/density_fitting.hpp"
+#include "src/integrals/three_index.hpp"
+#include "src/integrals/two_electron_derivatives.hpp"
+
+namespace dfmp2 {
+
+Eigen::MatrixXd three_centre_gradient_of_squares(const libint2::BasisSet& aux, const libint2::BasisSet& obs,
+                                                 const ShellPairs& pairs, const Molecule& mol,
+                                                 const std::function<void(Eigen::Index P, double* square)>& gamma) {
+  // The squares of one batch of auxiliary shells at a time (at most 64 MiB).
+  const std::size_t n = obs.nbf(), square = n * n;
+  const std::size_t batch_functions = std::max<std::size_t>(1, (std::size_t(64) << 20) / (sizeof(double) * square));
+  std::vector<double> squares;
+  std::size_t batch_first = 0;
+  ThreeCentreDensity density;
+  density.batches = shell_batches(aux, {0, aux.size()}, batch_functions);
+  density.load = [&](ShellRange batch) {
+    batch_first = first_function(aux, batch.first);
+    const auto count = static_cast<Eigen::Index>(function_count(aux, batch));
+    squares.resize(static_cast<std::size_t>(count) * square);
+#pragma omp parallel for schedule(dynamic)
+    for (Eigen::Index f = 0; f < count; ++f)
+      gamma(static_cast<Eigen::Index>(batch_first) + f, squares.data() + static_cast<std::size_t>(f) * square);
+  };
+  density.block = [&](std::size_t p, std::size_t s1, std::size_t s2, double* out) {
+    for (std::size_t P = first_function(aux, p); P < first_function(aux, p + 1); ++P)
+      for (std::size_t m = first_function(obs, s1); m < first_function(obs, s1 + 1); ++m) {
+        const double* from = squares.data() + (P - batch_first) * square + m * n;
+        out = std::copy(from + first_function(obs, s2), from + first_function(obs, s2 + 1), out);
+      }
+  };
+  return three_centre_gradient(aux, obs, pairs, mol, density);
+}
+
+Eigen::MatrixXd density_fitted_two_electron_gradient(const libint2::BasisSet& obs, const libint2::BasisSet& aux,
+                                                     const ShellPairs& pairs, const Molecule& mol,
+                                                     const SeparableDensities& densities) {
+  const kernels::BlockPackedLayout& layout = pairs.layout;
+  const auto nbf = static_cast<Eigen::Index>(obs.nbf()), naux = static_cast<Eigen::Index>(aux.nbf());
+  const std::size_t stored = layout.size();
+  const Eigen::MatrixXd& D = densities.density;
+  const Eigen::MatrixXd& A = densities.coulomb_partner;
+
+  // c^P_μν, row P block-packed as the SCF's tensor.
+  const Eigen::MatrixXd metric = coulomb_metric(aux);
+  std::vector<double> c(static_cast<std::size_t>(naux) * stored);
+  ThreeIndexIntegrals(aux, obs, pairs, metric).compute({0, aux.size()}, {0, obs.size()}, c.data());
+  CoulombFitting(metric).apply_inverse(c.data(), stored);
+
+  const std::vector<double> D_weights = kernels::pack_weighted(layout, D.data());
+  const std::vector<double> A_weights = kernels::pack_weighted(layout, A.data());
+  Eigen::VectorXd d_D(naux), d_A(naux);
+  // Per spin, column P: c^P C_s and A_s c^P C_s, each nbf × nocc_s.
+  std::vector<Eigen::MatrixXd> cC, AcC;
+  for (const Eigen::MatrixXd& C : densities.occupied) {
+    cC.emplace_back(nbf * C.cols(), naux);
+    AcC.emplace_back(nbf * C.cols(), naux);
+  }
+#pragma omp parallel
+  {
+    Eigen::MatrixXd c_P(nbf, nbf);
+#pragma omp for schedule(dynamic)
+    for (Eigen::Index P = 0; P < naux; ++P) {
+      const double* row = c.data() + static_cast<std::size_t>(P) * stored;
+      d_D(P) = std::inner_product(row, row + stored, D_weights.begin(), 0.0);
+      d_A(P) = std::inner_product(row, row + stored, A_weights.begin(), 0.0);
+      kernels::unpack_symmetric(layout, row, c_P.data());
+      for (std::size_t s = 0; s < densities.occupied.size(); ++s) {
+        const Eigen::MatrixXd& C = densities.occupied[s];
+        Eigen::Map<Eigen::MatrixXd> cC_P(cC[s].col(P).data(), nbf, C.cols());
+        cC_P.noalias() = c_P * C;
+        Eigen::Map<Eigen::MatrixXd>(AcC[s].col(P).data(), nbf, C.cols()).noalias() =
+            densities.exchange_partners[s] * cC_P;
+      }
+    }
+  }
+  Eigen::MatrixXd metric_weights = -0.5 * (d_A * d_D.transpose() + d_D * d_A.transpose());
+  Eigen::MatrixXd exchange = Eigen::MatrixXd::Zero(naux, naux);
+  for (std::size_t s = 0; s < cC.size(); ++s) exchange.noalias() += AcC[s].transpose() * cC[s];
+  metric_weights += 0.5 * (exchange + exchange.transpose());  // symmetric but for rounding
+
+  const Eigen::MatrixXd three_centre = three_centre_gradient_of_squares(aux, obs, pairs, mol, [&](Eigen::Index P, double* square) {
+    Eigen::Map<Eigen::MatrixXd> gamma_P(square, nbf, nbf);
+    gamma_P = d_D(P) * A + d_A(P) * D;
+    for (std::size_t s = 0; s < cC.size(); ++s) {
+      const Eigen::MatrixXd& C = densities.occupied[s];
+      const Eigen::Map<const Eigen::MatrixXd> AcC_P(AcC[s].col(P).data(), nbf, C.cols());
+      gamma_P.noalias() -= AcC_P * C.transpose();
+      gamma_P.noalias() -= C * AcC_P.transpose();
+    }
+  });
+  return three_centre + metric_gradient(aux, mol, metric_weights);
+}
+
+}  // namespace dfmp2

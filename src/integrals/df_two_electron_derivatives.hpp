@@ -1,0 +1,44 @@
+// The nuclear derivative of a density-fitted two-electron energy that is separable in densities,
+//   E_2 = Σ_μνλσ (μν|λσ) [A_μν D_λσ − Σ_s (A_s)_μλ (C_s C_sᵀ)_νσ],
+// with the integrals fitted in the Coulomb metric, (μν|λσ) ≈ Σ_PQ (μν|P) [J⁻¹]_PQ (Q|λσ). A
+// determinant's (four_centre_gradient's Γ) is A = ½ D and A_s = ½ D_s (RHF: the one C_s stands for
+// both spins, D = 2 C Cᵀ, A_0 = ½ D); the MP2 gradient's adds its relaxed density P to A and A_0,
+// the Coulomb and exchange terms of P with the SCF density. With the fitted coefficients
+// c^P_μν = Σ_Q [J⁻¹]_PQ (Q|μν) and d_P(X) = Σ_μν c^P_μν X_μν:
+//   dE_2/dR_A = Σ_Pμν Γ^P_μν ∂(P|μν)/∂R_A + Σ_PQ M_PQ ∂(P|Q)/∂R_A,
+//   Γ^P = d_P(D) A + d_P(A) D − Σ_s (A_s c^P C_s C_sᵀ + C_s C_sᵀ c^P A_s),
+//   M_PQ = −½ (d_P(A) d_Q(D) + d_P(D) d_Q(A)) + Σ_s tr(c^P A_s c^Q C_s C_sᵀ)
+// (Psi4's DFJKGrad, PySCF's df.grad.rhf). J⁻¹ is the SCF fit's own (CoulombFitting), the pairs
+// those its tensor stores: the derivative of the energy the DF-SCF computed.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include <Eigen/Core>
+#include <libint2/basis.h>
+
+#include "src/integrals/shell_pairs.hpp"
+#include "src/molecule/molecule.hpp"
+
+namespace dfmp2 {
+
+struct SeparableDensities {
+  Eigen::MatrixXd density;                         // D, symmetric
+  Eigen::MatrixXd coulomb_partner;                 // A, symmetric
+  std::vector<Eigen::MatrixXd> occupied;           // C_s, nbf × nocc_s
+  std::vector<Eigen::MatrixXd> exchange_partners;  // A_s, symmetric, one per C_s
+};
+
+// natom × 3 (x, y, z).
+Eigen::MatrixXd density_fitted_two_electron_gradient(const libint2::BasisSet& obs, const libint2::BasisSet& aux,
+                                                     const ShellPairs& pairs, const Molecule& mol,
+                                                     const SeparableDensities& densities);
+
+// Σ_Pμν Γ^P_μν ∂(P|μν)/∂R_A for a Γ made one auxiliary function at a time as a dense symmetric
+// nbf × nbf square: gamma(P, square) writes Γ^P (called from several threads at once).
+Eigen::MatrixXd three_centre_gradient_of_squares(const libint2::BasisSet& aux, const libint2::BasisSet& obs,
+                                                 const ShellPairs& pairs, const Molecule& mol,
+                                                 const std::function<void(Eigen::Index P, double* square)>& gamma);
+
+}  // namespace dfmp2

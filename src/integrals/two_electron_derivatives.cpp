@@ -1,0 +1,212 @@
+#include "src/integrals/two_electron_derivatives.hpp"
+
+#include <algorithm>
+#include <array>
+#include <utility>
+#include <vector>
+
+#include <libint2.hpp>
+#include <omp.h>
+
+#include "src/integrals/centre_derivatives.hpp"
+#include "src/integrals/four_index.hpp"
+#include "src/integrals/libint.hpp"
+#include "src/integrals/thread_gradients.hpp"
+#include "src/molecule/basis.hpp"
+
+namespace dfmp2 {
+namespace {
+
+using libint2::BraKet;
+using libint2::Engine;
+using libint2::Operator;
+
+// Adds Σ_f w_f ∂v_f/∂R_c to the atom of each centre c, from a first-derivative engine's results:
+// derivatives[3c + k] holds ∂v/∂(centre c's coordinate k) for the n values of the shell set.
+template <std::size_t N>
+void add_centre_derivatives(const Engine::target_ptr_vec& derivatives, const std::array<std::size_t, N>& atoms,
+                            const double* weights, std::size_t n, Eigen::MatrixXd& g) {
+  for (std::size_t c = 0; c < N; ++c)
+    for (std::size_t k = 0; k < 3; ++k) {
+      const double* d = derivatives[3 * c + k];
+      double sum = 0.0;
+      for (std::size_t f = 0; f < n; ++f) sum += weights[f] * d[f];
+      g(static_cast<Eigen::Index>(atoms[c]), static_cast<Eigen::Index>(k)) += sum;
+    }
+}
+
+// All centres on one atom: by translational invariance their derivatives cancel on it.
+template <std::size_t N>
+bool one_atom(const std::array<std::size_t, N>& atoms) {
+  return std::all_of(atoms.begin(), atoms.end(), [&](std::size_t a) { return a == atoms[0]; });
+}
+
+// Γ_μνλσ of four_centre_gradient symmetrised as its integrals are, times the quartet's degeneracy:
+// ½ D_μν D_λσ − ¼ Σ_s (D^s_μλ D^s_νσ + D^s_μσ D^s_νλ), over the quartet's functions in libint2's order.
+void quartet_density(const libint2::BasisSet& obs, const std::array<std::size_t, 4>& s, double degeneracy,
+                     const Eigen::MatrixXd& D, const std::vector<Eigen::MatrixXd>& D_spins, std::vector<double>& out) {
+  const auto& shell2bf = obs.shell2bf();
+  // Σ over α and β: a closed shell's one D_0 stands for both.
+  const double exchange = 0.25 * (D_spins.size() == 1 ? 2.0 : 1.0);
+  const std::size_t n1 = obs[s[0]].size(), n2 = obs[s[1]].size(), n3 = obs[s[2]].size(), n4 = obs[s[3]].size();
+  out.resize(n1 * n2 * n3 * n4);
+  for (std::size_t f1 = 0, f = 0; f1 < n1; ++f1) {
+    const std::size_t m = shell2bf[s[0]] + f1;
+    for (std::size_t f2 = 0; f2 < n2; ++f2) {
+      const std::size_t n = shell2bf[s[1]] + f2;
+      for (std::size_t f3 = 0; f3 < n3; ++f3) {
+        const std::size_t l = shell2bf[s[2]] + f3;
+        for (std::size_t f4 = 0; f4 < n4; ++f4, ++f) {
+          const std::size_t t = shell2bf[s[3]] + f4;
+          double K = 0.0;
+          for (const Eigen::MatrixXd& Ds : D_spins) K += Ds(m, l) * Ds(n, t) + Ds(m, t) * Ds(n, l);
+          out[f] = degeneracy * (0.5 * D(m, n) * D(l, t) - exchange * K);
+        }
+      }
+    }
+  }
+}
+
+// For one auxiliary shell P and orbital shells a, b: f_a = Σ_Pμν Γ^P_μν (P|∂μ/∂A ν) and
+// f_b = Σ_Pμν Γ^P_μν (P|μ ∂ν/∂B), μ of a on A, ν of b on B, Γ the block [P][μ][ν], from
+// undifferentiated integrals over l ± 1 shells (CentreDifferentiation). The derivative with
+// respect to P's centre is −(f_a + f_b), by translational invariance.
+class ThreeCentreForces {
+ public:
+  std::pair<Eigen::Vector3d, Eigen::Vector3d> operator()(Engine& engine, const libint2::Shell& P,
+                                                         const libint2::Shell& a, const CentreDerivative& da,
+                                                         const libint2::Shell& b, const CentreDerivative& db,
+                                                         const double* gamma) {
+    const std::size_t nP = P.size(), na = a.size(), nb = b.size();
+    // (P|shifted other), [P][shifted][other]
+    const auto beside = [&engine, &P](const libint2::Shell& other) {
+      return [&engine, &P, &other](const libint2::Shell& shifted) {
+        engine.compute2<Operator::coulomb, BraKet::xs_xx, 0>(P, libint2::Shell::unit(), shifted, other);
+        return engine.results()[0];
+      };
+    };
+    const Eigen::Vector3d fa = contract(gamma, differentiate_(a, da, nP, nb, beside(b)), nP, na, nb, false);
+    if (&a == &b) return {fa, fa};  // one shell: (P|μ ∂ν) is (P|∂μ ν) transposed, Γ^P symmetric
+    const Eigen::Vector3d fb = contract(gamma, differentiate_(b, db, nP, na, beside(a)), nP, na, nb, true);
+    return {fa, fb};
+  }
+
+ private:
+  // Σ_Pμν Γ^P_μν d_k[P][μ][ν] (d_k[P][ν][μ] when transposed), k = x, y, z.
+  static Eigen::Vector3d contract(const double* gamma, const std::vector<double>& d, std::size_t nP, std::size_t na,
+                                  std::size_t nb, bool transposed) {
+    Eigen::Vector3d f = Eigen::Vector3d::Zero();
+    const std::size_t n = nP * na * nb;
+    for (std::size_t k = 0; k < 3; ++k)
+      for (std::size_t P = 0; P < nP; ++P)
+        for (std::size_t m = 0; m < na; ++m)
+          for (std::size_t v = 0; v < nb; ++v)
+            f(static_cast<Eigen::Index>(k)) += gamma[(P * na + m) * nb + v] *
+                                               d[k * n + (transposed ? (P * nb + v) * na + m : (P * na + m) * nb + v)];
+    return f;
+  }
+
+  CentreDifferentiation differentiate_;
+};
+
+}  // namespace
+
+Eigen::MatrixXd metric_gradient(const libint2::BasisSet& aux, const Molecule& mol, const Eigen::MatrixXd& M) {
+  require_max_l(aux, LIBINT2_MAX_AM_2eri1, "the metric derivative");
+  const std::vector<std::size_t> atoms = shell_atoms(aux, mol);
+  const auto& shell2bf = aux.shell2bf();
+  const libint2::Shell& unit = libint2::Shell::unit();
+  auto engines = engines_per_thread(coulomb_engine(aux.max_nprim(), aux.max_l(), BraKet::xs_xs, 1));
+  ThreadGradients g(mol.atoms.size());
+#pragma omp parallel
+  {
+    std::vector<double> weights;
+#pragma omp for schedule(dynamic)
+    for (std::size_t s1 = 0; s1 < aux.size(); ++s1) {
+      Engine& engine = engines[static_cast<std::size_t>(omp_get_thread_num())];
+      for (std::size_t s2 = 0; s2 < s1; ++s2) {  // s1 == s2: one atom
+        const std::array<std::size_t, 2> centres{atoms[s1], atoms[s2]};
+        if (one_atom(centres)) continue;
+        engine.compute2<Operator::coulomb, BraKet::xs_xs, 1>(aux[s1], unit, aux[s2], unit);
+        if (engine.results()[0] == nullptr) continue;
+        const std::size_t n1 = aux[s1].size(), n2 = aux[s2].size();
+        weights.resize(n1 * n2);
+        for (std::size_t f1 = 0; f1 < n1; ++f1)  // (P|Q) and (Q|P)
+          for (std::size_t f2 = 0; f2 < n2; ++f2) weights[f1 * n2 + f2] = 2.0 * M(shell2bf[s1] + f1, shell2bf[s2] + f2);
+        add_centre_derivatives(engine.results(), centres, weights.data(), n1 * n2, g.mine());
+      }
+    }
+  }
+  return g.sum();
+}
+
+Eigen::MatrixXd three_centre_gradient(const libint2::BasisSet& aux, const libint2::BasisSet& obs,
+                                      const ShellPairs& pairs, const Molecule& mol, const ThreeCentreDensity& gamma) {
+  require_max_l(obs, max_differentiable_l(), "the three-centre derivative");
+  const std::vector<std::size_t> aux_atoms = shell_atoms(aux, mol), obs_atoms = shell_atoms(obs, mol);
+  const std::vector<CentreDerivative> derivatives(obs.begin(), obs.end());
+  auto engines = engines_per_thread(coulomb_engine(std::max(aux.max_nprim(), obs.max_nprim()),
+                                                   std::max(aux.max_l(), obs.max_l() + 1), BraKet::xs_xx));
+  ThreadGradients g(mol.atoms.size());
+  for (const ShellRange batch : gamma.batches) {
+    gamma.load(batch);
+#pragma omp parallel
+    {
+      ThreeCentreForces forces;
+      std::vector<double> block;
+#pragma omp for schedule(dynamic)
+      for (std::size_t k = 0; k < pairs.pairs.size(); ++k) {
+        const auto [s1, s2] = pairs.pairs[k];
+        const double degeneracy = s1 == s2 ? 1.0 : 2.0;  // (P|μν) and (P|νμ)
+        for (std::size_t p = batch.first; p < batch.last; ++p) {
+          const std::array<std::size_t, 3> centres{aux_atoms[p], obs_atoms[s1], obs_atoms[s2]};
+          if (one_atom(centres)) continue;
+          block.resize(aux[p].size() * obs[s1].size() * obs[s2].size());
+          gamma.block(p, s1, s2, block.data());
+          const auto [f1, f2] = forces(engines[static_cast<std::size_t>(omp_get_thread_num())], aux[p], obs[s1],
+                                       derivatives[s1], obs[s2], derivatives[s2], block.data());
+          Eigen::MatrixXd& mine = g.mine();
+          mine.row(static_cast<Eigen::Index>(obs_atoms[s1])) += degeneracy * f1.transpose();
+          mine.row(static_cast<Eigen::Index>(obs_atoms[s2])) += degeneracy * f2.transpose();
+          mine.row(static_cast<Eigen::Index>(aux_atoms[p])) -= degeneracy * (f1 + f2).transpose();
+        }
+      }
+    }
+  }
+  return g.sum();
+}
+
+Eigen::MatrixXd four_centre_gradient(const libint2::BasisSet& obs, const ShellPairs& pairs, const Molecule& mol,
+                                     const std::vector<Eigen::MatrixXd>& D_spins) {
+  require_max_l(obs, max_differentiable_l(), "the four-centre derivative");
+  const std::vector<std::size_t> atoms = shell_atoms(obs, mol);
+  Eigen::MatrixXd D = D_spins[0];
+  for (std::size_t s = 1; s < D_spins.size(); ++s) D += D_spins[s];
+  if (D_spins.size() == 1) D *= 2.0;
+  // Γ holds products of two densities: Dmax times the largest |D_s| bounds them.
+  double largest = 0.0;
+  for (const Eigen::MatrixXd& Ds : D_spins) largest = std::max(largest, Ds.cwiseAbs().maxCoeff());
+  const Eigen::MatrixXd bound = shell_block_max(obs, D_spins) * largest;
+  auto engines = engines_per_thread(coulomb_engine(obs.max_nprim(), obs.max_l(), BraKet::xx_xx, 1));
+  std::vector<std::vector<double>> gamma(engines.size());
+  ThreadGradients g(mol.atoms.size());
+  for_each_bra_of_part(pairs, 0, 1, [&](std::size_t p12, int thread) {
+    Engine& engine = engines[static_cast<std::size_t>(thread)];
+    const auto [s1, s2] = pairs.pairs[p12];
+    for_each_quartet(pairs, bound, p12, [&](std::size_t p34) {
+      const auto [s3, s4] = pairs.pairs[p34];
+      const std::array<std::size_t, 4> centres{atoms[s1], atoms[s2], atoms[s3], atoms[s4]};
+      if (one_atom(centres)) return;
+      engine.compute2<Operator::coulomb, BraKet::xx_xx, 1>(obs[s1], obs[s2], obs[s3], obs[s4], &pairs.data[p12],
+                                                           &pairs.data[p34]);
+      if (engine.results()[0] == nullptr) return;
+      const double degeneracy = (s1 == s2 ? 1.0 : 2.0) * (s3 == s4 ? 1.0 : 2.0) * (p12 == p34 ? 1.0 : 2.0);
+      std::vector<double>& weights = gamma[static_cast<std::size_t>(thread)];
+      quartet_density(obs, {s1, s2, s3, s4}, degeneracy, D, D_spins, weights);
+      add_centre_derivatives(engine.results(), centres, weights.data(), weights.size(), g.mine());
+    });
+  });
+  return g.sum();
+}
+
+}  // namespace dfmp2
