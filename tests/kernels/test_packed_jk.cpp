@@ -42,7 +42,7 @@ double element(const k::BlockPackedLayout& layout, const double* stored, std::si
 
 }  // namespace
 
-TEST_CASE("a block-packed layout stores its blocks' elements by rows; all blocks make the packed triangle") {
+TEST_CASE("a block-packed layout stores its blocks' elements by rows, and all blocks make the packed triangle") {
   const k::BlockPackedLayout all = random_layout(9, 1.0, 3);
   for (std::size_t m = 0; m < all.n(); ++m)
     for (std::size_t c = 0; c <= m; ++c) CHECK(all.find(m, c) == m * (m + 1) / 2 + c);
@@ -64,7 +64,7 @@ TEST_CASE("a block-packed layout stores its blocks' elements by rows; all blocks
   CHECK(some.row_block_offset(some.row_blocks()) == some.size());
 }
 
-TEST_CASE("unpacking writes the stored elements to one triangle or both; weighted packing gives Σ A_mk B_mk") {
+TEST_CASE("unpacking writes the stored elements to one triangle or both, and weighted packing gives Σ A_mk B_mk") {
   const k::BlockPackedLayout layout = random_layout(11, 0.5, 7);
   const std::size_t n = layout.n();
   std::vector<double> stored(layout.size());

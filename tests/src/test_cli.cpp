@@ -217,7 +217,7 @@ TEST_CASE("convert writes an HDF5 input that runs to the same energy, and result
 
 // Psi4 1.3.2's DF-MP2 gradient of water (tests/reference/psi4_mp2_gradients.json); the SCF
 // converged as tightly as the gradient tests' (at the default 1e-8 it differs by about 1e-7).
-TEST_CASE("--gradient: the DF-MP2 gradient in the report and the JSON, as Psi4's; refused where not covered") {
+TEST_CASE("the DF-MP2 gradient (--gradient) in the report and the JSON, as Psi4's, and refused where not covered") {
   TempDir dir;
   const std::string xyz = dir.write("water.xyz", kWater);
   const CommandResult r =
