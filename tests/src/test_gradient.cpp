@@ -180,16 +180,13 @@ struct ScfRun {
   Problem problem;  // its basis sets (obs, jk_aux) and shell pairs
 };
 
-// dfmp2's SCF (RHF or UHF as the multiplicity says) on `mol`, converged tightly: exact, or
-// density-fitted with the JK set `jk_basis`.
-ScfRun run_scf(const Molecule& mol, const std::string& basis, ScfType type, const std::string& jk_basis = "") {
+// dfmp2's stages on `mol` up to its SCF, converged tightly (d_convergence 1e-10), then
+// then(problem, plan, integrals, scf, context).
+template <typename Then>
+auto after_scf(const Molecule& mol, RunOptions options, Then&& then) {
   RunInput input;
   input.path = "test";
   input.molecule = mol;
-  RunOptions options;
-  options.basis = basis;
-  if (!jk_basis.empty()) options.jk_basis = jk_basis;
-  options.scf_type = type;
   options.scf.d_convergence = 1e-10;
   MemoryBudget budget(std::size_t(1) << 30);
   Progress quiet(true);
@@ -199,7 +196,19 @@ ScfRun run_scf(const Molecule& mol, const std::string& basis, ScfType type, cons
   const RunPlan plan = plan_run(problem, context);
   Integrals integrals = compute_integrals(problem, plan, context);
   ScfSolution scf = solve_scf(problem, integrals, std::nullopt, context);
-  return {scf.e_scf, std::move(scf.orbitals), std::move(problem)};
+  return then(problem, plan, integrals, scf, context);
+}
+
+// dfmp2's SCF (RHF or UHF as the multiplicity says) on `mol`: exact, or density-fitted with the
+// JK set `jk_basis`.
+ScfRun run_scf(const Molecule& mol, const std::string& basis, ScfType type, const std::string& jk_basis = "") {
+  RunOptions options;
+  options.basis = basis;
+  if (!jk_basis.empty()) options.jk_basis = jk_basis;
+  options.scf_type = type;
+  return after_scf(mol, options, [](Problem& problem, const RunPlan&, Integrals&, ScfSolution& scf, const RunContext&) {
+    return ScfRun{scf.e_scf, std::move(scf.orbitals), std::move(problem)};
+  });
 }
 
 ScfRun exact_scf(const Molecule& mol, const std::string& basis) { return run_scf(mol, basis, ScfType::exact); }
@@ -260,35 +269,21 @@ struct Mp2Run {
   Mp2Gradient mp2;
 };
 
-// dfmp2's stages up to a tightly converged DF-SCF on `mol`, then
-// then(problem, plan, integrals, scf, context).
-template <typename Then>
-auto after_df_scf(const Molecule& mol, const std::string& basis, const std::string& df_basis,
-                  const std::string& jk_basis, bool frozen_core, Then&& then) {
-  RunInput input;
-  input.path = "test";
-  input.molecule = mol;
+// A DF-MP2 run's options.
+RunOptions df_mp2_options(const std::string& basis, const std::string& df_basis, const std::string& jk_basis,
+                          bool frozen_core) {
   RunOptions options;
   options.basis = basis;
   options.df_basis = df_basis;
   options.jk_basis = jk_basis;
   options.frozen_core = frozen_core;
-  options.scf.d_convergence = 1e-10;
-  MemoryBudget budget(std::size_t(1) << 30);
-  Progress quiet(true);
-  const ScratchDirectory scratch(default_scratch_path());
-  const RunContext context{options, budget, Communicator::world(), quiet, scratch};
-  const Problem problem = define_problem(input, context);
-  const RunPlan plan = plan_run(problem, context);
-  Integrals integrals = compute_integrals(problem, plan, context);
-  const ScfSolution scf = solve_scf(problem, integrals, std::nullopt, context);
-  return then(problem, plan, integrals, scf, context);
+  return options;
 }
 
-// The DF-MP2 gradient of `mol` (as after_df_scf's arguments).
+// The DF-MP2 gradient of `mol` (as df_mp2_options's arguments).
 Mp2Run df_mp2(const Molecule& mol, const std::string& basis, const std::string& df_basis, const std::string& jk_basis,
               bool frozen_core) {
-  return after_df_scf(mol, basis, df_basis, jk_basis, frozen_core,
+  return after_scf(mol, df_mp2_options(basis, df_basis, jk_basis, frozen_core),
                       [&](const Problem& problem, const RunPlan&, Integrals& integrals, const ScfSolution& scf,
                           const RunContext&) {
                         const Mp2GradientInput in{problem.obs, problem.aux,  *problem.jk_aux, problem.pairs,
@@ -301,7 +296,7 @@ Mp2Run df_mp2(const Molecule& mol, const std::string& basis, const std::string& 
 // The DF-MP2 total energy of `mol` as a run computes it (the DF transform and the energy step).
 double df_mp2_energy(const Molecule& mol, const std::string& basis, const std::string& df_basis,
                      const std::string& jk_basis, bool frozen_core) {
-  return after_df_scf(mol, basis, df_basis, jk_basis, frozen_core,
+  return after_scf(mol, df_mp2_options(basis, df_basis, jk_basis, frozen_core),
                       [&](const Problem& problem, const RunPlan& plan, Integrals& integrals, const ScfSolution& scf,
                           const RunContext& context) {
                         integrals.fock.reset();
