@@ -1,35 +1,30 @@
 """An ASE calculator for dfmp2: ``atoms.calc = DFMP2(method="mp2", basis="cc-pvdz")``.
 
-Energies only for now: dfmp2 does not compute gradients yet, so ``get_forces()`` raises
-PropertyNotImplementedError (and optimisers and MD cannot run)."""
+Energies for every method; forces (from dfmp2's analytic gradient) for method mp2, where dfmp2's
+``--gradient`` covers the run (RHF, density-fitted SCF)."""
+import numpy as np
 from ase import units
-from ase.calculators.calculator import (Calculator, CalculationFailed, PropertyNotImplementedError,
-                                        all_changes)
+from ase.calculators.calculator import Calculator, CalculationFailed, all_changes
 
 from .executable import run_qcschema
 
 
 class DFMP2(Calculator):
-    """DF-MP2 (or HF, SCS-MP2) energies of a molecule from dfmp2.
+    """DF-MP2 (or HF, SCS-MP2) energies of a molecule from dfmp2, and DF-MP2 forces.
 
     Parameters: ``method`` (hf, mp2, scs-mp2; default mp2), ``basis`` (default cc-pvdz),
     ``charge`` (0) and ``multiplicity`` (1); every other parameter is one of dfmp2's QCSchema
     keywords (docs/qcschema.md), e.g. ``freeze_core=True``, ``scf_type="pk"``,
-    ``df_basis_mp2="cc-pvtz-ri"``, ``memory="4GB"``. Energies in eV, as ASE's."""
+    ``df_basis_mp2="cc-pvtz-ri"``, ``memory="4GB"``. Energies in eV and forces in eV/Å, as ASE's."""
 
-    implemented_properties = ["energy", "free_energy"]
+    implemented_properties = ["energy", "free_energy", "forces"]
     default_parameters = {"method": "mp2", "basis": "cc-pvdz", "charge": 0, "multiplicity": 1}
     _model_parameters = ("method", "basis", "charge", "multiplicity")
 
     def __init__(self, restart=None, label=None, atoms=None, **kwargs):
         Calculator.__init__(self, restart=restart, label=label, atoms=atoms, **kwargs)
 
-    def get_property(self, name, atoms=None, allow_calculation=True):
-        if name == "forces":
-            raise PropertyNotImplementedError("dfmp2 does not compute gradients yet, so it has no forces")
-        return Calculator.get_property(self, name, atoms, allow_calculation)
-
-    def atomic_input(self, atoms):
+    def atomic_input(self, atoms, driver="energy"):
         """The QCSchema AtomicInput of this calculator's run on ``atoms`` (geometry in bohr)."""
         if atoms.pbc.any():
             raise CalculationFailed("dfmp2 computes molecules: the atoms must not be periodic")
@@ -39,13 +34,17 @@ class DFMP2(Calculator):
                     "molecular_charge": p["charge"], "molecular_multiplicity": p["multiplicity"],
                     "fix_com": True, "fix_orientation": True}
         keywords = {k: v for k, v in p.items() if k not in self._model_parameters}
-        return {"schema_name": "qcschema_input", "schema_version": 1, "molecule": molecule, "driver": "energy",
+        return {"schema_name": "qcschema_input", "schema_version": 1, "molecule": molecule, "driver": driver,
                 "model": {"method": p["method"], "basis": p["basis"]}, "keywords": keywords,
                 "protocols": {"stdout": False}}
 
     def calculate(self, atoms=None, properties=("energy",), system_changes=all_changes):
         Calculator.calculate(self, atoms, properties, system_changes)
-        result = run_qcschema(self.atomic_input(self.atoms))
+        forces = "forces" in properties
+        result = run_qcschema(self.atomic_input(self.atoms, "gradient" if forces else "energy"))
         if not result["success"]:
             raise CalculationFailed(f"dfmp2: {result['error']['error_message']}")
-        self.results["energy"] = self.results["free_energy"] = result["return_result"] * units.Hartree
+        self.results["energy"] = self.results["free_energy"] = result["properties"]["return_energy"] * units.Hartree
+        if forces:
+            gradient = np.reshape(result["return_result"], (len(self.atoms), 3))
+            self.results["forces"] = -gradient * (units.Hartree / units.Bohr)

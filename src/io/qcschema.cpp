@@ -176,10 +176,12 @@ Molecule read_molecule(const json& molecule) {
   return mol;
 }
 
-void read_driver(const json& input) {
+// Whether the driver asks for the gradient (else the energy).
+bool read_gradient_driver(const json& input) {
   const std::string driver = lowercase(text(field(input, "", "driver"), "driver"));
-  if (driver == "gradient") throw InputError("dfmp2 does not compute gradients yet: driver must be energy");
-  if (driver != "energy") throw InputError("driver '" + driver + "' is not one dfmp2 computes: driver must be energy");
+  if (driver != "energy" && driver != "gradient")
+    throw InputError("driver '" + driver + "' is not one dfmp2 computes: driver must be energy or gradient");
+  return driver == "gradient";
 }
 
 }  // namespace
@@ -190,7 +192,7 @@ QcschemaJob read_atomic_input(const json& input) {
       input.contains("schema_name") ? text(input["schema_name"], "schema_name") : "qcschema_input";
   if (schema != "qcschema_input" && schema != "qc_schema_input")
     throw InputError("schema_name is '" + schema + "': dfmp2 reads a QCSchema AtomicInput (qcschema_input)");
-  read_driver(input);
+  const bool gradient = read_gradient_driver(input);
   optional_object(input, "extras");
   if (const json protocols = optional_object(input, "protocols");
       protocols.contains("stdout") && !protocols["stdout"].is_boolean())
@@ -202,8 +204,11 @@ QcschemaJob read_atomic_input(const json& input) {
   if (!basis.is_string() || basis.get<std::string>().empty())
     throw InputError("model.basis must name an orbital basis set (dfmp2 takes basis set names, not QCSchema "
                      "basis objects)");
+  if (gradient && job.method != QcMethod::mp2)
+    throw InputError("driver gradient needs model.method mp2: dfmp2's gradient is the DF-MP2 energy's");
   job.options = read_keywords(optional_object(input, "keywords"));
   job.options.basis = basis.get<std::string>();
+  job.options.gradient = gradient;
   job.input.path = "the QCSchema input";
   job.input.molecule = read_molecule(field(input, "", "molecule"));
   return job;
@@ -266,6 +271,13 @@ json atomic_result(const json& input, QcMethod method, const RunResult& result, 
   json output = echo(input);
   output["properties"] = properties(method, result);
   output["return_result"] = return_energy(method, result);
+  if (result.gradient) {  // driver gradient: natom × 3 in Eh/bohr, row by row, as QCSchema's
+    json gradient = json::array();
+    for (Eigen::Index a = 0; a < result.gradient->rows(); ++a)
+      for (Eigen::Index x = 0; x < 3; ++x) gradient.push_back((*result.gradient)(a, x));
+    output["properties"]["return_gradient"] = gradient;
+    output["return_result"] = gradient;
+  }
   json extras = optional_object(input, "extras");
   extras["qcvars"] = qcvars(method, result);
   output["extras"] = extras;

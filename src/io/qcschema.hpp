@@ -24,14 +24,15 @@ struct QcschemaJob {
 };
 
 // Throws InputError naming the field for what dfmp2 cannot run: a document that is not an
-// AtomicInput, a driver other than energy ("dfmp2 does not compute gradients yet" for gradient),
-// a method other than hf, mp2 and scs-mp2, a basis that is not a name, an unknown keyword or a
-// keyword's bad value.
+// AtomicInput, a driver other than energy and gradient (the DF-MP2 gradient: model.method mp2,
+// where --gradient covers the run), a method other than hf, mp2 and scs-mp2, a basis that is not
+// a name, an unknown keyword or a keyword's bad value.
 QcschemaJob read_atomic_input(const nlohmann::json& input);
 
-// The AtomicResult of a run: the input's fields echoed, return_result and properties for the
-// method (SCS-MP2's energies, which QCSchema's properties lack, in extras.qcvars under Psi4's
-// names), provenance, and the report as stdout unless protocols.stdout is false.
+// The AtomicResult of a run: the input's fields echoed, return_result (the method's energy, or for
+// driver gradient the gradient, also as properties.return_gradient) and properties for the method
+// (SCS-MP2's energies, which QCSchema's properties lack, in extras.qcvars under Psi4's names),
+// provenance, and the report as stdout unless protocols.stdout is false.
 nlohmann::json atomic_result(const nlohmann::json& input, QcMethod method, const RunResult& result,
                              const std::string& report);
 

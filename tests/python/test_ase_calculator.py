@@ -1,16 +1,18 @@
 """The ASE calculator dfmp2.ase.DFMP2 with Debian's ASE: energies equal the command line's (in eV),
-forces are refused until dfmp2 computes gradients, and failed runs raise with dfmp2's message."""
+forces are minus the command line's DF-MP2 gradient (in eV/Å), and failed runs raise with dfmp2's
+message."""
 import os
 import unittest
 
 from ase import Atoms, units
-from ase.calculators.calculator import CalculationFailed, PropertyNotImplementedError
+from ase.calculators.calculator import CalculationFailed
 from ase.io import read
 
 from dfmp2.ase import DFMP2
 from support import SOURCE_DIR, cli_json
 
 CLI_TOLERANCE = 1e-12  # Eh
+CLI_GRADIENT_TOLERANCE = 1e-10  # Eh/bohr
 
 
 def setUpModule():
@@ -52,10 +54,21 @@ class CalculatorTest(unittest.TestCase):
         self.assertIsNone(atoms.calc.get_property("energy", atoms, allow_calculation=False))
         self.assertNotEqual(atoms.get_potential_energy(), first)
 
-    def test_forces_are_refused_until_gradients_exist(self):
+    def test_forces_are_minus_the_command_line_gradient(self):
         atoms = water()
-        atoms.calc = DFMP2(basis="sto-3g")
-        with self.assertRaisesRegex(PropertyNotImplementedError, "dfmp2 does not compute gradients yet"):
+        atoms.calc = DFMP2(basis="cc-pvdz", freeze_core=True)
+        forces = atoms.get_forces()
+        geometry = (atoms.get_positions() / units.Bohr).ravel().tolist()
+        cli = cli_json(atoms.get_chemical_symbols(), geometry, ["--basis", "cc-pvdz", "--frozen-core", "--gradient"])
+        for row, cli_row in zip(forces, cli["gradient"]):
+            for force, gradient in zip(row, cli_row):
+                self.assertAlmostEqual(-force / (units.Hartree / units.Bohr), gradient, delta=CLI_GRADIENT_TOLERANCE)
+        self.assertAlmostEqual(atoms.get_potential_energy() / units.Hartree, cli["e_total"], delta=CLI_TOLERANCE)
+
+    def test_forces_of_another_method_are_refused(self):
+        atoms = water()
+        atoms.calc = DFMP2(method="hf", basis="sto-3g")
+        with self.assertRaisesRegex(CalculationFailed, "driver gradient needs model.method mp2"):
             atoms.get_forces()
 
     def test_what_dfmp2_refuses_raises_calculation_failed(self):

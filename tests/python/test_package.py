@@ -68,7 +68,7 @@ class ExecutableTest(unittest.TestCase):
         failed = dfmp2.run_qcschema(atomic_input)
         self.assertFalse(failed["success"])
         self.assertEqual(failed["error"]["error_type"], "input_error")
-        self.assertIn("dfmp2: error: dfmp2 does not compute gradients yet", failed["stderr"])
+        self.assertIn("dfmp2: error: driver gradient needs model.method mp2", failed["stderr"])
 
 
 class InstallTest(unittest.TestCase):

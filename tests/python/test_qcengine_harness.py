@@ -10,6 +10,7 @@ from support import cli_json, psi4_qcengine_reference
 
 PSI4_TOLERANCE = 1e-7  # Eh
 CLI_TOLERANCE = 1e-12  # Eh: the same run, through QCSchema or the command line
+CLI_GRADIENT_TOLERANCE = 1e-10  # Eh/bohr
 
 
 class HarnessTest(unittest.TestCase):
@@ -41,6 +42,21 @@ class HarnessTest(unittest.TestCase):
         self.assertAlmostEqual(result.return_result, cli["e_total"], delta=CLI_TOLERANCE)
         self.assertIn("dfmp2 — density-fitted MP2", result.stdout)
 
+    def test_water_mp2_gradient_equals_the_command_line(self):
+        atomic_input = {**psi4_qcengine_reference("water-mp2-cc-pvdz")["input"], "driver": "gradient"}
+        result = self.compute(atomic_input)
+        self.assertTrue(result.success, getattr(result, "error", None))
+        self.assertEqual(result.return_result.shape, (3, 3))
+        molecule = atomic_input["molecule"]
+        keywords = atomic_input["keywords"]
+        cli = cli_json(molecule["symbols"], molecule["geometry"],
+                       ["--basis", "cc-pvdz", "--df-basis", keywords["df_basis_mp2"], "--jk-basis",
+                        keywords["df_basis_scf"], "--d-convergence", "1e-10", "--gradient"])
+        for row, cli_row in zip(result.return_result, cli["gradient"]):
+            for value, expected in zip(row, cli_row):
+                self.assertAlmostEqual(value, expected, delta=CLI_GRADIENT_TOLERANCE)
+        self.assertAlmostEqual(result.properties.return_energy, cli["e_total"], delta=CLI_TOLERANCE)
+
     def test_hydroxyl_ump2_equals_psi4(self):
         ref = psi4_qcengine_reference("hydroxyl-mp2-cc-pvdz")
         result = self.compute(ref["input"])
@@ -50,7 +66,8 @@ class HarnessTest(unittest.TestCase):
 
     def test_bad_input_is_a_failed_operation_with_a_clear_message(self):
         atomic_input = psi4_qcengine_reference("water-mp2-cc-pvdz")["input"]
-        cases = [({"driver": "gradient"}, "input_error", "dfmp2 does not compute gradients yet"),
+        cases = [({"driver": "gradient", "model": {"method": "hf", "basis": "cc-pvdz"}}, "input_error",
+                  "driver gradient needs model.method mp2"),
                  ({"keywords": {"puream": True}}, "input_error", "unknown keyword 'puream'"),
                  ({"keywords": {"maxiter": 2}}, "convergence_error", "SCF did not converge in 2 iterations")]
         for change, error_type, message in cases:

@@ -10,6 +10,7 @@
 
 #include "src/common/errors.hpp"
 #include "src/io/qcschema.hpp"
+#include "src/io/xyz.hpp"
 #include "tests/src/run_command.hpp"
 
 using namespace dfmp2;
@@ -127,8 +128,8 @@ TEST_CASE("read_atomic_input: QCEngine's water MP2 input becomes the molecule, b
 TEST_CASE("read_atomic_input refuses what dfmp2 cannot run, naming the field") {
   using Change = std::function<void(json&)>;
   const std::pair<Change, std::string> cases[] = {
-      {[](json& i) { i["driver"] = "gradient"; }, "dfmp2 does not compute gradients yet"},
-      {[](json& i) { i["driver"] = "hessian"; }, "driver 'hessian' is not one dfmp2 computes"},
+      {[](json& i) { i["driver"] = "gradient"; i["model"]["method"] = "hf"; }, "driver gradient needs model.method mp2"},
+      {[](json& i) { i["driver"] = "hessian"; }, "driver 'hessian' is not one dfmp2 computes: driver must be energy or gradient"},
       {[](json& i) { i.erase("driver"); }, "driver is missing"},
       {[](json& i) { i["model"]["method"] = "ccsd"; }, "unknown model.method 'ccsd' (expected one of: hf, scf, mp2, scs-mp2)"},
       {[](json& i) { i["model"]["basis"] = json::object(); }, "model.basis must name an orbital basis set"},
@@ -234,10 +235,11 @@ TEST_CASE("dfmp2 qcschema: stdin to stdout") {
 TEST_CASE("dfmp2 qcschema: a bad input or a failed run gives success false with the error's type") {
   json gradient = water_input();
   gradient["driver"] = "gradient";
+  gradient["keywords"]["scf_type"] = "pk";
   json slow = water_input();
   slow["keywords"]["maxiter"] = 2;
   const std::tuple<std::string, std::string, std::string> cases[] = {
-      {gradient.dump(), "input_error", "dfmp2 does not compute gradients yet"},
+      {gradient.dump(), "input_error", "--gradient is not available for --scf exact"},
       {"{\"molecule\": ", "input_error", "the input is not JSON"},
       {slow.dump(), "convergence_error", "SCF did not converge in 2 iterations"},
   };
@@ -275,4 +277,32 @@ TEST_CASE("dfmp2 qcschema: an unreadable input or unwritable result is one error
     CHECK_FALSE(std::filesystem::exists(dir.path("out.json")));
   }
   CHECK(json::parse(read_text(in)) == water_input());
+}
+
+TEST_CASE("dfmp2 qcschema: driver gradient returns the DF-MP2 gradient, natom × 3 row by row, as Psi4 1.3's") {
+  json ref;
+  for (const auto& r : json::parse(read_text(source("tests/reference/psi4_mp2_gradients.json"))))
+    if (r["name"] == "water-cc-pvdz-mp2-grad") ref = r;
+  REQUIRE(ref.is_object());
+  json symbols = json::array(), geometry = json::array();
+  for (const Atom& atom : read_xyz(source(ref["xyz"].get<std::string>())).atoms) {
+    symbols.push_back(atom_label(atom));
+    for (const double x : atom.r) geometry.push_back(x);
+  }
+  const json input = {{"molecule", {{"symbols", symbols}, {"geometry", geometry}, {"fix_com", true},
+                                    {"fix_orientation", true}}},
+                      {"driver", "gradient"},
+                      {"model", {{"method", "mp2"}, {"basis", "cc-pvdz"}}},
+                      {"keywords", {{"d_convergence", 1e-10}}}};
+  const QcschemaRun r = run_qcschema(input);
+  REQUIRE(r.command.exit_code == 0);
+  REQUIRE(r.result["success"] == true);
+  const json& gradient = r.result["return_result"];
+  REQUIRE(gradient.size() == 9);
+  CHECK(r.result["properties"]["return_gradient"] == gradient);
+  CHECK(std::abs(r.result["properties"]["return_energy"].get<double>() - ref["e_total"].get<double>()) < 1e-9);
+  for (std::size_t i = 0; i < 9; ++i) {
+    INFO("element " << i);
+    CHECK(std::abs(gradient[i].get<double>() - ref["gradient"][i / 3][i % 3].get<double>()) < 1e-8);
+  }
 }
