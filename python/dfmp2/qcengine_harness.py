@@ -14,7 +14,7 @@ from .executable import find_executable, run_qcschema
 
 
 class DFMP2Harness(ProgramHarness):
-    """Runs ``dfmp2 qcschema``: energies (hf, mp2, scs-mp2) of a QCSchema AtomicInput."""
+    """Runs ``dfmp2 qcschema``: energies (hf, mp2, scs-mp2) and DF-MP2 gradients of a QCSchema AtomicInput."""
 
     _defaults = {
         "name": "dfmp2",
