@@ -107,16 +107,26 @@ class ScopeClock {
   double& seconds_;
   std::chrono::steady_clock::time_point begin_;
 };
+// What OpenMPI's mpirun, a PMIx launcher or a PMI-1/2 one (Slurm's srun) set in each rank.
+bool started_by_mpi_launcher() {
+  for (const char* variable : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK"})
+    if (std::getenv(variable) != nullptr) return true;
+  return false;
+}
+
 }  // namespace
 
-MpiSession::MpiSession(int& argc, char**& argv) {
+MpiSession::MpiSession(int& argc, char**& argv) : started_(started_by_mpi_launcher()) {
+  if (!started_) return;
   MPI_Init(&argc, &argv);
   Communicator& world = Communicator::world();
   MPI_Comm_rank(MPI_COMM_WORLD, &world.rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &world.size_);
 }
 
-MpiSession::~MpiSession() { MPI_Finalize(); }
+MpiSession::~MpiSession() {
+  if (started_) MPI_Finalize();
+}
 
 void Communicator::allreduce_sum(double* data, std::size_t count) {
   if (size_ == 1) return;
@@ -149,6 +159,10 @@ std::vector<double> Communicator::allgather(double value) {
 
 void Communicator::sendrecv(const void* send, std::size_t send_bytes, int destination,
                             void* receive, std::size_t receive_bytes, int source) {
+  if (size_ == 1) {  // to itself, and MPI may not be started
+    if (receive_bytes > 0) std::memcpy(receive, send, receive_bytes);
+    return;
+  }
   const ScopeClock clock(mpi_seconds_);
   // Receives and sends are posted separately, so an empty side posts nothing and the two
   // partners of a message agree on its pieces whatever else each of them moves.
@@ -182,9 +196,8 @@ MpiSession::~MpiSession() = default;
 void Communicator::allreduce_sum(double*, std::size_t) {}
 void Communicator::broadcast(double*, std::size_t, int) {}
 std::vector<double> Communicator::allgather(double value) { return {value}; }
-void Communicator::sendrecv(const void* send, std::size_t send_bytes, int, void* receive,
-                            std::size_t, int) {
-  std::memcpy(receive, send, send_bytes);
+void Communicator::sendrecv(const void* send, std::size_t, int, void* receive, std::size_t receive_bytes, int) {
+  if (receive_bytes > 0) std::memcpy(receive, send, receive_bytes);
 }
 void Communicator::abort(int exit_code) { std::exit(exit_code); }
 

@@ -39,14 +39,18 @@ class Communicator {
   double mpi_seconds_ = 0.0;
 };
 
-// Starts MPI for the process's lifetime when built with it (a plain run without mpirun is a
-// single rank).
+// Starts MPI for the process's lifetime when built with it and started by an MPI launcher
+// (mpirun, srun). A plain run is a single rank without MPI: OpenMPI's singleton start forks an
+// orted daemon, which costs every serial run about half a second.
 class MpiSession {
  public:
   MpiSession(int& argc, char**& argv);
   ~MpiSession();
   MpiSession(const MpiSession&) = delete;
   MpiSession& operator=(const MpiSession&) = delete;
+
+ private:
+  bool started_ = false;
 };
 
 // [begin, end) of `count` items given to `rank` of `size`: contiguous, sizes differ by ≤ 1.
