@@ -91,7 +91,7 @@ void silence_hdf5_errors() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
 // The DF tensor's rows are read on demand, later, so a large B_ia^P is not read twice.
 
 // Walking a dfmp2 input's few objects takes milliseconds; this long means libhdf5 is looping.
-constexpr unsigned kWalkSeconds = 10;
+constexpr unsigned kWalkSeconds = 5;
 
 herr_t touch_object(hid_t root, const char* name, const H5O_info_t* info, void*) {
   const Handle object{H5Oopen(root, name, H5P_DEFAULT), H5Oclose};
