@@ -750,6 +750,11 @@ void write_hdf5_results(const std::string& path, const RunResult& r) {
     write_double_attribute(timings, "total", r.total_seconds);
 
     if (!r.scf_iterations.empty()) write_scf_iterations(file, r.scf_iterations);
+    if (r.gradient) {  // natom × 3, Eh/bohr, as the JSON's
+      const Eigen::Matrix<double, Eigen::Dynamic, 3, Eigen::RowMajor> gradient = *r.gradient;
+      write_dataset(file, "gradient", {static_cast<hsize_t>(gradient.rows()), 3}, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE,
+                    gradient.data());
+    }
     if (r.orbitals) write_orbitals(file, *r.orbitals);
     if (r.geometry) write_molecule(file, *r.geometry);
   });

@@ -221,7 +221,8 @@ TEST_CASE("the DF-MP2 gradient (--gradient) in the report and the JSON, as Psi4'
   TempDir dir;
   const std::string xyz = dir.write("water.xyz", kWater);
   const CommandResult r =
-      run_dfmp2(xyz + " --basis cc-pvdz --gradient --d-convergence 1e-10 --quiet --json " + dir.path("g.json"));
+      run_dfmp2(xyz + " --basis cc-pvdz --gradient --d-convergence 1e-10 --quiet --json " + dir.path("g.json") +
+                " --output " + dir.path("g.h5"));
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out, Catch::Contains("DF-MP2 gradient (Eh/bohr)"));
   const auto j = nlohmann::json::parse(read_text(dir.path("g.json")));
@@ -234,6 +235,20 @@ TEST_CASE("the DF-MP2 gradient (--gradient) in the report and the JSON, as Psi4'
     for (std::size_t k = 0; k < 3; ++k)
       CHECK(j["gradient"][a][k].get<double>() == Approx(reference[a][k].get<double>()).margin(1e-8));
   CHECK(j["e_total"].get<double>() == Approx(psi4_total("psi4_mp2_gradients.json", "water-cc-pvdz-mp2-grad")).margin(1e-9));
+  // The HDF5 results hold the same natom × 3 gradient.
+  const hid_t results = H5Fopen(dir.path("g.h5").c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  REQUIRE(results >= 0);
+  int rank = 0;
+  REQUIRE(H5LTget_dataset_ndims(results, "/gradient", &rank) >= 0);
+  REQUIRE(rank == 2);
+  hsize_t dims[2] = {0, 0};
+  H5LTget_dataset_info(results, "/gradient", dims, nullptr, nullptr);
+  CHECK((dims[0] == 3 && dims[1] == 3));
+  std::vector<double> stored(9);
+  H5LTread_dataset_double(results, "/gradient", stored.data());
+  H5Fclose(results);
+  for (std::size_t a = 0; a < 3; ++a)
+    for (std::size_t k = 0; k < 3; ++k) CHECK(stored[3 * a + k] == j["gradient"][a][k].get<double>());
 
   const std::string oh = dir.write("oh.xyz", kHydroxyl) + " --basis cc-pvdz --multiplicity 2";
   expect_rejected(dir, oh + " --gradient", "--gradient is not available for UHF");
