@@ -163,13 +163,17 @@ Mp2GradientPlan plan_mp2_gradient(const libint2::BasisSet& ri_aux, const Mp2Grad
   p.sizes = sizes;
   std::size_t largest_shell = 1;
   for (const libint2::Shell& shell : ri_aux) largest_shell = std::max(largest_shell, shell.size());
-  // The batches take what the rest of the passes leaves.
+  // The batches take what the rest of the passes leaves, up to what the amplitudes' loop holds
+  // anyway: larger ones only save calls (the integrals' and the transform's work is the same),
+  // and their pages would stay in the budget's pool beside the derivative terms' arrays.
   p.batch_functions = largest_shell;
+  const GradientPhases smallest_batches = gradient_phases(p);
+  const std::size_t room = std::min(ram_bytes, smallest_batches.amplitudes.ram_bytes());
   const std::size_t smallest = MemoryBudget::double_array_bytes(sizes.ao_batch(largest_shell)) +
                                MemoryBudget::double_array_bytes(sizes.mo_batch(largest_shell));
-  const std::size_t other = gradient_phases(p).pass.ram_bytes() - smallest + 2 * MemoryBudget::kPageSlack;
+  const std::size_t other = smallest_batches.pass.ram_bytes() - smallest + 2 * MemoryBudget::kPageSlack;
   const std::size_t per_function = sizeof(double) * (sizes.ao_batch(1) + sizes.mo_batch(1));
-  const std::size_t fit = ram_bytes > other ? (ram_bytes - other) / per_function : 0;
+  const std::size_t fit = room > other ? (room - other) / per_function : 0;
   p.batch_functions = std::clamp(fit, largest_shell, std::max(largest_shell, sizes.naux));
   const GradientPhases ph = gradient_phases(p);
   p.densities = ph.pass.ram_bytes() >= ph.amplitudes.ram_bytes() ? ph.pass : ph.amplitudes;

@@ -57,8 +57,8 @@ struct Mp2GradientPlan {
 };
 
 // The plan for `ram_bytes` of memory (what the budget leaves the densities): batches of RI shells
-// as large as fit beside the rest. Its RAM exceeds ram_bytes only when even one shell per batch
-// does not fit.
+// as large as fit beside the rest, up to what the amplitudes' loop holds. Its RAM exceeds
+// ram_bytes only when that loop or one shell per batch does not fit.
 Mp2GradientPlan plan_mp2_gradient(const libint2::BasisSet& ri_aux, const Mp2GradientSizes& sizes,
                                   std::size_t ram_bytes);
 
