@@ -62,7 +62,7 @@ GradientPhases gradient_phases(const Mp2GradientPlan& p) {
 // Cᵀ (P|μν) C_right for `count` rows of block-packed (P|μν), C_right the columns of C from
 // `first_column`: row P − first of mo, nmo × m column-major. workspace: every thread's buffers.
 void transform_ri_batch(const kernels::BlockPackedLayout& layout, const double* ao, std::size_t count,
-                     const Eigen::MatrixXd& C, Eigen::Index first_column, double* workspace, double* mo) {
+                        const Eigen::MatrixXd& C, Eigen::Index first_column, double* workspace, double* mo) {
   const Eigen::Index nbf = C.rows(), nmo = C.cols(), m = nmo - first_column;
   const Eigen::Map<const Eigen::MatrixXd> C_right(C.col(first_column).data(), nbf, m);
 #pragma omp parallel
