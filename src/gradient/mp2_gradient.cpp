@@ -7,9 +7,9 @@
 
 namespace dfmp2 {
 
-Mp2Gradient density_fitted_mp2_gradient(const Mp2GradientInput& in, DensityFittedFock& jk) {
+Mp2Gradient density_fitted_mp2_gradient(const Mp2GradientInput& in, DensityFittedFock& jk, MemoryBudget& budget) {
   const Mp2GradientDensities mp2 =
-      mp2_gradient_densities(in.obs, in.ri_aux, in.pairs, jk, in.orbitals, in.nfrozen);
+      mp2_gradient_densities(in.obs, in.ri_aux, in.pairs, jk, in.orbitals, in.plan, budget);
   const ScfDensities scf = scf_densities(in.orbitals);
 
   ScfDensities one_electron = scf;
@@ -21,14 +21,15 @@ Mp2Gradient density_fitted_mp2_gradient(const Mp2GradientInput& in, DensityFitte
   separable.exchange_partners.front() += mp2.relaxed;
 
   const Eigen::MatrixXd& C = in.orbitals.C;
-  const Eigen::Index nocc = in.orbitals.nocc, active = nocc - in.nfrozen, nvir = C.cols() - nocc;
-  const Eigen::MatrixXd C_act = C.middleCols(in.nfrozen, active), C_vir = C.rightCols(nvir);
+  const auto nfrozen = static_cast<Eigen::Index>(in.plan.sizes.nfrozen);
+  const Eigen::Index nocc = in.orbitals.nocc, active = nocc - nfrozen, nvir = C.cols() - nocc;
+  const Eigen::MatrixXd C_act = C.middleCols(nfrozen, active), C_vir = C.rightCols(nvir);
   const auto nbf = C.rows();
   // Γ^P_μν = 2 (C_act Γ^P C_virᵀ + its transpose): symmetric, so that its sum over both orders of
   // μν is 4 Σ_ia Γ_ia^P (P|ia).
   const auto gamma = [&](Eigen::Index P, double* square) {
     using RowMajorMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-    const Eigen::Map<const RowMajorMatrix> gamma_P(mp2.gamma.row(P).data(), active, nvir);
+    const Eigen::Map<const RowMajorMatrix> gamma_P(mp2.gamma.data() + P * active * nvir, active, nvir);
     const Eigen::MatrixXd half = C_act * gamma_P * C_vir.transpose();
     Eigen::Map<Eigen::MatrixXd>(square, nbf, nbf) = 2.0 * (half + half.transpose());
   };

@@ -8,6 +8,8 @@
 #include <Eigen/Core>
 #include <libint2/basis.h>
 
+#include "src/common/memory.hpp"
+#include "src/gradient/mp2_relaxed_density.hpp"
 #include "src/integrals/shell_pairs.hpp"
 #include "src/molecule/molecule.hpp"
 #include "src/scf/df_fock.hpp"
@@ -22,7 +24,7 @@ struct Mp2GradientInput {
   const ShellPairs& pairs;          // the orbital shell pairs both tensors store
   const Molecule& mol;
   const Orbitals& orbitals;         // converged canonical RHF
-  int nfrozen = 0;
+  const Mp2GradientPlan& plan;      // its sizes (frozen core among them) and batches
 };
 
 struct Mp2Gradient {
@@ -31,7 +33,8 @@ struct Mp2Gradient {
   Eigen::MatrixXd gradient;  // of E_SCF + E_MP2
 };
 
-// Single rank; jk the DF-SCF's Fock builder (its J/K build the Z-vector's products).
-Mp2Gradient density_fitted_mp2_gradient(const Mp2GradientInput& in, DensityFittedFock& jk);
+// Single rank; jk the DF-SCF's Fock builder (its J/K build the Z-vector's products); the
+// densities' arrays are drawn from `budget` as in.plan says.
+Mp2Gradient density_fitted_mp2_gradient(const Mp2GradientInput& in, DensityFittedFock& jk, MemoryBudget& budget);
 
 }  // namespace dfmp2

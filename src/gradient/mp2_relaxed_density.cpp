@@ -1,10 +1,14 @@
 #include "src/gradient/mp2_relaxed_density.hpp"
 
-#include <vector>
+#include <omp.h>
+
+#include <algorithm>
+#include <stdexcept>
 
 #include "kernels/block_packed.hpp"
 #include "src/common/errors.hpp"
 #include "src/integrals/density_fitting.hpp"
+#include "src/integrals/shell_ranges.hpp"
 #include "src/integrals/three_index.hpp"
 
 namespace dfmp2 {
@@ -25,25 +29,101 @@ Eigen::MatrixXd fock_response(DensityFittedFock& jk, const Eigen::MatrixXd& L, c
   return 4.0 * J - (K + K.transpose());
 }
 
-// Cᵀ B^P C for every auxiliary function P of the RI set, raw (unfitted) (P|pq): row P, nmo × nmo
-// column-major.
-RowMajorMatrix mo_three_index(const libint2::BasisSet& obs, const libint2::BasisSet& aux, const ShellPairs& pairs,
-                              const Eigen::MatrixXd& metric, const Eigen::MatrixXd& C) {
-  const std::size_t stored = pairs.layout.size();
-  const auto naux = static_cast<Eigen::Index>(aux.nbf()), nbf = C.rows(), nmo = C.cols();
-  std::vector<double> ao(static_cast<std::size_t>(naux) * stored);
-  ThreeIndexIntegrals(aux, obs, pairs, metric).compute({0, aux.size()}, {0, obs.size()}, ao.data());
-  RowMajorMatrix mo(naux, nmo * nmo);
+// The RI metric (P|Q), its fit and V_PQ, held through the densities.
+std::size_t ri_fit_bytes(std::size_t naux) { return CoulombFitting::peak_bytes(naux) + sizeof(double) * naux * naux; }
+
+// Elements of every thread's transform buffers.
+std::size_t ri_transform_workspace(const Mp2GradientSizes& s) {
+  return static_cast<std::size_t>(omp_get_max_threads()) * s.thread_buffers();
+}
+
+// What the densities hold in the passes over the RI batches (the first holds (P|ia), the second
+// Γ_ia^P: the same size) and in the loop over the amplitudes.
+struct GradientPhases {
+  StagePlan pass, amplitudes;
+};
+GradientPhases gradient_phases(const Mp2GradientPlan& p) {
+  const Mp2GradientSizes& s = p.sizes;
+  const std::size_t three_index = MemoryBudget::double_array_bytes(s.naux * s.ov());
+  GradientPhases ph;
+  ph.pass.ram("the RI metric, its fit and V_PQ", ri_fit_bytes(s.naux));
+  ph.pass.ram("(P|ia), then Γ_ia^P", three_index);
+  ph.pass.ram("the RI integrals (P|μν) of a batch", MemoryBudget::double_array_bytes(s.ao_batch(p.batch_functions)));
+  ph.pass.ram("(P|pq) of a batch", MemoryBudget::double_array_bytes(s.mo_batch(p.batch_functions)));
+  ph.pass.ram("the transform's per-thread buffers", MemoryBudget::double_array_bytes(ri_transform_workspace(s)));
+  ph.amplitudes.ram("the RI metric, its fit and V_PQ", ri_fit_bytes(s.naux));
+  ph.amplitudes.ram("(P|ia)", three_index);
+  ph.amplitudes.ram("c_ia^P = J⁻¹ (P|ia)", three_index);
+  ph.amplitudes.ram("Γ_ia^P", three_index);
+  ph.amplitudes.ram("one occupied orbital's I, t and T", 3 * MemoryBudget::double_array_bytes(s.amplitude_block()));
+  return ph;
+}
+
+// Cᵀ (P|μν) C_right for `count` rows of block-packed (P|μν), C_right the columns of C from
+// `first_column`: row P − first of mo, nmo × m column-major. workspace: every thread's buffers.
+void transform_ri_batch(const kernels::BlockPackedLayout& layout, const double* ao, std::size_t count,
+                        const Eigen::MatrixXd& C, Eigen::Index first_column, double* workspace, double* mo) {
+  const Eigen::Index nbf = C.rows(), nmo = C.cols(), m = nmo - first_column;
+  const Eigen::Map<const Eigen::MatrixXd> C_right(C.col(first_column).data(), nbf, m);
 #pragma omp parallel
   {
-    Eigen::MatrixXd square(nbf, nbf);
+    const auto thread = static_cast<std::size_t>(omp_get_thread_num());
+    double* square = workspace + thread * static_cast<std::size_t>(nbf * (nbf + m));
+    const Eigen::Map<const Eigen::MatrixXd> B(square, nbf, nbf);
+    Eigen::Map<Eigen::MatrixXd> half(square + nbf * nbf, nbf, m);
 #pragma omp for schedule(dynamic)
-    for (Eigen::Index P = 0; P < naux; ++P) {
-      kernels::unpack_symmetric(pairs.layout, ao.data() + static_cast<std::size_t>(P) * stored, square.data());
-      Eigen::Map<Eigen::MatrixXd>(mo.row(P).data(), nmo, nmo).noalias() = C.transpose() * (square * C);
+    for (std::size_t P = 0; P < count; ++P) {
+      kernels::unpack_symmetric(layout, ao + P * layout.size(), square);
+      half.noalias() = B * C_right;
+      Eigen::Map<Eigen::MatrixXd>(mo + P * static_cast<std::size_t>(nmo * m), nmo, m).noalias() = C.transpose() * half;
     }
   }
-  return mo;
+}
+
+struct Amplitudes {
+  double e_mp2 = 0.0;
+  Eigen::MatrixXd P_act, P_vir;  // unrelaxed P_ij, P_ab
+};
+
+// E_MP2, P_ij, P_ab and Γ_ia^P (written here) from (P|ia) and c_ia^P (row-major [P][i·v + a]),
+// one occupied orbital k at a time: I_ia,kb = Σ_P (P|ia) c_kb^P by one GEMM, then t_ik^ab and
+// T_ik^ab, each row-major [i][a][b].
+Amplitudes amplitudes_by_occupied(const Mp2GradientSizes& s, const Eigen::VectorXd& eps, const double* raw,
+                                  const double* c, double* gamma, MemoryBudget& budget) {
+  const auto o = static_cast<Eigen::Index>(s.active()), v = static_cast<Eigen::Index>(s.nvir()),
+             ov = static_cast<Eigen::Index>(s.ov()), naux = static_cast<Eigen::Index>(s.naux),
+             nfz = static_cast<Eigen::Index>(s.nfrozen), nocc = static_cast<Eigen::Index>(s.nocc);
+  const Eigen::Map<const RowMajorMatrix> raw_rows(raw, naux, ov), c_rows(c, naux, ov);
+  Eigen::Map<RowMajorMatrix> gamma_rows(gamma, naux, ov);
+  gamma_rows.setZero();
+  LargeArray<double> I_k = budget.allocate<double>(s.amplitude_block(), "one occupied orbital's I_ia,kb");
+  LargeArray<double> t_k = budget.allocate<double>(s.amplitude_block(), "one occupied orbital's t_ik^ab");
+  LargeArray<double> T_k = budget.allocate<double>(s.amplitude_block(), "one occupied orbital's T_ik^ab");
+  Eigen::Map<RowMajorMatrix> I(I_k.data(), ov, v), t(t_k.data(), ov, v), T(T_k.data(), ov, v);
+  // Rows i of [a][b], for P_ij.
+  const Eigen::Map<const RowMajorMatrix> t_rows(t_k.data(), o, v * v), T_rows(T_k.data(), o, v * v);
+  Amplitudes out{0.0, Eigen::MatrixXd::Zero(o, o), Eigen::MatrixXd::Zero(v, v)};
+  for (Eigen::Index k = 0; k < o; ++k) {
+    const auto c_k = c_rows.middleCols(k * v, v);
+    I.noalias() = raw_rows.transpose() * c_k;
+#pragma omp parallel for collapse(2)
+    for (Eigen::Index i = 0; i < o; ++i)
+      for (Eigen::Index a = 0; a < v; ++a)
+        for (Eigen::Index b = 0; b < v; ++b)
+          t(i * v + a, b) = I(i * v + a, b) / (eps(nfz + i) + eps(nfz + k) - eps(nocc + a) - eps(nocc + b));
+#pragma omp parallel for collapse(2)
+    for (Eigen::Index i = 0; i < o; ++i)
+      for (Eigen::Index a = 0; a < v; ++a)
+        for (Eigen::Index b = 0; b < v; ++b) T(i * v + a, b) = 2.0 * t(i * v + a, b) - t(i * v + b, a);
+    out.e_mp2 += T.cwiseProduct(I).sum();
+    out.P_act.noalias() -= 2.0 * t_rows * T_rows.transpose();  // P_ij −= 2 Σ_ab t_ik^ab T_jk^ab
+    for (Eigen::Index i = 0; i < o; ++i) {                      // P_ab += 2 Σ_ic t_ik^ac T_ik^bc
+      const Eigen::Map<const RowMajorMatrix> t_i(t_k.data() + i * v * v, v, v), T_i(T_k.data() + i * v * v, v, v);
+      out.P_vir.noalias() += 2.0 * t_i * T_i.transpose();
+    }
+    gamma_rows.noalias() += c_k * T.transpose();  // Γ_ia^P += Σ_b T_ik^ab c_kb^P
+  }
+  return out;
 }
 
 // Solves (Δ + A) z = b by conjugate gradients preconditioned with Δ⁻¹, Δ_ak = ε_a − ε_k > 0 and
@@ -77,68 +157,99 @@ Eigen::MatrixXd solve_z_vector(DensityFittedFock& jk, const Eigen::MatrixXd& C_o
 
 }  // namespace
 
+Mp2GradientPlan plan_mp2_gradient(const libint2::BasisSet& ri_aux, const Mp2GradientSizes& sizes,
+                                  std::size_t ram_bytes) {
+  Mp2GradientPlan p;
+  p.sizes = sizes;
+  std::size_t largest_shell = 1;
+  for (const libint2::Shell& shell : ri_aux) largest_shell = std::max(largest_shell, shell.size());
+  // The batches take what the rest of the passes leaves, up to what the amplitudes' loop holds
+  // anyway: larger ones only save calls (the integrals' and the transform's work is the same),
+  // and their pages would stay in the budget's pool beside the derivative terms' arrays.
+  p.batch_functions = largest_shell;
+  const GradientPhases smallest_batches = gradient_phases(p);
+  const std::size_t room = std::min(ram_bytes, smallest_batches.amplitudes.ram_bytes());
+  const std::size_t smallest = MemoryBudget::double_array_bytes(sizes.ao_batch(largest_shell)) +
+                               MemoryBudget::double_array_bytes(sizes.mo_batch(largest_shell));
+  const std::size_t other = smallest_batches.pass.ram_bytes() - smallest + 2 * MemoryBudget::kPageSlack;
+  const std::size_t per_function = sizeof(double) * (sizes.ao_batch(1) + sizes.mo_batch(1));
+  const std::size_t fit = room > other ? (room - other) / per_function : 0;
+  p.batch_functions = std::clamp(fit, largest_shell, std::max(largest_shell, sizes.naux));
+  const GradientPhases ph = gradient_phases(p);
+  p.densities = ph.pass.ram_bytes() >= ph.amplitudes.ram_bytes() ? ph.pass : ph.amplitudes;
+  return p;
+}
+
 Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const libint2::BasisSet& ri_aux,
                                             const ShellPairs& pairs, DensityFittedFock& jk, const Orbitals& orbitals,
-                                            int nfrozen, double z_convergence) {
+                                            const Mp2GradientPlan& plan, MemoryBudget& budget, double z_convergence) {
   const Eigen::MatrixXd& C = orbitals.C;
   const Eigen::VectorXd& eps = orbitals.eps;
-  const Eigen::Index nmo = C.cols(), nocc = orbitals.nocc, nfz = nfrozen, o = nocc - nfz, v = nmo - nocc, ov = o * v;
+  // The plan's sizes with the orbitals' nmo: linear dependencies can only have removed virtuals,
+  // so every array is at most as planned.
+  Mp2GradientSizes s = plan.sizes;
+  if (static_cast<std::size_t>(C.cols()) > s.nmo || static_cast<std::size_t>(orbitals.nocc) != s.nocc ||
+      static_cast<std::size_t>(C.rows()) != s.nbf || static_cast<std::size_t>(ri_aux.nbf()) != s.naux ||
+      pairs.layout.size() != s.stored)
+    throw std::logic_error("the MP2 gradient's plan is not for these orbitals");
+  s.nmo = static_cast<std::size_t>(C.cols());
+  const Eigen::Index nmo = C.cols(), nocc = orbitals.nocc, nfz = static_cast<Eigen::Index>(s.nfrozen), o = nocc - nfz,
+                     v = nmo - nocc, ov = o * v, m = nmo - nfz;
   const auto naux = static_cast<Eigen::Index>(ri_aux.nbf());
   const Eigen::MatrixXd C_occ = C.leftCols(nocc), C_vir = C.rightCols(v);
 
-  // (P|pq) in the MO basis; (P|ia) and c_ia^P = Σ_Q [J⁻¹]_PQ (Q|ia), row-major [P][i·v + a].
+  const auto fit_memory = budget.reserve(ri_fit_bytes(s.naux), "the RI metric, its fit and V_PQ");
   const Eigen::MatrixXd metric = coulomb_metric(ri_aux);
-  const RowMajorMatrix mo = mo_three_index(obs, ri_aux, pairs, metric, C);
-  RowMajorMatrix raw(naux, ov);
-  for (Eigen::Index P = 0; P < naux; ++P) {
-    const Eigen::Map<const Eigen::MatrixXd> B(mo.row(P).data(), nmo, nmo);
-    Eigen::Map<RowMajorMatrix>(raw.row(P).data(), o, v) = B.block(nfz, nocc, o, v);
-  }
-  RowMajorMatrix c = raw;
-  CoulombFitting(metric).apply_inverse(c.data(), static_cast<std::size_t>(ov));
+  // use(P, B) for every RI function P, B = (P|p q) with q active or virtual (nmo × m), one batch of
+  // RI shells at a time. Each pass computes the integrals anew: keeping every batch's (P|pq) for
+  // the second would hold the naux × nmo² this avoids, and the integrals (naux·nbf² elements) cost
+  // less than their transform (naux·nbf²·nmo multiply-adds).
+  const auto for_each_function = [&](const auto& use) {
+    const ThreeIndexIntegrals integrals(ri_aux, obs, pairs, metric);
+    LargeArray<double> ao =
+        budget.allocate<double>(s.ao_batch(plan.batch_functions), "the RI integrals (P|μν) of a batch");
+    LargeArray<double> mo = budget.allocate<double>(s.mo_batch(plan.batch_functions), "(P|pq) of a batch");
+    LargeArray<double> workspace =
+        budget.allocate<double>(ri_transform_workspace(s), "the transform's per-thread buffers");
+    for (const ShellRange& batch : shell_batches(ri_aux, {0, ri_aux.size()}, plan.batch_functions)) {
+      const std::size_t first = first_function(ri_aux, batch.first), count = function_count(ri_aux, batch);
+      integrals.compute(batch, {0, obs.size()}, ao.data());
+      transform_ri_batch(pairs.layout, ao.data(), count, C, nfz, workspace.data(), mo.data());
+      for (std::size_t f = 0; f < count; ++f)
+        use(static_cast<Eigen::Index>(first + f),
+            Eigen::Map<const Eigen::MatrixXd>(mo.data() + f * static_cast<std::size_t>(nmo * m), nmo, m));
+    }
+  };
 
-  // Amplitudes, column-major ov × ov and symmetric, so their storage is also [i][a][j][b].
-  Eigen::MatrixXd integrals = raw.transpose() * c;
-  integrals = 0.5 * (integrals + integrals.transpose()).eval();
-  Eigen::MatrixXd t(ov, ov), T(ov, ov);
-#pragma omp parallel for collapse(2)
-  for (Eigen::Index j = 0; j < o; ++j)
-    for (Eigen::Index b = 0; b < v; ++b)
-      for (Eigen::Index i = 0; i < o; ++i)
-        for (Eigen::Index a = 0; a < v; ++a)
-          t(i * v + a, j * v + b) =
-              integrals(i * v + a, j * v + b) / (eps(nfz + i) + eps(nfz + j) - eps(nocc + a) - eps(nocc + b));
-#pragma omp parallel for collapse(2)
-  for (Eigen::Index j = 0; j < o; ++j)
-    for (Eigen::Index b = 0; b < v; ++b)
-      for (Eigen::Index i = 0; i < o; ++i)
-        for (Eigen::Index a = 0; a < v; ++a)
-          T(i * v + a, j * v + b) = 2.0 * t(i * v + a, j * v + b) - t(i * v + b, j * v + a);
-
+  // (P|ia) and c_ia^P = Σ_Q [J⁻¹]_PQ (Q|ia), row-major [P][i·v + a].
+  LargeArray<double> raw = budget.allocate<double>(s.naux * s.ov(), "(P|ia)");
+  for_each_function([&](Eigen::Index P, const Eigen::Map<const Eigen::MatrixXd>& B) {
+    Eigen::Map<RowMajorMatrix>(raw.data() + P * ov, o, v) = B.block(nfz, o, o, v);
+  });
   Mp2GradientDensities out;
-  out.e_mp2 = T.cwiseProduct(integrals).sum();
-
-  // Unrelaxed P_ij and P_ab.
-  const Eigen::Map<const RowMajorMatrix> t_rows(t.data(), o, v * ov), T_rows(T.data(), o, v * ov);
-  const Eigen::MatrixXd P_act = -2.0 * t_rows * T_rows.transpose();
-  Eigen::MatrixXd P_vir = Eigen::MatrixXd::Zero(v, v);
-  for (Eigen::Index i = 0; i < o; ++i) {
-    const Eigen::Map<const RowMajorMatrix> t_i(t.data() + i * v * ov, v, ov), T_i(T.data() + i * v * ov, v, ov);
-    P_vir.noalias() += 2.0 * t_i * T_i.transpose();
+  out.gamma = budget.allocate<double>(s.naux * s.ov(), "Γ_ia^P");
+  const Eigen::Map<const RowMajorMatrix> gamma(out.gamma.data(), naux, ov);
+  Amplitudes mp2;
+  {
+    LargeArray<double> c = budget.allocate<double>(s.naux * s.ov(), "c_ia^P = J⁻¹ (P|ia)");
+    std::copy(raw.begin(), raw.end(), c.begin());
+    CoulombFitting(metric).apply_inverse(c.data(), s.ov());
+    mp2 = amplitudes_by_occupied(s, eps, raw.data(), c.data(), out.gamma.data(), budget);
+    out.metric = Eigen::Map<const RowMajorMatrix>(c.data(), naux, ov) * gamma.transpose();
+    out.metric = 0.5 * (out.metric + out.metric.transpose()).eval();
   }
-
-  out.gamma = c * T;
-  out.metric = c * out.gamma.transpose();
-  out.metric = 0.5 * (out.metric + out.metric.transpose()).eval();
+  raw = LargeArray<double>();
+  out.e_mp2 = mp2.e_mp2;
+  const Eigen::MatrixXd& P_act = mp2.P_act;
+  const Eigen::MatrixXd& P_vir = mp2.P_vir;
 
   // L1_pi = 4 Σ_aP (P|pa) Γ_ia^P (i active), L2_pa = 4 Σ_iP (P|pi) Γ_ia^P, p every orbital.
   Eigen::MatrixXd L1 = Eigen::MatrixXd::Zero(nmo, o), L2 = Eigen::MatrixXd::Zero(nmo, v);
-  for (Eigen::Index P = 0; P < naux; ++P) {
-    const Eigen::Map<const Eigen::MatrixXd> B(mo.row(P).data(), nmo, nmo);
-    const Eigen::Map<const RowMajorMatrix> gamma_P(out.gamma.row(P).data(), o, v);
+  for_each_function([&](Eigen::Index P, const Eigen::Map<const Eigen::MatrixXd>& B) {
+    const Eigen::Map<const RowMajorMatrix> gamma_P(out.gamma.data() + P * ov, o, v);
     L1.noalias() += 4.0 * B.rightCols(v) * gamma_P.transpose();
-    L2.noalias() += 4.0 * B.middleCols(nfz, o) * gamma_P;
-  }
+    L2.noalias() += 4.0 * B.leftCols(o) * gamma_P;
+  });
 
   // P in the MO basis: the MP2 blocks, then frozen–active from the SCF's response.
   Eigen::MatrixXd P = Eigen::MatrixXd::Zero(nmo, nmo);

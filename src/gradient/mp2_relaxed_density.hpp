@@ -14,31 +14,69 @@
 // solved by conjugate gradients with the DF-SCF's J/K (JK set), P_ak = ½ z_ak. Weigend and Häser,
 // Theor. Chem. Acc. 97, 331 (1997); Aikens et al., Theor. Chem. Acc. 110, 233 (2003); Psi4's
 // dfmp2/corr_grad.cc.
+//
+// Memory: nothing O(N⁴) is held. The amplitudes are made one occupied orbital k at a time (t_ik^ab
+// and T_ik^ab for every i, a, b), and (P|pq) one batch of RI shells at a time, twice: for (P|ia),
+// then, once Γ exists, for L1 and L2. Every large array is drawn from the run's budget as
+// plan_mp2_gradient planned it.
 #pragma once
+
+#include <cstddef>
 
 #include <Eigen/Core>
 #include <libint2/basis.h>
 
+#include "src/common/memory.hpp"
+#include "src/common/memory_plan.hpp"
 #include "src/integrals/shell_pairs.hpp"
 #include "src/scf/df_fock.hpp"
 #include "src/scf/orbitals.hpp"
 
 namespace dfmp2 {
 
+// The sizes the densities' arrays follow from; the plan and the arrays both count with these.
+struct Mp2GradientSizes {
+  std::size_t naux = 0, nbf = 0, nmo = 0, nocc = 0, nfrozen = 0;
+  std::size_t stored = 0;  // the shell pairs' stored μν
+  std::size_t active() const { return nocc - nfrozen; }
+  std::size_t nvir() const { return nmo - nocc; }
+  std::size_t ov() const { return active() * nvir(); }
+  std::size_t transformed() const { return nmo - nfrozen; }  // q of (P|pq): active and virtual
+  // Elements of: (P|μν) and (P|pq) of `functions` RI functions; one thread's transform buffers;
+  // one occupied orbital's amplitude block (I, t or T).
+  std::size_t ao_batch(std::size_t functions) const { return functions * stored; }
+  std::size_t mo_batch(std::size_t functions) const { return functions * nmo * transformed(); }
+  std::size_t thread_buffers() const { return nbf * nbf + nbf * transformed(); }
+  std::size_t amplitude_block() const { return ov() * nvir(); }
+};
+
+struct Mp2GradientPlan {
+  Mp2GradientSizes sizes;
+  std::size_t batch_functions = 0;  // RI functions whose (P|μν) and (P|pq) are held at once
+  StagePlan densities;              // what mp2_gradient_densities draws at its peak
+};
+
+// The plan for `ram_bytes` of memory (what the budget leaves the densities): batches of RI shells
+// as large as fit beside the rest, up to what the amplitudes' loop holds. Its RAM exceeds
+// ram_bytes only when that loop or one shell per batch does not fit.
+Mp2GradientPlan plan_mp2_gradient(const libint2::BasisSet& ri_aux, const Mp2GradientSizes& sizes,
+                                  std::size_t ram_bytes);
+
 struct Mp2GradientDensities {
   double e_mp2 = 0.0;
   int cphf_iterations = 0;
   Eigen::MatrixXd relaxed;          // P (AO, symmetric), the MP2 part only
   Eigen::MatrixXd energy_weighted;  // W (AO, symmetric), the MP2 part only: −Σ W S^x in the gradient
-  Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> gamma;  // Γ_ia^P: row P, column i·nvir + a
-                                                                                 // (i active)
+  LargeArray<double> gamma;         // Γ_ia^P: row P, column i·nvir + a (i active)
   Eigen::MatrixXd metric;           // V_PQ
 };
 
-// RHF orbitals only (canonical), the lowest nfrozen not correlated. jk: the DF-SCF's J/K, for the
-// Fock-like terms and the Z-vector; single rank. z_convergence: the largest residual element.
+// RHF orbitals only (canonical), the lowest plan.sizes.nfrozen not correlated; plan.sizes must be
+// the orbitals'. jk: the DF-SCF's J/K, for the Fock-like terms and the Z-vector; single rank.
+// z_convergence: the largest residual element.
 Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const libint2::BasisSet& ri_aux,
                                             const ShellPairs& pairs, DensityFittedFock& jk, const Orbitals& orbitals,
-                                            int nfrozen, double z_convergence = 1e-11);
+                                            const Mp2GradientPlan& plan, MemoryBudget& budget,
+                                            double z_convergence = 1e-11);
 
 }  // namespace dfmp2

@@ -175,9 +175,9 @@ PreparedRun::PreparedRun(const RunInput& input, const RunOptions& options, Progr
                             [&] { return solve_scf(problem, integrals, input.orbitals, context); });
     if (options.gradient)
       r.gradient = timed(stages, r.gemm_rates, budget, "gradient", [&] {
-        const Mp2GradientInput in{problem.obs,      problem.aux,  *problem.jk_aux, problem.pairs,
-                                  problem.molecule, scf.orbitals, problem.nfrozen};
-        return density_fitted_mp2_gradient(in, dynamic_cast<DensityFittedFock&>(*integrals.fock));
+        const Mp2GradientInput in{problem.obs,      problem.aux,  *problem.jk_aux,     problem.pairs,
+                                  problem.molecule, scf.orbitals, *plan.mp2_gradient};
+        return density_fitted_mp2_gradient(in, dynamic_cast<DensityFittedFock&>(*integrals.fock), *budget);
       }).gradient;
     integrals.fock.reset();  // frees the DF-SCF tensor before the DF transform draws its own
     Transformed mo = timed(stages, r.gemm_rates, budget, "df_transform",

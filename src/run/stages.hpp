@@ -18,6 +18,7 @@
 #include "src/common/progress.hpp"
 #include "src/common/scratch.hpp"
 #include "src/common/stage_work.hpp"
+#include "src/gradient/mp2_relaxed_density.hpp"
 #include "src/integrals/shell_pairs.hpp"
 #include "src/molecule/basis.hpp"
 #include "src/mp2/df_tensor.hpp"
@@ -63,10 +64,17 @@ Problem define_problem(const RunInput& input, const RunContext& context);
 struct RunPlan {
   std::optional<DensityFittedScfPlan> density_fitted_scf;  // the DF-SCF's tensor and builds
   bool store_quartets = false;                             // exact SCF: the four-index integrals kept
+  std::optional<Mp2GradientPlan> mp2_gradient;             // --gradient (RHF, DF-SCF)
   DFTransformPlan transform;
   EnergyPlan mp2;                                          // for the backend and precision of the options
   StagePlan integrals, scf, df_transform, energy;
-  std::vector<StagePlan> stages() const { return {integrals, scf, df_transform, energy}; }
+  std::optional<StagePlan> gradient;                       // with mp2_gradient
+  std::vector<StagePlan> stages() const {
+    std::vector<StagePlan> all{integrals, scf};
+    if (gradient) all.push_back(*gradient);
+    all.insert(all.end(), {df_transform, energy});
+    return all;
+  }
 };
 RunPlan plan_run(const Problem& problem, const RunContext& context);
 // Refuses the run up front (InputError naming what it would need) when a stage's plan does not

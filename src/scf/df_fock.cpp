@@ -110,15 +110,15 @@ DensityFittedScfPlan plan_density_fitted_scf(const libint2::BasisSet& obs, const
   }
 
   const std::size_t in_memory = MemoryBudget::double_array_bytes(t.ram_rows * t.stored), on_disk = t.disk_rows() * row;
-  for (StagePlan* stage : {&plan.setup, &plan.iterations}) {
+  for (StagePlan* stage : {&plan.setup, &plan.builder}) {
     stage->ram("the DF-SCF tensor, in memory", in_memory);
     stage->disk("the DF-SCF tensor, on disk", on_disk);
   }
   add_setup_blocks(t, rounds, plan.setup);
   if (on_disk > 0)
-    plan.iterations.ram("the DF-SCF tensor's read buffers",
-                        MemoryBudget::double_array_bytes(2 * t.read_rows * t.stored));
-  plan.iterations.ram("the J/K builds' workspace", workspace_bytes(layout, spins));
+    plan.builder.ram("the DF-SCF tensor's read buffers", MemoryBudget::double_array_bytes(2 * t.read_rows * t.stored));
+  plan.builder.ram("the J/K builds' workspace", workspace_bytes(layout, spins));
+  plan.iterations.blocks = plan.builder.blocks;
   plan.iterations.blocks.insert(plan.iterations.blocks.end(), scf_blocks.begin(), scf_blocks.end());
   plan.iterations.read_bytes = on_disk;
   plan.iterations.read_per = "SCF iteration";

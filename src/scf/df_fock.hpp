@@ -23,10 +23,12 @@
 namespace dfmp2 {
 
 // The DF-SCF's part of the memory plan: the tensor's layout on this rank, and what the set-up
-// (the integrals stage) and the iterations (the SCF stage) hold at their peaks.
+// (the integrals stage) and the iterations (the SCF stage) hold at their peaks; `builder` is what
+// the Fock builder itself holds from its set-up until it is freed (the iterations' part of it),
+// which later stages that keep it (the MP2 gradient's) count.
 struct DensityFittedScfPlan {
   FittedTensorPlan tensor;
-  StagePlan setup, iterations;
+  StagePlan setup, iterations, builder;
 };
 
 // The plan for `ram_bytes` of memory (what the budget leaves this stage): the whole tensor in

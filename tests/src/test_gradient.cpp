@@ -269,7 +269,7 @@ struct Mp2Run {
   Mp2Gradient mp2;
 };
 
-// A DF-MP2 run's options.
+// A DF-MP2 gradient run's options (the energy-only runs take them too).
 RunOptions df_mp2_options(const std::string& basis, const std::string& df_basis, const std::string& jk_basis,
                           bool frozen_core) {
   RunOptions options;
@@ -277,6 +277,7 @@ RunOptions df_mp2_options(const std::string& basis, const std::string& df_basis,
   options.df_basis = df_basis;
   options.jk_basis = jk_basis;
   options.frozen_core = frozen_core;
+  options.gradient = true;
   return options;
 }
 
@@ -284,12 +285,12 @@ RunOptions df_mp2_options(const std::string& basis, const std::string& df_basis,
 Mp2Run df_mp2(const Molecule& mol, const std::string& basis, const std::string& df_basis, const std::string& jk_basis,
               bool frozen_core) {
   return after_scf(mol, df_mp2_options(basis, df_basis, jk_basis, frozen_core),
-                      [&](const Problem& problem, const RunPlan&, Integrals& integrals, const ScfSolution& scf,
-                          const RunContext&) {
-                        const Mp2GradientInput in{problem.obs, problem.aux,  *problem.jk_aux, problem.pairs,
-                                                  mol,         scf.orbitals, problem.nfrozen};
-                        return Mp2Run{scf.e_scf,
-                                      density_fitted_mp2_gradient(in, dynamic_cast<DensityFittedFock&>(*integrals.fock))};
+                      [&](const Problem& problem, const RunPlan& plan, Integrals& integrals, const ScfSolution& scf,
+                          const RunContext& context) {
+                        const Mp2GradientInput in{problem.obs, problem.aux,  *problem.jk_aux,     problem.pairs,
+                                                  mol,         scf.orbitals, *plan.mp2_gradient};
+                        return Mp2Run{scf.e_scf, density_fitted_mp2_gradient(
+                                                     in, dynamic_cast<DensityFittedFock&>(*integrals.fock), context.budget)};
                       });
 }
 

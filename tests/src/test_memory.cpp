@@ -2,6 +2,7 @@
 // clear error past the limit; and --memory bounding a whole run's peak RSS where it binds.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -127,5 +128,27 @@ TEST_CASE("a run that cannot fit even its smallest batches is refused up front, 
   const CommandResult r = run_dfmp2(kBenzene + " --memory 1MB --quiet");
   CHECK(r.exit_code == 1);
   CHECK(without_notes(r.err).find("dfmp2: error: the integrals stage needs ") == 0);
+  CHECK(r.err.find("raise --memory to at least") != std::string::npos);
+}
+
+TEST_CASE("the gradient stage (--gradient) draws what its plan says, and a run it does not fit is refused up front") {
+  TempDir dir;
+  // Water's stages, the gradient's among them, each draw what their plans say.
+  const auto water = run_json(dir, std::string(DFMP2_SOURCE_DIR) + "/inputs/water.xyz --basis cc-pvdz --gradient");
+  check_drawn_as_planned(water);
+  CHECK(planned_ram(water, "gradient") > planned_ram(water, "scf"));  // the SCF's tensor and the densities
+
+  // Benzene's energy run with 8 MiB to spare in its largest stage: the gradient's (P|ia), c_ia^P
+  // and Γ_ia^P (6.3 MiB each), the RI fit and one orbital's amplitudes do not fit beside the
+  // DF-SCF tensor (it needs about 67 MiB, the energy run's largest stage 41 MiB).
+  const auto energy = run_json(dir, kBenzene);
+  double largest = 0.0;
+  for (const auto& stage : energy["memory"]["plan"]) largest = std::max(largest, stage["ram_bytes"].get<double>());
+  const std::string memory =
+      " --memory " + std::to_string(static_cast<long>(energy["memory"]["baseline_bytes"].get<double>() + largest) + 8 * long(MiB));
+  run_json(dir, kBenzene + memory);  // the energy run fits
+  const CommandResult r = run_dfmp2(kBenzene + memory + " --gradient --quiet");
+  CHECK(r.exit_code == 1);
+  CHECK(without_notes(r.err).find("dfmp2: error: the gradient stage needs ") == 0);
   CHECK(r.err.find("raise --memory to at least") != std::string::npos);
 }
