@@ -5,6 +5,7 @@
 
 #include "kernels/block_packed.hpp"
 #include "src/integrals/density_fitting.hpp"
+#include "src/integrals/shell_ranges.hpp"
 #include "src/integrals/three_index.hpp"
 #include "src/integrals/two_electron_derivatives.hpp"
 
@@ -47,12 +48,11 @@ Eigen::MatrixXd density_fitted_two_electron_gradient(const libint2::BasisSet& ob
   const Eigen::MatrixXd& D = densities.density;
   const Eigen::MatrixXd& A = densities.coulomb_partner;
 
-  // c^P_μν, row P block-packed as the SCF's tensor.
+  // d_P and c^P C_s from the raw (P|μν), one batch of auxiliary shells at a time (at most 64 MiB),
+  // and the fit J⁻¹ (it mixes only P) applied to them afterwards: c^P_μν itself, as large as the
+  // SCF's tensor, is never held.
   const Eigen::MatrixXd metric = coulomb_metric(aux);
-  std::vector<double> c(static_cast<std::size_t>(naux) * stored);
-  ThreeIndexIntegrals(aux, obs, pairs, metric).compute({0, aux.size()}, {0, obs.size()}, c.data());
-  CoulombFitting(metric).apply_inverse(c.data(), stored);
-
+  const ThreeIndexIntegrals integrals(aux, obs, pairs, metric);
   const std::vector<double> D_weights = kernels::pack_weighted(layout, D.data());
   const std::vector<double> A_weights = kernels::pack_weighted(layout, A.data());
   Eigen::VectorXd d_D(naux), d_A(naux);
@@ -62,24 +62,42 @@ Eigen::MatrixXd density_fitted_two_electron_gradient(const libint2::BasisSet& ob
     cC.emplace_back(nbf * C.cols(), naux);
     AcC.emplace_back(nbf * C.cols(), naux);
   }
+  const std::size_t batch_functions = std::max<std::size_t>(1, (std::size_t(64) << 20) / (sizeof(double) * stored));
+  std::vector<double> raw;
+  for (const ShellRange& batch : shell_batches(aux, {0, aux.size()}, batch_functions)) {
+    const auto first = static_cast<Eigen::Index>(first_function(aux, batch.first));
+    const auto count = static_cast<Eigen::Index>(function_count(aux, batch));
+    raw.resize(static_cast<std::size_t>(count) * stored);
+    integrals.compute(batch, {0, obs.size()}, raw.data());
 #pragma omp parallel
-  {
-    Eigen::MatrixXd c_P(nbf, nbf);
+    {
+      Eigen::MatrixXd square(nbf, nbf);
 #pragma omp for schedule(dynamic)
-    for (Eigen::Index P = 0; P < naux; ++P) {
-      const double* row = c.data() + static_cast<std::size_t>(P) * stored;
-      d_D(P) = std::inner_product(row, row + stored, D_weights.begin(), 0.0);
-      d_A(P) = std::inner_product(row, row + stored, A_weights.begin(), 0.0);
-      kernels::unpack_symmetric(layout, row, c_P.data());
-      for (std::size_t s = 0; s < densities.occupied.size(); ++s) {
-        const Eigen::MatrixXd& C = densities.occupied[s];
-        Eigen::Map<Eigen::MatrixXd> cC_P(cC[s].col(P).data(), nbf, C.cols());
-        cC_P.noalias() = c_P * C;
-        Eigen::Map<Eigen::MatrixXd>(AcC[s].col(P).data(), nbf, C.cols()).noalias() =
-            densities.exchange_partners[s] * cC_P;
+      for (Eigen::Index f = 0; f < count; ++f) {
+        const double* row = raw.data() + static_cast<std::size_t>(f) * stored;
+        const Eigen::Index P = first + f;
+        d_D(P) = std::inner_product(row, row + stored, D_weights.begin(), 0.0);
+        d_A(P) = std::inner_product(row, row + stored, A_weights.begin(), 0.0);
+        kernels::unpack_symmetric(layout, row, square.data());
+        for (std::size_t s = 0; s < densities.occupied.size(); ++s) {
+          const Eigen::MatrixXd& C = densities.occupied[s];
+          Eigen::Map<Eigen::MatrixXd>(cC[s].col(P).data(), nbf, C.cols()).noalias() = square * C;
+        }
       }
     }
   }
+  raw = std::vector<double>();
+  const CoulombFitting fit(metric);
+  fit.apply_inverse(d_D.data(), 1);
+  fit.apply_inverse(d_A.data(), 1);
+  for (Eigen::MatrixXd& cC_s : cC) fit.apply_inverse(cC_s.data(), static_cast<std::size_t>(cC_s.rows()));
+#pragma omp parallel for schedule(dynamic)
+  for (Eigen::Index P = 0; P < naux; ++P)
+    for (std::size_t s = 0; s < cC.size(); ++s) {
+      const Eigen::Index nocc = densities.occupied[s].cols();
+      const Eigen::Map<const Eigen::MatrixXd> cC_P(cC[s].col(P).data(), nbf, nocc);
+      Eigen::Map<Eigen::MatrixXd>(AcC[s].col(P).data(), nbf, nocc).noalias() = densities.exchange_partners[s] * cC_P;
+    }
   Eigen::MatrixXd metric_weights = -0.5 * (d_A * d_D.transpose() + d_D * d_A.transpose());
   Eigen::MatrixXd exchange = Eigen::MatrixXd::Zero(naux, naux);
   for (std::size_t s = 0; s < cC.size(); ++s) exchange.noalias() += AcC[s].transpose() * cC[s];
