@@ -104,7 +104,8 @@ def run_dfmp2(binary, xyz, args, precisions, repeat, workdir):
     return json.loads(out.read_text())
 
 
-PSI4_INPUT = """memory {memory}
+# The molecule and settings both programs run with; PSI4_INPUT adds what Psi4 computes.
+PSI4_SETTINGS = """memory {memory}
 molecule {{
 0 1
 {atoms}
@@ -123,7 +124,8 @@ set {{
   d_convergence 1e-8
   freeze_core false
 }}
-energy('mp2')
+"""
+PSI4_INPUT = PSI4_SETTINGS + """energy('mp2')
 import json
 with open('psi4_energies.json', 'w') as f:
     json.dump({{'e_scf': variable('SCF TOTAL ENERGY'),

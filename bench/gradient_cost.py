@@ -26,26 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import amdahl  # noqa: E402  (same folder: geometries, machine description, basis environment)
 
-PSI4_INPUT = """memory {memory}
-molecule {{
-0 1
-{atoms}
-symmetry c1
-no_reorient
-no_com
-units angstrom
-}}
-set {{
-  basis {basis}
-  df_basis_scf {basis}-jkfit
-  df_basis_mp2 {basis}-ri
-  scf_type df
-  mp2_type df
-  e_convergence 1e-10
-  d_convergence 1e-8
-  freeze_core false
-}}
-g = gradient('mp2')
+PSI4_INPUT = amdahl.PSI4_SETTINGS + """g = gradient('mp2')
 import json
 with open('psi4_gradient.json', 'w') as f:
     json.dump({{'e_total': variable('MP2 TOTAL ENERGY'), 'gradient': g.to_array().tolist()}}, f)
@@ -67,7 +48,9 @@ def run_psi4(xyz, args):
     atoms = "\n".join(" ".join(a) for a in amdahl.read_xyz(xyz))
     memory = args.memory.lower().replace("gb", " gb").replace("mb", " mb")
     with tempfile.TemporaryDirectory(prefix="gradient_psi4_") as tmp:
-        (Path(tmp) / "in.dat").write_text(PSI4_INPUT.format(memory=memory, atoms=atoms, basis=args.basis))
+        (Path(tmp) / "in.dat").write_text(PSI4_INPUT.format(
+            memory=memory, atoms=atoms, basis=args.basis, jk_basis=f"{args.basis}-jkfit", df_basis=f"{args.basis}-ri",
+            scf_type="df"))
         start = time.perf_counter()
         subprocess.run(["psi4", "-n", str(args.threads), "in.dat", "out.dat"], cwd=tmp,
                        env=dict(os.environ, PSI_SCRATCH=tmp), check=True, stdout=subprocess.DEVNULL)
