@@ -10,13 +10,23 @@
 #include "src/integrals/two_electron_derivatives.hpp"
 
 namespace dfmp2 {
+namespace {
+
+// Auxiliary functions in one batch when each holds `row_elements` doubles: at most 64 MiB, at
+// least one function.
+std::size_t functions_per_batch(std::size_t row_elements) {
+  constexpr std::size_t kBatchBytes = std::size_t(64) << 20;
+  return std::max<std::size_t>(1, kBatchBytes / (sizeof(double) * row_elements));
+}
+
+}  // namespace
 
 Eigen::MatrixXd three_centre_gradient_of_squares(const libint2::BasisSet& aux, const libint2::BasisSet& obs,
                                                  const ShellPairs& pairs, const Molecule& mol,
                                                  const std::function<void(Eigen::Index P, double* square)>& gamma) {
   // The squares of one batch of auxiliary shells at a time (at most 64 MiB).
   const std::size_t n = obs.nbf(), square = n * n;
-  const std::size_t batch_functions = std::max<std::size_t>(1, (std::size_t(64) << 20) / (sizeof(double) * square));
+  const std::size_t batch_functions = functions_per_batch(square);
   std::vector<double> squares;
   std::size_t batch_first = 0;
   ThreeCentreDensity density;
@@ -62,7 +72,7 @@ Eigen::MatrixXd density_fitted_two_electron_gradient(const libint2::BasisSet& ob
     cC.emplace_back(nbf * C.cols(), naux);
     AcC.emplace_back(nbf * C.cols(), naux);
   }
-  const std::size_t batch_functions = std::max<std::size_t>(1, (std::size_t(64) << 20) / (sizeof(double) * stored));
+  const std::size_t batch_functions = functions_per_batch(stored);
   std::vector<double> raw;
   for (const ShellRange& batch : shell_batches(aux, {0, aux.size()}, batch_functions)) {
     const auto first = static_cast<Eigen::Index>(first_function(aux, batch.first));
