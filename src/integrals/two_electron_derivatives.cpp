@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -67,27 +68,48 @@ void quartet_density(const libint2::BasisSet& obs, const std::array<std::size_t,
   }
 }
 
+// libint2's primitive-pair data of (shifted, other) for the two shells a shell's centre derivative
+// is made of (CentreDerivative): made once per orbital shell pair and used for every auxiliary
+// shell of a batch, where compute2 would otherwise rebuild it on each call.
+class ShiftedPairData {
+ public:
+  ShiftedPairData(const CentreDerivative& d, const libint2::Shell& other)
+      : raised_(&d.raised), raised_data_(shell_pair_data(d.raised, other)) {
+    if (d.lowered) lowered_data_ = shell_pair_data(*d.lowered, other);
+  }
+  const libint2::ShellPair& of(const libint2::Shell& shifted) const {
+    return &shifted == raised_ ? raised_data_ : lowered_data_;
+  }
+
+ private:
+  const libint2::Shell* raised_;
+  libint2::ShellPair raised_data_, lowered_data_;
+};
+
 // For one auxiliary shell P and orbital shells a, b: f_a = Σ_Pμν Γ^P_μν (P|∂μ/∂A ν) and
 // f_b = Σ_Pμν Γ^P_μν (P|μ ∂ν/∂B), μ of a on A, ν of b on B, Γ the block [P][μ][ν], from
 // undifferentiated integrals over l ± 1 shells (CentreDifferentiation). The derivative with
-// respect to P's centre is −(f_a + f_b), by translational invariance.
+// respect to P's centre is −(f_a + f_b), by translational invariance. P_data: (P|unit)'s pair
+// data; a_data and b_data: da's shells beside b and db's beside a (b_data unused when a is b).
 class ThreeCentreForces {
  public:
   std::pair<Eigen::Vector3d, Eigen::Vector3d> operator()(Engine& engine, const libint2::Shell& P,
-                                                         const libint2::Shell& a, const CentreDerivative& da,
+                                                         const libint2::ShellPair& P_data, const libint2::Shell& a,
+                                                         const CentreDerivative& da, const ShiftedPairData& a_data,
                                                          const libint2::Shell& b, const CentreDerivative& db,
-                                                         const double* gamma) {
+                                                         const ShiftedPairData* b_data, const double* gamma) {
     const std::size_t nP = P.size(), na = a.size(), nb = b.size();
     // (P|shifted other), [P][shifted][other]
-    const auto beside = [&engine, &P](const libint2::Shell& other) {
-      return [&engine, &P, &other](const libint2::Shell& shifted) {
-        engine.compute2<Operator::coulomb, BraKet::xs_xx, 0>(P, libint2::Shell::unit(), shifted, other);
+    const auto beside = [&engine, &P, &P_data](const libint2::Shell& other, const ShiftedPairData& data) {
+      return [&engine, &P, &P_data, &other, &data](const libint2::Shell& shifted) {
+        engine.compute2<Operator::coulomb, BraKet::xs_xx, 0>(P, libint2::Shell::unit(), shifted, other, &P_data,
+                                                             &data.of(shifted));
         return engine.results()[0];
       };
     };
-    const Eigen::Vector3d fa = contract(gamma, differentiate_(a, da, nP, nb, beside(b)), nP, na, nb, false);
+    const Eigen::Vector3d fa = contract(gamma, differentiate_(a, da, nP, nb, beside(b, a_data)), nP, na, nb, false);
     if (&a == &b) return {fa, fa};  // one shell: (P|μ ∂ν) is (P|∂μ ν) transposed, Γ^P symmetric
-    const Eigen::Vector3d fb = contract(gamma, differentiate_(b, db, nP, na, beside(a)), nP, na, nb, true);
+    const Eigen::Vector3d fb = contract(gamma, differentiate_(b, db, nP, na, beside(a, *b_data)), nP, na, nb, true);
     return {fa, fb};
   }
 
@@ -145,6 +167,8 @@ Eigen::MatrixXd three_centre_gradient(const libint2::BasisSet& aux, const libint
   require_max_l(obs, max_differentiable_l(), "the three-centre derivative");
   const std::vector<std::size_t> aux_atoms = shell_atoms(aux, mol), obs_atoms = shell_atoms(obs, mol);
   const std::vector<CentreDerivative> derivatives(obs.begin(), obs.end());
+  std::vector<libint2::ShellPair> aux_data;
+  for (const libint2::Shell& P : aux) aux_data.push_back(shell_pair_data(P, libint2::Shell::unit()));
   auto engines = engines_per_thread(coulomb_engine(std::max(aux.max_nprim(), obs.max_nprim()),
                                                    std::max(aux.max_l(), obs.max_l() + 1), BraKet::xs_xx));
   ThreadGradients g(mol.atoms.size());
@@ -158,13 +182,17 @@ Eigen::MatrixXd three_centre_gradient(const libint2::BasisSet& aux, const libint
       for (std::size_t k = 0; k < pairs.pairs.size(); ++k) {
         const auto [s1, s2] = pairs.pairs[k];
         const double degeneracy = s1 == s2 ? 1.0 : 2.0;  // (P|μν) and (P|νμ)
+        const ShiftedPairData a_data(derivatives[s1], obs[s2]);
+        const std::optional<ShiftedPairData> b_data =
+            s1 == s2 ? std::nullopt : std::optional<ShiftedPairData>(std::in_place, derivatives[s2], obs[s1]);
         for (std::size_t p = batch.first; p < batch.last; ++p) {
           const std::array<std::size_t, 3> centres{aux_atoms[p], obs_atoms[s1], obs_atoms[s2]};
           if (one_atom(centres)) continue;
           block.resize(aux[p].size() * obs[s1].size() * obs[s2].size());
           gamma.block(p, s1, s2, block.data());
-          const auto [f1, f2] = forces(engines[static_cast<std::size_t>(omp_get_thread_num())], aux[p], obs[s1],
-                                       derivatives[s1], obs[s2], derivatives[s2], block.data());
+          const auto [f1, f2] =
+              forces(engines[static_cast<std::size_t>(omp_get_thread_num())], aux[p], aux_data[p], obs[s1],
+                     derivatives[s1], a_data, obs[s2], derivatives[s2], b_data ? &*b_data : nullptr, block.data());
           Eigen::MatrixXd& mine = g.mine();
           mine.row(static_cast<Eigen::Index>(obs_atoms[s1])) += degeneracy * f1.transpose();
           mine.row(static_cast<Eigen::Index>(obs_atoms[s2])) += degeneracy * f2.transpose();
