@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <Eigen/Eigenvalues>
 #include <stdexcept>
 
 #include "kernels/block_packed.hpp"
@@ -27,6 +28,27 @@ Eigen::MatrixXd fock_response(DensityFittedFock& jk, const Eigen::MatrixXd& L, c
   jk.coulomb_exchange({&density, 1}, {&J_data, 1}, {&K_data, 1}, kernels::Precision::fp64);
   // J sees only the symmetric part of L Rᵀ; K of its transpose, R Lᵀ, is Kᵀ.
   return 4.0 * J - (K + K.transpose());
+}
+
+// (4J − 2K)(C P Cᵀ) for a symmetric P, from its eigenvectors: C P Cᵀ = L₊L₊ᵀ − L₋L₋ᵀ, the
+// columns of C U scaled by √|λ| split by λ's sign, as two symmetric densities in one pass. Each
+// symmetric build costs half a general one of the same rank (one SYMM and half a GEMM per Q, not
+// two SYMMs and a GEMM), and P (the MP2 density) has full rank.
+Eigen::MatrixXd symmetric_fock_response(DensityFittedFock& jk, const Eigen::MatrixXd& C, const Eigen::MatrixXd& P) {
+  const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eigen(P);
+  const Eigen::VectorXd& lambda = eigen.eigenvalues();  // ascending
+  const auto negative =
+      static_cast<Eigen::Index>(std::count_if(lambda.begin(), lambda.end(), [](double x) { return x < 0.0; }));
+  const Eigen::MatrixXd scaled = C * eigen.eigenvectors() * lambda.cwiseAbs().cwiseSqrt().asDiagonal();
+  const Eigen::MatrixXd L_minus = scaled.leftCols(negative), L_plus = scaled.rightCols(scaled.cols() - negative);
+  const auto n = C.rows();
+  Eigen::MatrixXd J_plus(n, n), J_minus(n, n), K_plus(n, n), K_minus(n, n);
+  const kernels::DensityFactors densities[2] = {{L_plus.data(), nullptr, static_cast<std::size_t>(L_plus.cols())},
+                                                {L_minus.data(), nullptr, static_cast<std::size_t>(L_minus.cols())}};
+  double* J[2] = {J_plus.data(), J_minus.data()};
+  double* K[2] = {K_plus.data(), K_minus.data()};
+  jk.coulomb_exchange(densities, J, K, kernels::Precision::fp64);
+  return 4.0 * (J_plus - J_minus) - 2.0 * (K_plus - K_minus);
 }
 
 // The RI metric (P|Q), its fit and V_PQ, held through the densities.
@@ -59,23 +81,23 @@ GradientPhases gradient_phases(const Mp2GradientPlan& p) {
   return ph;
 }
 
-// Cᵀ (P|μν) C_right for `count` rows of block-packed (P|μν), C_right the columns of C from
-// `first_column`: row P − first of mo, nmo × m column-major. workspace: every thread's buffers.
+// C_leftᵀ (P|μν) C_right for `count` rows of block-packed (P|μν): row P − first of mo, column-major
+// (C_left's columns) × (C_right's). workspace: every thread's buffers.
 void transform_ri_batch(const kernels::BlockPackedLayout& layout, const double* ao, std::size_t count,
-                        const Eigen::MatrixXd& C, Eigen::Index first_column, double* workspace, double* mo) {
-  const Eigen::Index nbf = C.rows(), nmo = C.cols(), m = nmo - first_column;
-  const Eigen::Map<const Eigen::MatrixXd> C_right(C.col(first_column).data(), nbf, m);
+                        const Eigen::Ref<const Eigen::MatrixXd>& C_left,
+                        const Eigen::Ref<const Eigen::MatrixXd>& C_right, double* workspace, double* mo) {
+  const Eigen::Index nbf = C_left.rows(), p = C_left.cols(), q = C_right.cols();
 #pragma omp parallel
   {
     const auto thread = static_cast<std::size_t>(omp_get_thread_num());
-    double* square = workspace + thread * static_cast<std::size_t>(nbf * (nbf + m));
+    double* square = workspace + thread * static_cast<std::size_t>(nbf * (nbf + q));
     const Eigen::Map<const Eigen::MatrixXd> B(square, nbf, nbf);
-    Eigen::Map<Eigen::MatrixXd> half(square + nbf * nbf, nbf, m);
+    Eigen::Map<Eigen::MatrixXd> half(square + nbf * nbf, nbf, q);
 #pragma omp for schedule(dynamic)
     for (std::size_t P = 0; P < count; ++P) {
       kernels::unpack_symmetric(layout, ao + P * layout.size(), square);
       half.noalias() = B * C_right;
-      Eigen::Map<Eigen::MatrixXd>(mo + P * static_cast<std::size_t>(nmo * m), nmo, m).noalias() = C.transpose() * half;
+      Eigen::Map<Eigen::MatrixXd>(mo + P * static_cast<std::size_t>(p * q), p, q).noalias() = C_left.transpose() * half;
     }
   }
 }
@@ -106,38 +128,46 @@ Amplitudes amplitudes_by_occupied(const Mp2GradientSizes& s, const Eigen::Vector
   for (Eigen::Index k = 0; k < o; ++k) {
     const auto c_k = c_rows.middleCols(k * v, v);
     I.noalias() = raw_rows.transpose() * c_k;
-#pragma omp parallel for collapse(2)
-    for (Eigen::Index i = 0; i < o; ++i)
+#pragma omp parallel for schedule(static)
+    for (Eigen::Index i = 0; i < o; ++i) {
+      const auto I_i = I.middleRows(i * v, v);
+      auto t_i = t.middleRows(i * v, v);
       for (Eigen::Index a = 0; a < v; ++a)
         for (Eigen::Index b = 0; b < v; ++b)
-          t(i * v + a, b) = I(i * v + a, b) / (eps(nfz + i) + eps(nfz + k) - eps(nocc + a) - eps(nocc + b));
-#pragma omp parallel for collapse(2)
-    for (Eigen::Index i = 0; i < o; ++i)
-      for (Eigen::Index a = 0; a < v; ++a)
-        for (Eigen::Index b = 0; b < v; ++b) T(i * v + a, b) = 2.0 * t(i * v + a, b) - t(i * v + b, a);
+          t_i(a, b) = I_i(a, b) / (eps(nfz + i) + eps(nfz + k) - eps(nocc + a) - eps(nocc + b));
+      T.middleRows(i * v, v) = 2.0 * t_i - t_i.transpose();
+    }
     out.e_mp2 += T.cwiseProduct(I).sum();
     out.P_act.noalias() -= 2.0 * t_rows * T_rows.transpose();  // P_ij −= 2 Σ_ab t_ik^ab T_jk^ab
-    for (Eigen::Index i = 0; i < o; ++i) {                      // P_ab += 2 Σ_ic t_ik^ac T_ik^bc
-      const Eigen::Map<const RowMajorMatrix> t_i(t_k.data() + i * v * v, v, v), T_i(T_k.data() + i * v * v, v, v);
-      out.P_vir.noalias() += 2.0 * t_i * T_i.transpose();
-    }
+    // P_ab = 2 Σ_ijc t_ij^ac T_ij^bc is, summed over every k, 2 Σ_ic t_ik^ca T_ik^cb (t_ik^ca =
+    // t_ki^ac): one product per k.
+    out.P_vir.noalias() += 2.0 * t.transpose() * T;
     gamma_rows.noalias() += c_k * T.transpose();  // Γ_ia^P += Σ_b T_ik^ab c_kb^P
   }
   return out;
 }
 
+struct ZVector {
+  Eigen::MatrixXd z;
+  Eigen::MatrixXd occupied_response;  // C_oᵀ (4J − 2K)(Z) C_o, for W
+};
+
 // Solves (Δ + A) z = b by conjugate gradients preconditioned with Δ⁻¹, Δ_ak = ε_a − ε_k > 0 and
 // A z = C_vᵀ (4J − 2K)(Z) C_o (positive definite for a stable RHF solution), until every residual
-// element is below `convergence`.
-Eigen::MatrixXd solve_z_vector(DensityFittedFock& jk, const Eigen::MatrixXd& C_occ, const Eigen::MatrixXd& C_vir,
-                               const Eigen::MatrixXd& delta, const Eigen::MatrixXd& b, double convergence,
-                               int& iterations) {
+// element is below `convergence`. Each J/K build's occupied block is summed with z's own
+// coefficients, so (4J − 2K)(Z)'s is had without another build.
+ZVector solve_z_vector(DensityFittedFock& jk, const Eigen::MatrixXd& C_occ, const Eigen::MatrixXd& C_vir,
+                       const Eigen::MatrixXd& delta, const Eigen::MatrixXd& b, double convergence, int& iterations) {
+  Eigen::MatrixXd occupied_block;
   const auto apply = [&](const Eigen::MatrixXd& z) -> Eigen::MatrixXd {
-    const Eigen::MatrixXd left = C_vir * z;
-    return delta.cwiseProduct(z) + C_vir.transpose() * fock_response(jk, left, C_occ) * C_occ;
+    const Eigen::MatrixXd F_occ = fock_response(jk, C_vir * z, C_occ) * C_occ;
+    occupied_block = C_occ.transpose() * F_occ;
+    return delta.cwiseProduct(z) + C_vir.transpose() * F_occ;
   };
-  Eigen::MatrixXd z = b.cwiseQuotient(delta);
+  ZVector out{b.cwiseQuotient(delta), {}};
+  Eigen::MatrixXd& z = out.z;
   Eigen::MatrixXd r = b - apply(z);
+  out.occupied_response = occupied_block;
   Eigen::MatrixXd s = r.cwiseQuotient(delta), p = s;
   double rs = r.cwiseProduct(s).sum();
   constexpr int kMaxIterations = 100;
@@ -146,13 +176,14 @@ Eigen::MatrixXd solve_z_vector(DensityFittedFock& jk, const Eigen::MatrixXd& C_o
     const Eigen::MatrixXd Ap = apply(p);
     const double alpha = rs / p.cwiseProduct(Ap).sum();
     z += alpha * p;
+    out.occupied_response += alpha * occupied_block;
     r -= alpha * Ap;
     s = r.cwiseQuotient(delta);
     const double rs_next = r.cwiseProduct(s).sum();
     p = s + (rs_next / rs) * p;
     rs = rs_next;
   }
-  return z;
+  return out;
 }
 
 }  // namespace
@@ -200,31 +231,33 @@ Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const 
 
   const auto fit_memory = budget.reserve(ri_fit_bytes(s.naux), "the RI metric, its fit and V_PQ");
   const Eigen::MatrixXd metric = coulomb_metric(ri_aux);
-  // use(P, B) for every RI function P, B = (P|p q) with q active or virtual (nmo × m), one batch of
-  // RI shells at a time. Each pass computes the integrals anew: keeping every batch's (P|pq) for
-  // the second would hold the naux × nmo² this avoids, and the integrals (naux·nbf² elements) cost
-  // less than their transform (naux·nbf²·nmo multiply-adds).
-  const auto for_each_function = [&](const auto& use) {
+  // use(P, B) for every RI function P, B = (P|p q) with p a column of C_left and q of C_right,
+  // one batch of RI shells at a time. Each pass computes the integrals anew: keeping every batch's
+  // for the second would hold the naux × nmo² this avoids, and the integrals (naux·nbf² elements)
+  // cost less than their transform (naux·nbf²·nmo multiply-adds).
+  const auto for_each_function = [&](const Eigen::Ref<const Eigen::MatrixXd>& C_left,
+                                     const Eigen::Ref<const Eigen::MatrixXd>& C_right, const auto& use) {
     const ThreeIndexIntegrals integrals(ri_aux, obs, pairs, metric);
     LargeArray<double> ao =
         budget.allocate<double>(s.ao_batch(plan.batch_functions), "the RI integrals (P|μν) of a batch");
     LargeArray<double> mo = budget.allocate<double>(s.mo_batch(plan.batch_functions), "(P|pq) of a batch");
     LargeArray<double> workspace =
         budget.allocate<double>(ri_transform_workspace(s), "the transform's per-thread buffers");
+    const auto block = static_cast<std::size_t>(C_left.cols() * C_right.cols());
     for (const ShellRange& batch : shell_batches(ri_aux, {0, ri_aux.size()}, plan.batch_functions)) {
       const std::size_t first = first_function(ri_aux, batch.first), count = function_count(ri_aux, batch);
       integrals.compute(batch, {0, obs.size()}, ao.data());
-      transform_ri_batch(pairs.layout, ao.data(), count, C, nfz, workspace.data(), mo.data());
+      transform_ri_batch(pairs.layout, ao.data(), count, C_left, C_right, workspace.data(), mo.data());
       for (std::size_t f = 0; f < count; ++f)
         use(static_cast<Eigen::Index>(first + f),
-            Eigen::Map<const Eigen::MatrixXd>(mo.data() + f * static_cast<std::size_t>(nmo * m), nmo, m));
+            Eigen::Map<const Eigen::MatrixXd>(mo.data() + f * block, C_left.cols(), C_right.cols()));
     }
   };
 
   // (P|ia) and c_ia^P = Σ_Q [J⁻¹]_PQ (Q|ia), row-major [P][i·v + a].
   LargeArray<double> raw = budget.allocate<double>(s.naux * s.ov(), "(P|ia)");
-  for_each_function([&](Eigen::Index P, const Eigen::Map<const Eigen::MatrixXd>& B) {
-    Eigen::Map<RowMajorMatrix>(raw.data() + P * ov, o, v) = B.block(nfz, o, o, v);
+  for_each_function(C.middleCols(nfz, o), C_vir, [&](Eigen::Index P, const Eigen::Map<const Eigen::MatrixXd>& B) {
+    Eigen::Map<RowMajorMatrix>(raw.data() + P * ov, o, v) = B;
   });
   Mp2GradientDensities out;
   out.gamma = budget.allocate<double>(s.naux * s.ov(), "Γ_ia^P");
@@ -245,7 +278,7 @@ Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const 
 
   // L1_pi = 4 Σ_aP (P|pa) Γ_ia^P (i active), L2_pa = 4 Σ_iP (P|pi) Γ_ia^P, p every orbital.
   Eigen::MatrixXd L1 = Eigen::MatrixXd::Zero(nmo, o), L2 = Eigen::MatrixXd::Zero(nmo, v);
-  for_each_function([&](Eigen::Index P, const Eigen::Map<const Eigen::MatrixXd>& B) {
+  for_each_function(C, C.rightCols(m), [&](Eigen::Index P, const Eigen::Map<const Eigen::MatrixXd>& B) {
     const Eigen::Map<const RowMajorMatrix> gamma_P(out.gamma.data() + P * ov, o, v);
     L1.noalias() += 4.0 * B.rightCols(v) * gamma_P.transpose();
     L2.noalias() += 4.0 * B.leftCols(o) * gamma_P;
@@ -263,13 +296,14 @@ Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const 
     }
 
   // The orbital Lagrangian X_ak − X_ka and the Z-vector.
-  const Eigen::MatrixXd G_unrelaxed = C.transpose() * fock_response(jk, C * P, C) * C;
+  const Eigen::MatrixXd G_unrelaxed = C.transpose() * symmetric_fock_response(jk, C, P) * C;
   Eigen::MatrixXd lagrangian = G_unrelaxed.block(nocc, 0, v, nocc) - L2.topRows(nocc).transpose();
   lagrangian.rightCols(o) += L1.bottomRows(v);
   Eigen::MatrixXd delta(v, nocc);
   for (Eigen::Index k = 0; k < nocc; ++k)
     for (Eigen::Index a = 0; a < v; ++a) delta(a, k) = eps(nocc + a) - eps(k);
-  const Eigen::MatrixXd z = solve_z_vector(jk, C_occ, C_vir, delta, -lagrangian, z_convergence, out.cphf_iterations);
+  const ZVector solution = solve_z_vector(jk, C_occ, C_vir, delta, -lagrangian, z_convergence, out.cphf_iterations);
+  const Eigen::MatrixXd& z = solution.z;
   P.block(nocc, 0, v, nocc) = 0.5 * z;
   P.block(0, nocc, nocc, v) = 0.5 * z.transpose();
   out.relaxed = C * P * C.transpose();
@@ -285,8 +319,8 @@ Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const 
   const Eigen::MatrixXd W_vo = 0.5 * (L2.topRows(nocc).transpose() + z * eps.head(nocc).asDiagonal());
   W.block(nocc, 0, v, nocc) = W_vo;
   W.block(0, nocc, nocc, v) = W_vo.transpose();
-  const Eigen::MatrixXd G_relaxed = C_occ.transpose() * fock_response(jk, C * P, C) * C_occ;
-  W.topLeftCorner(nocc, nocc) += 0.5 * G_relaxed;
+  // The occupied block of (4J − 2K)(P) for the relaxed P: the MP2 blocks' and the Z-vector's.
+  W.topLeftCorner(nocc, nocc) += 0.5 * (G_unrelaxed.topLeftCorner(nocc, nocc) + solution.occupied_response);
   out.energy_weighted = C * W * C.transpose();
   return out;
 }

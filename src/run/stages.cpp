@@ -167,6 +167,12 @@ Problem define_problem(const RunInput& input, const RunContext& context) {
 
 namespace {
 
+// Densities per DF J/K build: one per spin, and two in an RHF gradient run, whose builds take the
+// MP2 density's positive and negative parts (mp2_relaxed_density.cpp).
+std::size_t jk_densities(const Problem& problem, const RunOptions& options) {
+  return problem.unrestricted || options.gradient ? 2 : 1;
+}
+
 // The sizes of each spin's transform and energy step, before the SCF: nvir at most (linear
 // dependencies only remove virtuals).
 std::vector<TransformSizes> transform_sizes(const Problem& problem) {
@@ -227,7 +233,8 @@ RunPlan plan_run(const Problem& problem, const RunContext& context) {
     scf_blocks.push_back({"the atomic guess's integrals", atomic_density_guess_bytes(problem.orbital_basis, problem.molecule)});
   if (problem.jk_aux) {
     plan.density_fitted_scf =
-        plan_density_fitted_scf(problem.obs, *problem.jk_aux, problem.pairs, spins, scf_blocks, ram, context.comm);
+        plan_density_fitted_scf(problem.obs, *problem.jk_aux, problem.pairs, jk_densities(problem, context.options),
+                                scf_blocks, ram, context.comm);
     add_blocks(plan.integrals, plan.density_fitted_scf->setup);
     add_blocks(plan.scf, plan.density_fitted_scf->iterations);
   } else {
@@ -302,7 +309,7 @@ Integrals compute_integrals(const Problem& problem, const RunPlan& plan, const R
     context.progress.begin("DF-SCF integrals and fitting (batches of shell rows)");
     auto df = std::make_unique<DensityFittedFock>(problem.obs, *problem.jk_aux, problem.pairs, *plan.density_fitted_scf,
                                                   context.budget, &context.scratch, context.comm,
-                                                  problem.unrestricted ? 2 : 1,
+                                                  jk_densities(problem, context.options),
                                                   [&context](double done) { context.progress.fraction(done); });
     ints.work = df->setup_work();
     ints.fock = std::move(df);

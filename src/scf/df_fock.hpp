@@ -43,7 +43,8 @@ DensityFittedScfPlan plan_density_fitted_scf(const libint2::BasisSet& obs, const
 class DensityFittedFock : public FockBuilder {
  public:
   // Computes and fits this rank's factors as planned, and sets aside the builds' workspace for
-  // `spins` densities (1: RHF, 2: UHF). progress(fraction) during the set-up.
+  // `spins` densities per build (1: RHF; 2: UHF, or an RHF gradient run's). progress(fraction)
+  // during the set-up.
   DensityFittedFock(const libint2::BasisSet& obs, const libint2::BasisSet& aux, const ShellPairs& pairs,
                     const DensityFittedScfPlan& plan, MemoryBudget& budget, const ScratchDirectory* scratch,
                     Communicator& comm, std::size_t spins, const std::function<void(double)>& progress);
