@@ -4,8 +4,9 @@
     /usr/bin/python3 tests/reference/psi4_mp2_gradient_reference.py [--only NAME ...] [--threads 2]
 
 Writes tests/reference/psi4_mp2_gradients.json: one record per case with the settings, Psi4's SCF
-and MP2 energies and its analytic DF-MP2 nuclear gradient (`gradient('mp2')`, Eh/bohr, natom rows
-of x y z, the input frame). RHF only (Psi4 1.3's DF-MP2 gradient has no UHF). Settings as
+and MP2 energies, its analytic DF-MP2 nuclear gradient (`gradient('mp2')`, Eh/bohr, natom rows
+of x y z, the input frame) and the relaxed DF-MP2 dipole moment (e·bohr, about the origin: OEProp
+on the gradient's wavefunction, whose density is then the relaxed one, as `properties('mp2')`). RHF only (Psi4 1.3's DF-MP2 gradient has no UHF). Settings as
 psi4_reference.py: symmetry c1, no_reorient, no_com, `scf_type df` with `df_basis_scf
 <basis>-jkfit`, `mp2_type df` with `df_basis_mp2 <basis>-ri`, `freeze_core` as the case says,
 e_convergence and d_convergence 1e-10, and the CPHF solver converged to 1e-10
@@ -15,7 +16,7 @@ when < 200 kB).
 import os
 
 import psi4_common as common
-from psi4_common import REPO, variable
+from psi4_common import REPO, psi4, variable
 
 OUT = os.path.join(REPO, "tests", "reference", "psi4_mp2_gradients.json")
 
@@ -37,12 +38,21 @@ def cases():
     ]
 
 
+def relaxed_dipole(wfn):
+    oe = psi4.core.OEProp(wfn)
+    oe.set_title("MP2")
+    oe.add("DIPOLE")
+    oe.compute()
+    return [variable(f"MP2 DIPOLE {k}") / psi4.constants.dipmom_au2debye for k in "XYZ"]  # Psi4 1.3: Debye
+
+
 def run(c, threads):
     options = {"reference": "rhf", "guess": "sad", "basis": c["basis"], "df_basis_scf": c["jk_basis"],
                "df_basis_mp2": c["df_basis"], "scf_type": "df", "mp2_type": "df", "freeze_core": c["freeze_core"],
                "e_convergence": 1e-10, "d_convergence": 1e-10, "solver_convergence": 1e-10}
     return common.gradient_record(c, threads, "mp2", options, extra=lambda wfn: {
-        "nfrozen": int(sum(wfn.frzcpi().to_tuple())), "e_total": variable("MP2 TOTAL ENERGY")})
+        "nfrozen": int(sum(wfn.frzcpi().to_tuple())), "e_total": variable("MP2 TOTAL ENERGY"),
+        "dipole": relaxed_dipole(wfn)})
 
 
 if __name__ == "__main__":
