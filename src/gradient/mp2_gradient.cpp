@@ -3,6 +3,7 @@
 #include "src/gradient/mp2_relaxed_density.hpp"
 #include "src/gradient/scf_gradient.hpp"
 #include "src/integrals/df_two_electron_derivatives.hpp"
+#include "src/integrals/one_electron.hpp"
 #include "src/integrals/two_electron_derivatives.hpp"
 
 namespace dfmp2 {
@@ -37,6 +38,7 @@ Mp2Gradient density_fitted_mp2_gradient(const Mp2GradientInput& in, DensityFitte
   Mp2Gradient out;
   out.e_mp2 = mp2.e_mp2;
   out.cphf_iterations = mp2.cphf_iterations;
+  out.dipole = dipole_moment(in.obs, in.mol, one_electron.total);
   out.gradient = scf_gradient_without_two_electron(in.obs, in.mol, one_electron) +
                  density_fitted_two_electron_gradient(in.obs, in.jk_aux, in.pairs, in.mol, separable) +
                  three_centre_gradient_of_squares(in.ri_aux, in.obs, in.pairs, in.mol, gamma) +

@@ -755,6 +755,8 @@ void write_hdf5_results(const std::string& path, const RunResult& r) {
       write_dataset(file, "gradient", {static_cast<hsize_t>(gradient.rows()), 3}, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE,
                     gradient.data());
     }
+    if (r.mp2_dipole_moment)  // e·bohr about the origin, as the JSON's
+      write_dataset(file, "mp2_dipole_moment", {3}, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, r.mp2_dipole_moment->data());
     if (r.orbitals) write_orbitals(file, *r.orbitals);
     if (r.geometry) write_molecule(file, *r.geometry);
   });

@@ -278,6 +278,9 @@ json atomic_result(const json& input, QcMethod method, const RunResult& result, 
     output["properties"]["return_gradient"] = gradient;
     output["return_result"] = gradient;
   }
+  if (result.mp2_dipole_moment)  // QCSchema's mp2_dipole_moment: e·a0, the input's frame and origin
+    output["properties"]["mp2_dipole_moment"] = {(*result.mp2_dipole_moment)(0), (*result.mp2_dipole_moment)(1),
+                                                 (*result.mp2_dipole_moment)(2)};
   json extras = optional_object(input, "extras");
   extras["qcvars"] = qcvars(method, result);
   output["extras"] = extras;

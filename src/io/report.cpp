@@ -70,6 +70,11 @@ void print_gradient(std::ostream& out, const RunResult& r) {
                   (*r.gradient)(a, 1), (*r.gradient)(a, 2));
     out << line;
   }
+  if (!r.mp2_dipole_moment) return;
+  const Eigen::Vector3d& mu = *r.mp2_dipole_moment;
+  std::snprintf(line, sizeof line, "\nRelaxed DF-MP2 dipole (e·bohr, origin 0) %8.6f %12.6f %12.6f   |μ| %.6f\n",
+                mu(0), mu(1), mu(2), mu.norm());
+  out << line;
 }
 
 // The reference and multiplicity, UHF's keys (β sizes, ⟨S²⟩, the energies by spin pair) and the
@@ -226,6 +231,7 @@ nlohmann::json to_json(const RunResult& r) {
       rows.push_back({(*r.gradient)(a, 0), (*r.gradient)(a, 1), (*r.gradient)(a, 2)});
     j["gradient"] = rows;
   }
+  if (r.mp2_dipole_moment) j["mp2_dipole_moment"] = {(*r.mp2_dipole_moment)(0), (*r.mp2_dipole_moment)(1), (*r.mp2_dipole_moment)(2)};
   j["scf_iterations"] = r.scf_iterations.size();
   j["backend"] = r.backend;
   j["precision"] = r.precision;

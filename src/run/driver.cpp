@@ -173,12 +173,15 @@ PreparedRun::PreparedRun(const RunInput& input, const RunOptions& options, Progr
         timed(stages, r.gemm_rates, budget, "integrals", [&] { return compute_integrals(problem, plan, context); });
     ScfSolution scf = timed(stages, r.gemm_rates, budget, "scf",
                             [&] { return solve_scf(problem, integrals, input.orbitals, context); });
-    if (options.gradient)
-      r.gradient = timed(stages, r.gemm_rates, budget, "gradient", [&] {
+    if (options.gradient) {
+      const Mp2Gradient gradient = timed(stages, r.gemm_rates, budget, "gradient", [&] {
         const Mp2GradientInput in{problem.obs,      problem.aux,  *problem.jk_aux,     problem.pairs,
                                   problem.molecule, scf.orbitals, *plan.mp2_gradient};
         return density_fitted_mp2_gradient(in, dynamic_cast<DensityFittedFock&>(*integrals.fock), *budget);
-      }).gradient;
+      });
+      r.gradient = gradient.gradient;
+      r.mp2_dipole_moment = gradient.dipole;
+    }
     integrals.fock.reset();  // frees the DF-SCF tensor before the DF transform draws its own
     Transformed mo = timed(stages, r.gemm_rates, budget, "df_transform",
                            [&] { return transform_to_mo(problem, plan, scf.orbitals, context); });

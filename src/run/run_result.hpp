@@ -44,6 +44,7 @@ struct RunResult {
   double e_aa = 0.0, e_bb = 0.0;  // UHF: e_ss by spin (e_os is E_αβ)
   std::vector<ScfIteration> scf_iterations;
   std::optional<Eigen::MatrixXd> gradient;  // --gradient: dE_MP2 total/dR, natom × 3 in Eh/bohr
+  std::optional<Eigen::Vector3d> mp2_dipole_moment;  // --gradient: from the relaxed density, e·bohr about the origin
   std::optional<Orbitals> orbitals;
   std::optional<OrbitalBasis> orbital_basis;  // the orbitals' basis, for Molden and TREXIO output
   std::string backend, precision;

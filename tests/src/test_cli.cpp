@@ -226,16 +226,23 @@ TEST_CASE("the DF-MP2 gradient (--gradient) in the report and the JSON, as Psi4'
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out, Catch::Contains("DF-MP2 gradient (Eh/bohr)"));
   const auto j = nlohmann::json::parse(read_text(dir.path("g.json")));
-  nlohmann::json reference;
+  nlohmann::json reference, reference_dipole;
   for (const auto& ref : nlohmann::json::parse(read_text(std::string(DFMP2_SOURCE_DIR) +
                                                          "/tests/reference/psi4_mp2_gradients.json")))
-    if (ref["name"] == "water-cc-pvdz-mp2-grad") reference = ref["gradient"];
+    if (ref["name"] == "water-cc-pvdz-mp2-grad") {
+      reference = ref["gradient"];
+      reference_dipole = ref["dipole"];
+    }
   REQUIRE(j["gradient"].size() == 3);
+  REQUIRE(j["mp2_dipole_moment"].size() == 3);
+  CHECK_THAT(r.out, Catch::Contains("Relaxed DF-MP2 dipole (e·bohr, origin 0)"));
+  for (std::size_t k = 0; k < 3; ++k)
+    CHECK(j["mp2_dipole_moment"][k].get<double>() == Approx(reference_dipole[k].get<double>()).margin(1e-8));
   for (std::size_t a = 0; a < 3; ++a)
     for (std::size_t k = 0; k < 3; ++k)
       CHECK(j["gradient"][a][k].get<double>() == Approx(reference[a][k].get<double>()).margin(1e-8));
   CHECK(j["e_total"].get<double>() == Approx(psi4_total("psi4_mp2_gradients.json", "water-cc-pvdz-mp2-grad")).margin(1e-9));
-  // The HDF5 results hold the same natom × 3 gradient.
+  // The HDF5 results hold the same natom × 3 gradient and dipole moment.
   const hid_t results = H5Fopen(dir.path("g.h5").c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
   REQUIRE(results >= 0);
   int rank = 0;
@@ -246,9 +253,12 @@ TEST_CASE("the DF-MP2 gradient (--gradient) in the report and the JSON, as Psi4'
   CHECK((dims[0] == 3 && dims[1] == 3));
   std::vector<double> stored(9);
   H5LTread_dataset_double(results, "/gradient", stored.data());
+  std::vector<double> dipole(3);
+  CHECK(H5LTread_dataset_double(results, "/mp2_dipole_moment", dipole.data()) >= 0);
   H5Fclose(results);
   for (std::size_t a = 0; a < 3; ++a)
     for (std::size_t k = 0; k < 3; ++k) CHECK(stored[3 * a + k] == j["gradient"][a][k].get<double>());
+  for (std::size_t k = 0; k < 3; ++k) CHECK(dipole[k] == j["mp2_dipole_moment"][k].get<double>());
 
   const std::string oh = dir.write("oh.xyz", kHydroxyl) + " --basis cc-pvdz --multiplicity 2";
   expect_rejected(dir, oh + " --gradient", "--gradient is not available for UHF");

@@ -279,7 +279,7 @@ TEST_CASE("dfmp2 qcschema: an unreadable input or unwritable result is one error
   CHECK(json::parse(read_text(in)) == water_input());
 }
 
-TEST_CASE("dfmp2 qcschema: driver gradient returns the DF-MP2 gradient, natom × 3 row by row, as Psi4 1.3's") {
+TEST_CASE("dfmp2 qcschema: driver gradient returns the DF-MP2 gradient, natom × 3 row by row, and the relaxed dipole, as Psi4 1.3's") {
   json ref;
   for (const auto& r : json::parse(read_text(source("tests/reference/psi4_mp2_gradients.json"))))
     if (r["name"] == "water-cc-pvdz-mp2-grad") ref = r;
@@ -305,4 +305,8 @@ TEST_CASE("dfmp2 qcschema: driver gradient returns the DF-MP2 gradient, natom ×
     INFO("element " << i);
     CHECK(std::abs(gradient[i].get<double>() - ref["gradient"][i / 3][i % 3].get<double>()) < 1e-8);
   }
+  // The relaxed density's dipole moment, QCSchema's mp2_dipole_moment (e·a0).
+  const json& dipole = r.result["properties"]["mp2_dipole_moment"];
+  REQUIRE(dipole.size() == 3);
+  for (std::size_t k = 0; k < 3; ++k) CHECK(std::abs(dipole[k].get<double>() - ref["dipole"][k].get<double>()) < 1e-8);
 }
