@@ -27,6 +27,9 @@ inline std::string read_text(const std::string& path) {
   return text.str();
 }
 
+// A file of the source tree: source("inputs/water.xyz").
+inline std::string source(const std::string& relative) { return std::string(DFMP2_SOURCE_DIR) + "/" + relative; }
+
 // Runs a shell command line; quote paths with spaces.
 inline CommandResult run_command(const std::string& command_line) {
   TempDir dir;

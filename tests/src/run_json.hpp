@@ -1,12 +1,18 @@
 // Runs dfmp2 (under a launcher such as mpirun, or none) and reads back the JSON it wrote.
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include "tests/src/run_command.hpp"
+
+constexpr std::size_t MiB = std::size_t(1) << 20;
+
+// Benzene in cc-pVDZ: the run the memory and scratch tests give budgets against.
+inline const std::string kBenzeneCcPvdz = source("inputs/benzene.xyz") + " --basis cc-pvdz";
 
 inline nlohmann::json run_json(const TempDir& dir, const std::string& args,
                                const std::string& launcher = "") {

@@ -19,9 +19,7 @@ namespace {
 
 constexpr double kTolerance = 1e-7;  // Eh
 
-std::string source(const std::string& relative) { return std::string(DFMP2_SOURCE_DIR) + "/" + relative; }
-
-nlohmann::json reference(const std::string& name) {
+nlohmann::json counterpoise_reference(const std::string& name) {
   for (const auto& ref : nlohmann::json::parse(read_text(source("tests/reference/psi4_counterpoise_energies.json"))))
     if (ref["name"] == name) return ref;
   FAIL("no reference " << name);
@@ -37,7 +35,7 @@ std::string basis_options(const nlohmann::json& ref) {
 // The five runs and the interaction energies of `dfmp2 <dimer> --counterpoise N` against Psi4's.
 void check_counterpoise(const std::string& name) {
   INFO(name);
-  const auto ref = reference(name);
+  const auto ref = counterpoise_reference(name);
   TempDir dir;
   const CommandResult r = run_dfmp2(source(ref["xyz"].get<std::string>()) + basis_options(ref) + " --counterpoise " +
                                     std::to_string(ref["natom_a"].get<int>()) + " --quiet --json " + dir.path("cp.json"));
@@ -78,7 +76,7 @@ TEST_CASE("S22 water dimer, aug-cc-pVDZ, frozen core, with --counterpoise: inter
 }
 
 TEST_CASE("ghost atoms in an XYZ file: monomer A in the dimer basis, as Psi4 computed it") {
-  const auto ref = reference("s22-ammonia-dimer-cc-pvdz-df-ae");
+  const auto ref = counterpoise_reference("s22-ammonia-dimer-cc-pvdz-df-ae");
   const auto& psi4 = ref["runs"]["a_in_dimer_basis"];
   TempDir dir;
   std::istringstream lines(read_text(source(ref["xyz"].get<std::string>())));

@@ -222,7 +222,7 @@ Eigen::MatrixXd df_scf_gradient(const ScfRun& scf, const Molecule& mol) {
 }
 
 // Psi4's records of one scf_type (tests/reference/psi4_gradients.json).
-std::vector<nlohmann::json> psi4_references(const std::string& scf_type) {
+std::vector<nlohmann::json> psi4_gradient_references(const std::string& scf_type) {
   std::ifstream in(std::string(DFMP2_SOURCE_DIR) + "/tests/reference/psi4_gradients.json");
   std::vector<nlohmann::json> chosen;
   for (const nlohmann::json& ref : nlohmann::json::parse(in))
@@ -249,7 +249,7 @@ Eigen::MatrixXd reference_gradient(const nlohmann::json& ref) {
 // dfmp2's DF-SCF energy and gradient against the Psi4 records named: ≤ 1e-9 Eh, ≤ 1e-7 Eh/bohr.
 void check_df_against_psi4(const std::vector<std::string>& names) {
   std::size_t compared = 0;
-  for (const nlohmann::json& ref : psi4_references("df")) {
+  for (const nlohmann::json& ref : psi4_gradient_references("df")) {
     const std::string name = ref["name"].get<std::string>();
     if (std::find(names.begin(), names.end(), name) == names.end()) continue;
     INFO(name);
@@ -437,7 +437,7 @@ TEST_CASE("exact-SCF gradients are the differences of dfmp2's exact SCF energies
 
 TEST_CASE("exact-SCF gradients match Psi4 1.3.2's (scf_type pk): RHF, a cation, UHF radicals, Cartesian d") {
   const Libint2Session session;
-  const std::vector<nlohmann::json> references = psi4_references("pk");
+  const std::vector<nlohmann::json> references = psi4_gradient_references("pk");
   CHECK(references.size() == 5);
   for (const nlohmann::json& ref : references) {
     INFO(ref["name"].get<std::string>());

@@ -21,13 +21,13 @@ using namespace dfmp2;
 
 namespace {
 
-Molecule water() { return read_xyz(std::string(DFMP2_SOURCE_DIR) + "/inputs/water.xyz"); }
+Molecule water_from_inputs() { return read_xyz(std::string(DFMP2_SOURCE_DIR) + "/inputs/water.xyz"); }
 
 }  // namespace
 
 TEST_CASE("block-packed (P|μν) equals libint2's own integrals, for all rows and a part, all pairs or some") {
   const Libint2Session session;
-  const Molecule mol = water();
+  const Molecule mol = water_from_inputs();
   const libint2::BasisSet obs = place_on(load_basis("cc-pvdz", BasisRole::orbital), mol),
                           aux = place_on(load_basis("cc-pvdz-ri", BasisRole::auxiliary), mol);
   // At 1e-12 every pair of water is stored; at 0.1 the pairs of distant, diffuse shells are not.

@@ -16,10 +16,6 @@
 
 using namespace dfmp2;
 
-namespace {
-constexpr std::size_t MiB = std::size_t(1) << 20;
-}  // namespace
-
 TEST_CASE("arrays and reservations draw from the budget and give back what they drew") {
   MemoryBudget budget(current_rss_bytes() + 512 * MiB);
   const std::size_t start = budget.available();
@@ -108,15 +104,13 @@ double planned_ram(const nlohmann::json& run, const std::string& stage) {
   return planned_stage(run, stage)["ram_bytes"].get<double>();
 }
 
-const std::string kBenzene = std::string(DFMP2_SOURCE_DIR) + "/inputs/benzene.xyz --basis cc-pvdz";
-
 }  // namespace
 
 TEST_CASE("the plan counts UHF's two spins, and each stage draws what its plan says") {
   // The same singlet as RHF and as UHF: the UHF SCF holds two spins' matrices and exchange
   // workspaces, its transform both spins' (Q|ia) and B, and its energy step both B.
   TempDir dir;
-  const auto rhf = run_json(dir, kBenzene), uhf = run_json(dir, kBenzene + " --reference uhf");
+  const auto rhf = run_json(dir, kBenzeneCcPvdz), uhf = run_json(dir, kBenzeneCcPvdz + " --reference uhf");
   check_drawn_as_planned(rhf);
   check_drawn_as_planned(uhf);
   CHECK(planned_ram(uhf, "scf") > planned_ram(rhf, "scf"));
@@ -125,7 +119,7 @@ TEST_CASE("the plan counts UHF's two spins, and each stage draws what its plan s
 }
 
 TEST_CASE("a run that cannot fit even its smallest batches is refused up front, naming the stage and the memory") {
-  const CommandResult r = run_dfmp2(kBenzene + " --memory 1MB --quiet");
+  const CommandResult r = run_dfmp2(kBenzeneCcPvdz + " --memory 1MB --quiet");
   CHECK(r.exit_code == 1);
   CHECK(without_notes(r.err).find("dfmp2: error: the integrals stage needs ") == 0);
   CHECK(r.err.find("raise --memory to at least") != std::string::npos);
@@ -141,13 +135,13 @@ TEST_CASE("the gradient stage (--gradient) draws what its plan says, and a run i
   // Benzene's energy run with 8 MiB to spare in its largest stage: the gradient's (P|ia), c_ia^P
   // and Γ_ia^P (6.3 MiB each), the RI fit and one orbital's amplitudes do not fit beside the
   // DF-SCF tensor (it needs about 67 MiB, the energy run's largest stage 41 MiB).
-  const auto energy = run_json(dir, kBenzene);
+  const auto energy = run_json(dir, kBenzeneCcPvdz);
   double largest = 0.0;
   for (const auto& stage : energy["memory"]["plan"]) largest = std::max(largest, stage["ram_bytes"].get<double>());
   const std::string memory =
       " --memory " + std::to_string(static_cast<long>(energy["memory"]["baseline_bytes"].get<double>() + largest) + 8 * long(MiB));
-  run_json(dir, kBenzene + memory);  // the energy run fits
-  const CommandResult r = run_dfmp2(kBenzene + memory + " --gradient --quiet");
+  run_json(dir, kBenzeneCcPvdz + memory);  // the energy run fits
+  const CommandResult r = run_dfmp2(kBenzeneCcPvdz + memory + " --gradient --quiet");
   CHECK(r.exit_code == 1);
   CHECK(without_notes(r.err).find("dfmp2: error: the gradient stage needs ") == 0);
   CHECK(r.err.find("raise --memory to at least") != std::string::npos);

@@ -10,7 +10,7 @@
 
 namespace {
 
-const std::string kBenzene =
+const std::string kBenzeneXyz =
     "12\nbenzene\n"
     "C  0.000000  1.396792 0.0\nC  1.209657  0.698396 0.0\nC  1.209657 -0.698396 0.0\n"
     "C  0.000000 -1.396792 0.0\nC -1.209657 -0.698396 0.0\nC -1.209657  0.698396 0.0\n"
@@ -43,7 +43,7 @@ std::string open_shell(const std::string& name) {
 
 TEST_CASE("2 and 3 ranks give the serial energies for every backend, 4 ranks for the default one") {
   TempDir dir;
-  const std::string benzene = dir.write("benzene.xyz", kBenzene) + " --basis sto-3g";
+  const std::string benzene = dir.write("benzene.xyz", kBenzeneXyz) + " --basis sto-3g";
   for (const char* backend : {"reference", "loop", "fused"}) {
     const std::string args = benzene + kTightScf + " --threads 1 --backend " + backend;
     const auto serial = run_json(dir, args);
@@ -110,7 +110,7 @@ TEST_CASE("more ranks than active occupied orbitals still give the serial energy
 
 TEST_CASE("with 2 ranks each holds at most ~60% of the serial run's B") {
   TempDir dir;
-  const std::string benzene = dir.write("benzene.xyz", kBenzene) + " --basis sto-3g --threads 1";
+  const std::string benzene = dir.write("benzene.xyz", kBenzeneXyz) + " --basis sto-3g --threads 1";
   const auto serial = run_json(dir, benzene);
   const auto parallel = run_json(dir, benzene, mpirun(2));
   const double serial_b = serial["rank_stats"][0]["peak_b_bytes"].get<double>();
@@ -125,7 +125,7 @@ TEST_CASE("out of core on 2 ranks: the serial energies, and rank 0 draws what it
   // Each rank's DF-SCF tensor on its own scratch files; then, from given UHF orbitals, each rank's
   // (Q|ia) and B on disk and its energy step in blocks.
   TempDir dir;
-  const std::string benzene = dir.write("benzene.xyz", kBenzene) + " --basis cc-pvdz --threads 1";
+  const std::string benzene = dir.write("benzene.xyz", kBenzeneXyz) + " --basis cc-pvdz --threads 1";
   const auto beside = [](const nlohmann::json& run, std::size_t mib) {
     return " --memory " + std::to_string(run["memory"]["baseline_bytes"].get<std::size_t>() + (mib << 20));
   };

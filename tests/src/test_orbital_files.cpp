@@ -26,16 +26,14 @@ using namespace dfmp2;
 
 namespace {
 
-constexpr double kPsi4Tolerance = 1e-8;        // Eh: Psi4's own orbitals, Psi4's energies
+constexpr double kPsi4OrbitalsTolerance = 1e-8;        // Eh: Psi4's own orbitals, Psi4's energies
 constexpr double kRoundTripTolerance = 1e-10;  // Eh: our file back into dfmp2
-
-std::string source(const std::string& relative) { return std::string(DFMP2_SOURCE_DIR) + "/" + relative; }
 
 nlohmann::json psi4_molden_references() {
   return nlohmann::json::parse(read_text(source("tests/reference/psi4_molden_energies.json")));
 }
 
-nlohmann::json reference(const std::string& name) {
+nlohmann::json molden_reference(const std::string& name) {
   for (const auto& ref : psi4_molden_references())
     if (ref["name"] == name) return ref;
   FAIL("no reference " << name);
@@ -55,7 +53,7 @@ RunResult run_given(const RunInput& input, const nlohmann::json& ref) {
 const RunResult& psi4_run(const std::string& name) {
   static std::map<std::string, RunResult> runs;
   if (!runs.count(name)) {
-    const auto ref = reference(name);
+    const auto ref = molden_reference(name);
     RunInput input = read_molden(source(ref["molden"].get<std::string>()));
     if (input.unoccupied) occupy_by_energy(input, 0, 1);  // Psi4's file of an MP2 wavefunction
     runs.emplace(name, run_given(input, ref));
@@ -210,12 +208,12 @@ TEST_CASE("Psi4 1.3.2's Molden files give Psi4's DF-MP2 energies to 1e-8 Eh with
     CHECK(r.nbf == ref["nbf"].get<int>());
     CHECK(r.naux == ref["naux"].get<int>());
     CHECK(r.scf_iterations.empty());  // the SCF was skipped
-    check_energies(r, ref, kPsi4Tolerance);
+    check_energies(r, ref, kPsi4OrbitalsTolerance);
   }
 }
 
 TEST_CASE("a Molden file without occupations (Psi4 1.3's of an MP2 wavefunction) is occupied by energy") {
-  const auto ref = reference("water-cc-pvdz-df-ae-mp2-wavefunction");
+  const auto ref = molden_reference("water-cc-pvdz-df-ae-mp2-wavefunction");
   const std::string molden = source(ref["molden"].get<std::string>());
   RunInput input = read_molden(molden);
   CHECK(input.unoccupied);
@@ -225,7 +223,7 @@ TEST_CASE("a Molden file without occupations (Psi4 1.3's of an MP2 wavefunction)
   CHECK(input.orbitals->nocc == ref["nocc"].get<int>());
   CHECK(input.molecule->charge == 0);
   // The same orbitals with their occupations give the same energies.
-  check_energies(psi4_run("water-cc-pvdz-df-ae-mp2-wavefunction"), reference("water-cc-pvdz-df-ae"), 1e-12);
+  check_energies(psi4_run("water-cc-pvdz-df-ae-mp2-wavefunction"), molden_reference("water-cc-pvdz-df-ae"), 1e-12);
 
   TempDir dir;
   const std::string aux = " --df-basis cc-pvdz-ri --jk-basis cc-pvdz-jkfit --threads 1";
@@ -233,8 +231,8 @@ TEST_CASE("a Molden file without occupations (Psi4 1.3's of an MP2 wavefunction)
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.err, Catch::Contains("dfmp2: note: '" + molden + "' gives no orbital occupations: the 5 lowest"));
   const auto json = nlohmann::json::parse(read_text(dir.path("w.json")));
-  CHECK(std::abs(json["e_total"].get<double>() - ref["e_total"].get<double>()) < kPsi4Tolerance);
-  CHECK(std::abs(json["e_scf"].get<double>() - ref["e_scf"].get<double>()) < kPsi4Tolerance);
+  CHECK(std::abs(json["e_total"].get<double>() - ref["e_total"].get<double>()) < kPsi4OrbitalsTolerance);
+  CHECK(std::abs(json["e_scf"].get<double>() - ref["e_scf"].get<double>()) < kPsi4OrbitalsTolerance);
 
   // The electron count is the options' to give, and must fit a closed shell with virtual orbitals.
   const auto occupied = [&](int charge, int multiplicity) {
@@ -252,7 +250,7 @@ TEST_CASE("dfmp2's Molden and TREXIO files round-trip to the same energy and orb
   TempDir dir;
   for (const std::string name : {"formaldehyde-cc-pvtz-df-ae", "water-6-31gs-df-ae"}) {
     INFO(name);
-    const auto ref = reference(name);
+    const auto ref = molden_reference(name);
     const RunResult& first = psi4_run(name);
     const std::string molden = dir.path(name + ".molden"), trexio = dir.path(name + ".h5");
     write_molden(molden, first);
@@ -275,7 +273,7 @@ TEST_CASE("TREXIO files written through the library's API in PySCF's and GAMESS'
   // Their energies against Psi4's show that every factor and the function order were taken as meant.
   TempDir dir;
   SECTION("spherical, PySCF's: prim_factor normalises r^l e^(-a r^2), ao_normalization sqrt((2l+1)/4pi)") {
-    const auto ref = reference("formaldehyde-cc-pvtz-df-ae");
+    const auto ref = molden_reference("formaldehyde-cc-pvtz-df-ae");
     const RunInput psi4 = read_molden(source(ref["molden"].get<std::string>()));
     ForeignConvention pyscf;
     pyscf.radial = [](const libint2::Shell& shell, double& shell_factor, std::vector<double>& c,
@@ -302,10 +300,10 @@ TEST_CASE("TREXIO files written through the library's API in PySCF's and GAMESS'
     };
     const std::string path = dir.path("pyscf.h5");
     write_foreign_trexio(path, TREXIO_HDF5, psi4, pyscf);
-    check_energies(run_given(read_trexio(path), ref), ref, kPsi4Tolerance);
+    check_energies(run_given(read_trexio(path), ref), ref, kPsi4OrbitalsTolerance);
   }
   SECTION("Cartesian, GAMESS's, text back end: unnormalised primitives, shell_factor for x^l, unit AOs") {
-    const auto ref = reference("water-6-31gs-df-ae");
+    const auto ref = molden_reference("water-6-31gs-df-ae");
     const RunInput psi4 = read_molden(source(ref["molden"].get<std::string>()));
     ForeignConvention gamess;
     gamess.cartesian = true;
@@ -335,13 +333,13 @@ TEST_CASE("TREXIO files written through the library's API in PySCF's and GAMESS'
     const std::string path = dir.path("gamess.trexio");  // the text back end: a directory
     write_foreign_trexio(path, TREXIO_TEXT, psi4, gamess);
     CHECK(is_trexio(path));
-    check_energies(run_given(read_trexio(path), ref), ref, kPsi4Tolerance);
+    check_energies(run_given(read_trexio(path), ref), ref, kPsi4OrbitalsTolerance);
   }
 }
 
 TEST_CASE("the command line reads and writes Molden and TREXIO, and the outputs run again") {
   TempDir dir;
-  const auto ref = reference("water-cc-pvdz-df-ae");
+  const auto ref = molden_reference("water-cc-pvdz-df-ae");
   const std::string molden = source(ref["molden"].get<std::string>());
   const std::string aux = " --df-basis cc-pvdz-ri --jk-basis cc-pvdz-jkfit --quiet";
   const CommandResult r = run_dfmp2(molden + aux + " --json " + dir.path("a.json") + " --molden " +
@@ -349,7 +347,7 @@ TEST_CASE("the command line reads and writes Molden and TREXIO, and the outputs 
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out, Catch::Contains("Basis given with the orbitals"));
   const double e_total = nlohmann::json::parse(read_text(dir.path("a.json")))["e_total"].get<double>();
-  CHECK(std::abs(e_total - ref["e_total"].get<double>()) < kPsi4Tolerance);
+  CHECK(std::abs(e_total - ref["e_total"].get<double>()) < kPsi4OrbitalsTolerance);
   for (const char* output : {"w.molden", "w.trexio.h5"}) {
     const CommandResult again = run_dfmp2(dir.path(output) + aux + " --json " + dir.path("b.json"));
     REQUIRE(again.exit_code == 0);

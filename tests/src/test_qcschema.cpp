@@ -20,16 +20,14 @@ namespace {
 
 constexpr double kPsi4Tolerance = 1e-7;  // Eh
 
-std::string source(const std::string& relative) { return std::string(DFMP2_SOURCE_DIR) + "/" + relative; }
-
-json reference(const std::string& name) {
+json qcschema_reference(const std::string& name) {
   for (const auto& ref : json::parse(read_text(source("tests/reference/psi4_qcengine_energies.json"))))
     if (ref["name"] == name) return ref;
   FAIL("no reference " << name);
   return {};
 }
 
-json water_input() { return reference("water-mp2-cc-pvdz")["input"]; }
+json water_input() { return qcschema_reference("water-mp2-cc-pvdz")["input"]; }
 
 struct QcschemaRun {
   CommandResult command;
@@ -48,7 +46,7 @@ QcschemaRun run_qcschema(const json& input) {
 // A run of a Psi4 case's input: success, and the energies Psi4 gave through QCEngine.
 json check_against_psi4(const std::string& name) {
   INFO(name);
-  const json ref = reference(name);
+  const json ref = qcschema_reference(name);
   const QcschemaRun r = run_qcschema(ref["input"]);
   REQUIRE(r.command.exit_code == 0);
   CHECK(r.command.err.empty());
@@ -164,7 +162,7 @@ TEST_CASE("dfmp2 qcschema: water MP2 and HF, hydroxyl UMP2 equal Psi4 1.3's thro
   const json mp2 = check_against_psi4("water-mp2-cc-pvdz");
   CHECK(mp2["properties"]["calcinfo_nalpha"] == 5);
   // SCS-MP2 (what method scs-mp2 returns) from Psi4's parts: E_SCF + 6/5 E_OS + 1/3 E_SS.
-  const json psi4 = reference("water-mp2-cc-pvdz")["properties"];
+  const json psi4 = qcschema_reference("water-mp2-cc-pvdz")["properties"];
   const double psi4_scs = psi4["scf_total_energy"].get<double>() +
                           1.2 * psi4["mp2_opposite_spin_correlation_energy"].get<double>() +
                           psi4["mp2_same_spin_correlation_energy"].get<double>() / 3.0;

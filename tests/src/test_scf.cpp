@@ -19,14 +19,14 @@ using namespace dfmp2;
 
 namespace {
 
-Molecule source_molecule(const std::string& name) {
+Molecule input_molecule(const std::string& name) {
   return read_xyz(std::string(DFMP2_SOURCE_DIR) + "/inputs/" + name + ".xyz");
 }
 
 }  // namespace
 
 TEST_CASE("SAD guess: each atom's block holds that neutral atom's electrons, a ghost atom's none") {
-  Molecule mol = source_molecule("formaldehyde");
+  Molecule mol = input_molecule("formaldehyde");
   mol.atoms.back().ghost = true;
   const BasisSetData basis = load_basis("cc-pvdz", BasisRole::orbital);
   Libint2Session session;
@@ -88,7 +88,7 @@ TEST_CASE("SAD and core-Hamiltonian guesses converge to the same RHF energy") {
 }
 
 TEST_CASE("exact Fock builds from stored quartets equal the direct, incremental ones") {
-  const Molecule water = source_molecule("water");
+  const Molecule water = input_molecule("water");
   Libint2Session session;
   const libint2::BasisSet obs = place_on(load_basis("cc-pvdz", BasisRole::orbital), water);
   const ShellPairs pairs = significant_shell_pairs(obs);

@@ -21,10 +21,6 @@ using namespace dfmp2;
 
 namespace {
 
-constexpr std::size_t MiB = std::size_t(1) << 20;
-
-const std::string kBenzene = std::string(DFMP2_SOURCE_DIR) + "/inputs/benzene.xyz --basis cc-pvdz";
-
 double stage_disk(const nlohmann::json& run, const std::string& stage) {
   return planned_stage(run, stage)["disk_bytes"].get<double>();
 }
@@ -101,7 +97,7 @@ TEST_CASE("a scratch directory that is missing, a file, or not writable is refus
   CHECK_THROWS_WITH(ScratchDirectory("/nonexistent/scratch"), Catch::Contains("does not exist"));
   CHECK_THROWS_WITH(ScratchDirectory("/etc/hostname"), Catch::Contains("is not a directory"));
   CHECK_THROWS_WITH(ScratchDirectory("/proc"), Catch::Contains("cannot write to the scratch directory '/proc'"));
-  const CommandResult r = run_dfmp2(kBenzene + " --scratch /nonexistent/scratch");
+  const CommandResult r = run_dfmp2(kBenzeneCcPvdz + " --scratch /nonexistent/scratch");
   CHECK(r.exit_code == 1);
   CHECK(without_notes(r.err) ==
         "dfmp2: error: scratch directory '/nonexistent/scratch' does not exist (give an existing one with "
@@ -113,8 +109,8 @@ TEST_CASE("out of core: each stage's tensors on disk give the in-memory energies
   TempDir dir;
   // The DF-SCF tensor partly on disk, the rest in memory.
   const std::string scf = " --d-convergence 1e-10";
-  const auto in_memory = run_json(dir, kBenzene + scf);
-  const auto part = run_json(dir, kBenzene + scf + memory_beside_baseline(in_memory, 25 * MiB));
+  const auto in_memory = run_json(dir, kBenzeneCcPvdz + scf);
+  const auto part = run_json(dir, kBenzeneCcPvdz + scf + memory_beside_baseline(in_memory, 25 * MiB));
   CHECK(stage_disk(in_memory, "scf") == 0.0);
   CHECK(stage_disk(part, "scf") > 0.0);
   CHECK(stage_disk(part, "df_transform") == 0.0);
@@ -123,7 +119,7 @@ TEST_CASE("out of core: each stage's tensors on disk give the in-memory energies
   for (const char* key : {"e_scf", "e_os", "e_ss"})
     CHECK(std::abs(part[key].get<double>() - in_memory[key].get<double>()) < 1e-10);
   // Given orbitals and one exact Fock build: (Q|ia) and B on disk, the energy step in blocks.
-  const std::string given = orbitals(dir, kBenzene, "rhf.h5") + " --scf exact";
+  const std::string given = orbitals(dir, kBenzeneCcPvdz, "rhf.h5") + " --scf exact";
   for (const char* choice : {"--backend fused", "--backend loop", "--backend reference", "--precision fp32"}) {
     INFO(choice);
     const auto reference = run_json(dir, given + " " + choice);
@@ -153,7 +149,7 @@ TEST_CASE("out of core, UHF: both spins from one pass, on disk, give the in-memo
 
 TEST_CASE("a scratch disk too small for the plan is refused up front, saying what it needs") {
   TempDir dir;
-  const std::string given = orbitals(dir, kBenzene, "rhf.h5") + " --scf exact";
+  const std::string given = orbitals(dir, kBenzeneCcPvdz, "rhf.h5") + " --scf exact";
   const auto in_memory = run_json(dir, given);
   CommandResult r;
   const std::string run = std::string(DFMP2_EXE) + " " + given + " --quiet --scratch $SCRATCH" +
@@ -173,8 +169,8 @@ TEST_CASE("a scratch disk that fills up mid-run: one error line, exit 1, no outp
   TempDir dir;
   // Exact SCF in memory, then the DF transform's tensors on disk: the disk is filled by another
   // writer while the SCF runs, after the up-front check has passed.
-  const std::string args = kBenzene + " --scf exact";
-  const auto in_memory = run_json(dir, kBenzene);  // its baseline, the RSS before any stage: the faster DF run's
+  const std::string args = kBenzeneCcPvdz + " --scf exact";
+  const auto in_memory = run_json(dir, kBenzeneCcPvdz);  // its baseline, the RSS before any stage: the faster DF run's
   const std::string out = dir.path("out.json"), err = dir.path("err");
   const std::string script =
       start_and_await(std::string(DFMP2_EXE) + " " + args + memory_beside_baseline(in_memory, 12 * MiB) +
@@ -198,11 +194,11 @@ TEST_CASE("a scratch disk that fills up mid-run: one error line, exit 1, no outp
 
 TEST_CASE("SIGTERM mid-run gives the scratch space back") {
   TempDir dir;
-  const auto in_memory = run_json(dir, kBenzene);
+  const auto in_memory = run_json(dir, kBenzeneCcPvdz);
   const std::string err = dir.path("err");
   // While the SCF reads its tensor from disk: the disk's use, then the signal, then the disk again.
   const std::string script =
-      start_and_await(std::string(DFMP2_EXE) + " " + kBenzene + memory_beside_baseline(in_memory, 25 * MiB) +
+      start_and_await(std::string(DFMP2_EXE) + " " + kBenzeneCcPvdz + memory_beside_baseline(in_memory, 25 * MiB) +
                           " --scratch $SCRATCH",
                       err, "SCF iter   2") +
       "df -k --output=used $SCRATCH | tail -1; kill -TERM $pid; wait $pid; echo status=$?; "
