@@ -69,7 +69,7 @@ TEST_CASE("S22 ammonia dimer, cc-pVDZ, with --counterpoise: interaction energies
 }
 
 // Hidden from the suite (the tag [.]), as it takes 5-12 s on two cores; the ammonia dimer runs the
-// same code. By hand: build/tests/src/test_counterpoise "[slow]".
+// same code. By hand: build/tests/src/test_dfmp2 "[slow]".
 TEST_CASE("S22 water dimer, aug-cc-pVDZ, frozen core, with --counterpoise: interaction energies equal Psi4 1.3's to 1e-7 Eh",
           "[.][slow]") {
   check_counterpoise("s22-water-dimer-aug-cc-pvdz-df-fc");

@@ -467,7 +467,7 @@ TEST_CASE("a DF-SCF gradient with a ghost atom: the ghost's entry is its functio
   check_no_net_force(g, 1e-8);
 }
 
-// The rest, by hand: build/tests/src/test_gradient "[df-scf]"
+// The rest, by hand: build/tests/src/test_dfmp2 "[df-scf]"
 TEST_CASE("DF-SCF gradients match Psi4 1.3.2's (scf_type df): a cation, diffuse functions", "[.][df-scf]") {
   const Libint2Session session;
   check_df_against_psi4({"ammonium-cc-pvdz-df-grad", "water-aug-cc-pvdz-df-grad"});
@@ -490,7 +490,7 @@ TEST_CASE("DF-SCF gradients are the differences of dfmp2's DF-SCF energies along
 }
 
 // The same, element by element: 12 SCF energies per atom, too many for every run of the suite.
-// By hand: build/tests/src/test_gradient "[per-element]"
+// By hand: build/tests/src/test_dfmp2 "[per-element]"
 TEST_CASE("exact-SCF gradients are the central differences of dfmp2's exact SCF energies, element by element",
           "[.][per-element]") {
   const Libint2Session session;
@@ -503,7 +503,7 @@ TEST_CASE("exact-SCF gradients are the central differences of dfmp2's exact SCF 
     }
 }
 
-// The DF-SCF gradient likewise, by hand: build/tests/src/test_gradient "[per-element]"
+// The DF-SCF gradient likewise, by hand: build/tests/src/test_dfmp2 "[per-element]"
 TEST_CASE("DF-SCF gradients are the central differences of dfmp2's DF-SCF energies, element by element",
           "[.][per-element]") {
   const Libint2Session session;
@@ -522,13 +522,13 @@ TEST_CASE("DF-MP2 gradients match Psi4 1.3.2's: water, frozen core, ions, formal
                           "hydrogen-sulfide-cc-pvdz-fc-mp2-grad"});
 }
 
-// 132 functions, frozen core; by hand: build/tests/src/test_gradient "[mp2-uracil]"
+// 132 functions, frozen core; by hand: build/tests/src/test_dfmp2 "[mp2-uracil]"
 TEST_CASE("DF-MP2 gradient matches Psi4 1.3.2's: uracil, frozen core", "[.][mp2-uracil]") {
   const Libint2Session session;
   check_mp2_against_psi4({"uracil-cc-pvdz-fc-mp2-grad"});
 }
 
-// A debugging aid, by hand: build/tests/src/test_gradient "[mp2-differences]"
+// A debugging aid, by hand: build/tests/src/test_dfmp2 "[mp2-differences]"
 TEST_CASE("DF-MP2 gradients are the central differences of dfmp2's DF-MP2 energies (water, frozen core)",
           "[.][mp2-differences]") {
   const Libint2Session session;
