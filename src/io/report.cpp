@@ -231,7 +231,10 @@ nlohmann::json to_json(const RunResult& r) {
       rows.push_back({(*r.gradient)(a, 0), (*r.gradient)(a, 1), (*r.gradient)(a, 2)});
     j["gradient"] = rows;
   }
-  if (r.mp2_dipole_moment) j["mp2_dipole_moment"] = {(*r.mp2_dipole_moment)(0), (*r.mp2_dipole_moment)(1), (*r.mp2_dipole_moment)(2)};
+  if (r.mp2_dipole_moment) {  // e·bohr about the origin
+    const Eigen::Vector3d& mu = *r.mp2_dipole_moment;
+    j["mp2_dipole_moment"] = {mu(0), mu(1), mu(2)};
+  }
   j["scf_iterations"] = r.scf_iterations.size();
   j["backend"] = r.backend;
   j["precision"] = r.precision;

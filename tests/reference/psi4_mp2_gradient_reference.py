@@ -6,12 +6,12 @@
 Writes tests/reference/psi4_mp2_gradients.json: one record per case with the settings, Psi4's SCF
 and MP2 energies, its analytic DF-MP2 nuclear gradient (`gradient('mp2')`, Eh/bohr, natom rows
 of x y z, the input frame) and the relaxed DF-MP2 dipole moment (e·bohr, about the origin: OEProp
-on the gradient's wavefunction, whose density is then the relaxed one, as `properties('mp2')`). RHF only (Psi4 1.3's DF-MP2 gradient has no UHF). Settings as
-psi4_reference.py: symmetry c1, no_reorient, no_com, `scf_type df` with `df_basis_scf
-<basis>-jkfit`, `mp2_type df` with `df_basis_mp2 <basis>-ri`, `freeze_core` as the case says,
-e_convergence and d_convergence 1e-10, and the CPHF solver converged to 1e-10
-(`solver_convergence`). Each case's output goes to tests/reference/outputs/<name>.out (kept only
-when < 200 kB).
+on the gradient's wavefunction, whose density is then the relaxed one, as `properties('mp2')`).
+RHF only (Psi4 1.3's DF-MP2 gradient has no UHF). Settings as psi4_reference.py: symmetry c1,
+no_reorient, no_com, `scf_type df` with `df_basis_scf <basis>-jkfit`, `mp2_type df` with
+`df_basis_mp2 <basis>-ri`, `freeze_core` as the case says, e_convergence and d_convergence 1e-10,
+and the CPHF solver converged to 1e-10 (`solver_convergence`). Each case's output goes to
+tests/reference/outputs/<name>.out (kept only when < 200 kB).
 """
 import os
 

@@ -277,7 +277,8 @@ TEST_CASE("dfmp2 qcschema: an unreadable input or unwritable result is one error
   CHECK(json::parse(read_text(in)) == water_input());
 }
 
-TEST_CASE("dfmp2 qcschema: driver gradient returns the DF-MP2 gradient, natom × 3 row by row, and the relaxed dipole, as Psi4 1.3's") {
+TEST_CASE("dfmp2 qcschema: driver gradient returns the DF-MP2 gradient (natom × 3 row by row) and the relaxed "
+          "dipole, as Psi4 1.3's") {
   json ref;
   for (const auto& r : json::parse(read_text(source("tests/reference/psi4_mp2_gradients.json"))))
     if (r["name"] == "water-cc-pvdz-mp2-grad") ref = r;
