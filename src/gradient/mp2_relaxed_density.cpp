@@ -1,9 +1,9 @@
 #include "src/gradient/mp2_relaxed_density.hpp"
 
+#include <Eigen/Eigenvalues>
 #include <omp.h>
 
 #include <algorithm>
-#include <Eigen/Eigenvalues>
 #include <stdexcept>
 
 #include "kernels/block_packed.hpp"
