@@ -296,8 +296,9 @@ Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const 
     }
 
   // The orbital Lagrangian X_ak − X_ka and the Z-vector.
-  const Eigen::MatrixXd G_unrelaxed = C.transpose() * symmetric_fock_response(jk, C, P) * C;
-  Eigen::MatrixXd lagrangian = G_unrelaxed.block(nocc, 0, v, nocc) - L2.topRows(nocc).transpose();
+  // Only the occupied columns of Cᵀ (4J − 2K)(P) C are used: its vo block here, its oo block in W.
+  const Eigen::MatrixXd G_unrelaxed = C.transpose() * symmetric_fock_response(jk, C, P) * C_occ;
+  Eigen::MatrixXd lagrangian = G_unrelaxed.bottomRows(v) - L2.topRows(nocc).transpose();
   lagrangian.rightCols(o) += L1.bottomRows(v);
   Eigen::MatrixXd delta(v, nocc);
   for (Eigen::Index k = 0; k < nocc; ++k)
@@ -320,7 +321,7 @@ Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const 
   W.block(nocc, 0, v, nocc) = W_vo;
   W.block(0, nocc, nocc, v) = W_vo.transpose();
   // The occupied block of (4J − 2K)(P) for the relaxed P: the MP2 blocks' and the Z-vector's.
-  W.topLeftCorner(nocc, nocc) += 0.5 * (G_unrelaxed.topLeftCorner(nocc, nocc) + solution.occupied_response);
+  W.topLeftCorner(nocc, nocc) += 0.5 * (G_unrelaxed.topRows(nocc) + solution.occupied_response);
   out.energy_weighted = C * W * C.transpose();
   return out;
 }
