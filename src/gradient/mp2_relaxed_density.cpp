@@ -77,7 +77,8 @@ GradientPhases gradient_phases(const Mp2GradientPlan& p) {
   ph.amplitudes.ram("(P|ia)", three_index);
   ph.amplitudes.ram("c_ia^P = J⁻¹ (P|ia)", three_index);
   ph.amplitudes.ram("Γ_ia^P", three_index);
-  ph.amplitudes.ram("one occupied orbital's I, t and T", 3 * MemoryBudget::double_array_bytes(s.amplitude_block()));
+  ph.amplitudes.ram("a block of occupied orbitals' I, t and T",
+                    3 * MemoryBudget::double_array_bytes(s.amplitude_block(p.amplitude_orbitals)));
   return ph;
 }
 
@@ -108,41 +109,45 @@ struct Amplitudes {
 };
 
 // E_MP2, P_ij, P_ab and Γ_ia^P (written here) from (P|ia) and c_ia^P (row-major [P][i·v + a]),
-// one occupied orbital k at a time: I_ia,kb = Σ_P (P|ia) c_kb^P by one GEMM, then t_ik^ab and
-// T_ik^ab, each row-major [i][a][b].
-Amplitudes amplitudes_by_occupied(const Mp2GradientSizes& s, const Eigen::VectorXd& eps, const double* raw,
-                                  const double* c, double* gamma, MemoryBudget& budget) {
+// `block` occupied orbitals k at a time: I_ia,kb = Σ_P (P|ia) c_kb^P by one GEMM, then t_ik^ab and
+// T_ik^ab, each row-major [i][a][k][b]. A block of k's, not one, gives the GEMMs of I and Γ
+// (whose other dimensions are o·v and naux) k·v columns and reads (P|ia) and Γ once per block.
+Amplitudes amplitudes_by_occupied(const Mp2GradientSizes& s, std::size_t block, const Eigen::VectorXd& eps,
+                                  const double* raw, const double* c, double* gamma, MemoryBudget& budget) {
   const auto o = static_cast<Eigen::Index>(s.active()), v = static_cast<Eigen::Index>(s.nvir()),
              ov = static_cast<Eigen::Index>(s.ov()), naux = static_cast<Eigen::Index>(s.naux),
              nfz = static_cast<Eigen::Index>(s.nfrozen), nocc = static_cast<Eigen::Index>(s.nocc);
   const Eigen::Map<const RowMajorMatrix> raw_rows(raw, naux, ov), c_rows(c, naux, ov);
   Eigen::Map<RowMajorMatrix> gamma_rows(gamma, naux, ov);
   gamma_rows.setZero();
-  LargeArray<double> I_k = budget.allocate<double>(s.amplitude_block(), "one occupied orbital's I_ia,kb");
-  LargeArray<double> t_k = budget.allocate<double>(s.amplitude_block(), "one occupied orbital's t_ik^ab");
-  LargeArray<double> T_k = budget.allocate<double>(s.amplitude_block(), "one occupied orbital's T_ik^ab");
-  Eigen::Map<RowMajorMatrix> I(I_k.data(), ov, v), t(t_k.data(), ov, v), T(T_k.data(), ov, v);
-  // Rows i of [a][b], for P_ij.
-  const Eigen::Map<const RowMajorMatrix> t_rows(t_k.data(), o, v * v), T_rows(T_k.data(), o, v * v);
+  LargeArray<double> I_block = budget.allocate<double>(s.amplitude_block(block), "a block of orbitals' I_ia,kb");
+  LargeArray<double> t_block = budget.allocate<double>(s.amplitude_block(block), "a block of orbitals' t_ik^ab");
+  LargeArray<double> T_block = budget.allocate<double>(s.amplitude_block(block), "a block of orbitals' T_ik^ab");
   Amplitudes out{0.0, Eigen::MatrixXd::Zero(o, o), Eigen::MatrixXd::Zero(v, v)};
-  for (Eigen::Index k = 0; k < o; ++k) {
-    const auto c_k = c_rows.middleCols(k * v, v);
+  for (Eigen::Index k0 = 0; k0 < o; k0 += static_cast<Eigen::Index>(block)) {
+    const Eigen::Index nk = std::min(static_cast<Eigen::Index>(block), o - k0), kv = nk * v;
+    Eigen::Map<RowMajorMatrix> I(I_block.data(), ov, kv), t(t_block.data(), ov, kv), T(T_block.data(), ov, kv);
+    const auto c_k = c_rows.middleCols(k0 * v, kv);
     I.noalias() = raw_rows.transpose() * c_k;
-#pragma omp parallel for schedule(static)
-    for (Eigen::Index i = 0; i < o; ++i) {
-      const auto I_i = I.middleRows(i * v, v);
-      auto t_i = t.middleRows(i * v, v);
-      for (Eigen::Index a = 0; a < v; ++a)
-        for (Eigen::Index b = 0; b < v; ++b)
-          t_i(a, b) = I_i(a, b) / (eps(nfz + i) + eps(nfz + k) - eps(nocc + a) - eps(nocc + b));
-      T.middleRows(i * v, v) = 2.0 * t_i - t_i.transpose();
-    }
+#pragma omp parallel for collapse(2) schedule(static)
+    for (Eigen::Index i = 0; i < o; ++i)
+      for (Eigen::Index k = 0; k < nk; ++k) {
+        const auto I_ik = I.block(i * v, k * v, v, v);
+        auto t_ik = t.block(i * v, k * v, v, v);
+        for (Eigen::Index a = 0; a < v; ++a)
+          for (Eigen::Index b = 0; b < v; ++b)
+            t_ik(a, b) = I_ik(a, b) / (eps(nfz + i) + eps(nfz + k0 + k) - eps(nocc + a) - eps(nocc + b));
+        T.block(i * v, k * v, v, v) = 2.0 * t_ik - t_ik.transpose();
+      }
     out.e_mp2 += T.cwiseProduct(I).sum();
-    out.P_act.noalias() -= 2.0 * t_rows * T_rows.transpose();  // P_ij −= 2 Σ_ab t_ik^ab T_jk^ab
+    // Rows i of [a][k][b]: P_ij −= 2 Σ_kab t_ik^ab T_jk^ab.
+    const Eigen::Map<const RowMajorMatrix> t_rows(t_block.data(), o, v * kv), T_rows(T_block.data(), o, v * kv);
+    out.P_act.noalias() -= 2.0 * t_rows * T_rows.transpose();
     // P_ab = 2 Σ_ijc t_ij^ac T_ij^bc is, summed over every k, 2 Σ_ic t_ik^ca T_ik^cb (t_ik^ca =
     // t_ki^ac): one product per k.
-    out.P_vir.noalias() += 2.0 * t.transpose() * T;
-    gamma_rows.noalias() += c_k * T.transpose();  // Γ_ia^P += Σ_b T_ik^ab c_kb^P
+    for (Eigen::Index k = 0; k < nk; ++k)
+      out.P_vir.noalias() += 2.0 * t.middleCols(k * v, v).transpose() * T.middleCols(k * v, v);
+    gamma_rows.noalias() += c_k * T.transpose();  // Γ_ia^P += Σ_kb T_ik^ab c_kb^P
   }
   return out;
 }
@@ -198,6 +203,11 @@ Mp2GradientPlan plan_mp2_gradient(const libint2::BasisSet& ri_aux, const Mp2Grad
   // anyway: larger ones only save calls (the integrals' and the transform's work is the same),
   // and their pages would stay in the budget's pool beside the derivative terms' arrays.
   p.batch_functions = largest_shell;
+  // About kBlockColumns columns k·b in the amplitude block's GEMMs run them at full rate.
+  constexpr std::size_t kBlockColumns = 1024;
+  const std::size_t active = std::max<std::size_t>(sizes.active(), 1);
+  p.amplitude_orbitals = std::min(active, (kBlockColumns + sizes.nvir() - 1) / std::max<std::size_t>(sizes.nvir(), 1));
+  while (p.amplitude_orbitals > 1 && gradient_phases(p).amplitudes.ram_bytes() > ram_bytes) --p.amplitude_orbitals;
   const GradientPhases smallest_batches = gradient_phases(p);
   const std::size_t room = std::min(ram_bytes, smallest_batches.amplitudes.ram_bytes());
   const std::size_t smallest = MemoryBudget::double_array_bytes(sizes.ao_batch(largest_shell)) +
@@ -267,7 +277,7 @@ Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const 
     LargeArray<double> c = budget.allocate<double>(s.naux * s.ov(), "c_ia^P = J⁻¹ (P|ia)");
     std::copy(raw.begin(), raw.end(), c.begin());
     CoulombFitting(metric).apply_inverse(c.data(), s.ov());
-    mp2 = amplitudes_by_occupied(s, eps, raw.data(), c.data(), out.gamma.data(), budget);
+    mp2 = amplitudes_by_occupied(s, plan.amplitude_orbitals, eps, raw.data(), c.data(), out.gamma.data(), budget);
     out.metric = Eigen::Map<const RowMajorMatrix>(c.data(), naux, ov) * gamma.transpose();
     out.metric = 0.5 * (out.metric + out.metric.transpose()).eval();
   }

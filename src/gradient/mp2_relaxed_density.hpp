@@ -15,8 +15,8 @@
 // Theor. Chem. Acc. 97, 331 (1997); Aikens et al., Theor. Chem. Acc. 110, 233 (2003); Psi4's
 // dfmp2/corr_grad.cc.
 //
-// Memory: nothing O(N⁴) is held. The amplitudes are made one occupied orbital k at a time (t_ik^ab
-// and T_ik^ab for every i, a, b), and (P|pq) one batch of RI shells at a time, twice: for (P|ia),
+// Memory: nothing O(N⁴) is held. The amplitudes are made a few occupied orbitals k at a time
+// (t_ik^ab and T_ik^ab for every i, a, b), and (P|pq) one batch of RI shells at a time, twice: for (P|ia),
 // then, once Γ exists, for L1 and L2. Every large array is drawn from the run's budget as
 // plan_mp2_gradient planned it.
 #pragma once
@@ -43,22 +43,24 @@ struct Mp2GradientSizes {
   std::size_t ov() const { return active() * nvir(); }
   std::size_t transformed() const { return nmo - nfrozen; }  // q of (P|pq): active and virtual
   // Elements of: (P|μν) and (P|pq) of `functions` RI functions; one thread's transform buffers;
-  // one occupied orbital's amplitude block (I, t or T).
+  // the amplitude block (I, t or T) of `occupied` orbitals k.
   std::size_t ao_batch(std::size_t functions) const { return functions * stored; }
   std::size_t mo_batch(std::size_t functions) const { return functions * nmo * transformed(); }
   std::size_t thread_buffers() const { return nbf * nbf + nbf * transformed(); }
-  std::size_t amplitude_block() const { return ov() * nvir(); }
+  std::size_t amplitude_block(std::size_t occupied) const { return ov() * occupied * nvir(); }
 };
 
 struct Mp2GradientPlan {
   Mp2GradientSizes sizes;
-  std::size_t batch_functions = 0;  // RI functions whose (P|μν) and (P|pq) are held at once
-  StagePlan densities;              // what mp2_gradient_densities draws at its peak
+  std::size_t batch_functions = 0;     // RI functions whose (P|μν) and (P|pq) are held at once
+  std::size_t amplitude_orbitals = 1;  // occupied orbitals k whose amplitudes are made at once
+  StagePlan densities;                 // what mp2_gradient_densities draws at its peak
 };
 
-// The plan for `ram_bytes` of memory (what the budget leaves the densities): batches of RI shells
-// as large as fit beside the rest, up to what the amplitudes' loop holds. Its RAM exceeds
-// ram_bytes only when that loop or one shell per batch does not fit.
+// The plan for `ram_bytes` of memory (what the budget leaves the densities): amplitude blocks of
+// enough orbitals k for their GEMMs to run at full rate, fewer if they do not fit; then batches of
+// RI shells as large as fit beside the rest, up to what the amplitudes' loop holds. Its RAM
+// exceeds ram_bytes only when that loop with one orbital k or one shell per batch does not fit.
 Mp2GradientPlan plan_mp2_gradient(const libint2::BasisSet& ri_aux, const Mp2GradientSizes& sizes,
                                   std::size_t ram_bytes);
 
