@@ -60,6 +60,16 @@ struct Range {
 };
 Range share_of(std::size_t count, int rank, int size);
 
+// Items rank, rank + size, rank + 2·size, … of `items`: a share of work items of uneven cost
+// (batches of shells) that evens out better than a contiguous one.
+template <typename Item>
+std::vector<Item> round_robin_share(const std::vector<Item>& items, int rank, int size) {
+  std::vector<Item> mine;
+  for (std::size_t i = static_cast<std::size_t>(rank); i < items.size(); i += static_cast<std::size_t>(size))
+    mine.push_back(items[i]);
+  return mine;
+}
+
 // The rows × columns of a row-major matrix that one rank holds.
 struct MatrixPart {
   Range rows, cols;

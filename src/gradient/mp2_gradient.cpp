@@ -8,9 +8,11 @@
 
 namespace dfmp2 {
 
-Mp2Gradient density_fitted_mp2_gradient(const Mp2GradientInput& in, DensityFittedFock& jk, MemoryBudget& budget) {
+Mp2Gradient density_fitted_mp2_gradient(const Mp2GradientInput& in, DensityFittedFock& jk, MemoryBudget& budget,
+                                        Communicator& comm) {
   const Mp2GradientDensities mp2 =
-      mp2_gradient_densities(in.obs, in.ri_aux, in.pairs, jk, in.orbitals, in.plan, budget);
+      mp2_gradient_densities(in.obs, in.ri_aux, in.pairs, jk, in.orbitals, in.plan, budget, comm,
+                             in.z_convergence);
   const ScfDensities scf = scf_densities(in.orbitals);
 
   ScfDensities one_electron = scf;
@@ -40,8 +42,8 @@ Mp2Gradient density_fitted_mp2_gradient(const Mp2GradientInput& in, DensityFitte
   out.cphf_iterations = mp2.cphf_iterations;
   out.dipole = dipole_moment(in.obs, in.mol, one_electron.total);
   out.gradient = scf_gradient_without_two_electron(in.obs, in.mol, one_electron) +
-                 density_fitted_two_electron_gradient(in.obs, in.jk_aux, in.pairs, in.mol, separable) +
-                 three_centre_gradient_of_squares(in.ri_aux, in.obs, in.pairs, in.mol, gamma) +
+                 density_fitted_two_electron_gradient(in.obs, in.jk_aux, in.pairs, in.mol, separable, comm) +
+                 three_centre_gradient_of_squares(in.ri_aux, in.obs, in.pairs, in.mol, gamma, comm) +
                  metric_gradient(in.ri_aux, in.mol, -2.0 * mp2.metric);
   return out;
 }

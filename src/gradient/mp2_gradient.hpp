@@ -25,6 +25,9 @@ struct Mp2GradientInput {
   const Molecule& mol;
   const Orbitals& orbitals;         // converged canonical RHF
   const Mp2GradientPlan& plan;      // its sizes (frozen core among them) and batches
+  // The Z-vector's largest residual element: the SCF's d_convergence, since the orbitals the
+  // gradient differentiates are no more exact than that.
+  double z_convergence;
 };
 
 struct Mp2Gradient {
@@ -34,8 +37,10 @@ struct Mp2Gradient {
   Eigen::Vector3d dipole;    // the relaxed DF-MP2 dipole moment: e·bohr, about the origin
 };
 
-// Single rank; jk the DF-SCF's Fock builder (its J/K build the Z-vector's products); the
-// densities' arrays are drawn from `budget` as in.plan says.
-Mp2Gradient density_fitted_mp2_gradient(const Mp2GradientInput& in, DensityFittedFock& jk, MemoryBudget& budget);
+// jk the DF-SCF's Fock builder (its J/K build the Z-vector's products); the densities' arrays are
+// drawn from `budget` as in.plan says. Collective: the ranks share the work, and every rank
+// returns the whole gradient.
+Mp2Gradient density_fitted_mp2_gradient(const Mp2GradientInput& in, DensityFittedFock& jk, MemoryBudget& budget,
+                                        Communicator& comm);
 
 }  // namespace dfmp2

@@ -17,9 +17,10 @@ namespace {
 
 using RowMajorMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
-// (4J − 2K)(X) for X the symmetric part of L Rᵀ, from the DF-SCF's factors: the response of the
-// closed-shell Fock matrix to a density change X.
-Eigen::MatrixXd fock_response(DensityFittedFock& jk, const Eigen::MatrixXd& L, const Eigen::MatrixXd& R) {
+// (4J − 2K)(X) for X the symmetric part of L Rᵀ, from the DF-SCF's factors (summed over the
+// ranks, which hold theirs): the response of the closed-shell Fock matrix to a density change X.
+Eigen::MatrixXd fock_response(DensityFittedFock& jk, Communicator& comm, const Eigen::MatrixXd& L,
+                              const Eigen::MatrixXd& R) {
   const auto n = L.rows();
   Eigen::MatrixXd J(n, n), K(n, n);
   const kernels::DensityFactors density{L.data(), R.data(), static_cast<std::size_t>(L.cols())};
@@ -27,14 +28,17 @@ Eigen::MatrixXd fock_response(DensityFittedFock& jk, const Eigen::MatrixXd& L, c
   double* K_data = K.data();
   jk.coulomb_exchange({&density, 1}, {&J_data, 1}, {&K_data, 1}, kernels::Precision::fp64);
   // J sees only the symmetric part of L Rᵀ; K of its transpose, R Lᵀ, is Kᵀ.
-  return 4.0 * J - (K + K.transpose());
+  Eigen::MatrixXd F = 4.0 * J - (K + K.transpose());
+  comm.allreduce_sum(F.data(), static_cast<std::size_t>(F.size()));
+  return F;
 }
 
 // (4J − 2K)(C P Cᵀ) for a symmetric P, from its eigenvectors: C P Cᵀ = L₊L₊ᵀ − L₋L₋ᵀ, the
 // columns of C U scaled by √|λ| split by λ's sign, as two symmetric densities in one pass. Each
 // symmetric build costs half a general one of the same rank (one SYMM and half a GEMM per Q, not
 // two SYMMs and a GEMM), and P (the MP2 density) has full rank.
-Eigen::MatrixXd symmetric_fock_response(DensityFittedFock& jk, const Eigen::MatrixXd& C, const Eigen::MatrixXd& P) {
+Eigen::MatrixXd symmetric_fock_response(DensityFittedFock& jk, Communicator& comm, const Eigen::MatrixXd& C,
+                                        const Eigen::MatrixXd& P) {
   const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eigen(P);
   const Eigen::VectorXd& lambda = eigen.eigenvalues();  // ascending
   const auto negative =
@@ -48,7 +52,9 @@ Eigen::MatrixXd symmetric_fock_response(DensityFittedFock& jk, const Eigen::Matr
   double* J[2] = {J_plus.data(), J_minus.data()};
   double* K[2] = {K_plus.data(), K_minus.data()};
   jk.coulomb_exchange(densities, J, K, kernels::Precision::fp64);
-  return 4.0 * (J_plus - J_minus) - 2.0 * (K_plus - K_minus);
+  Eigen::MatrixXd F = 4.0 * (J_plus - J_minus) - 2.0 * (K_plus - K_minus);
+  comm.allreduce_sum(F.data(), static_cast<std::size_t>(F.size()));
+  return F;
 }
 
 // The RI metric (P|Q), its fit and V_PQ, held through the densities.
@@ -112,8 +118,10 @@ struct Amplitudes {
 // `block` occupied orbitals k at a time: I_ia,kb = Σ_P (P|ia) c_kb^P by one GEMM, then t_ik^ab and
 // T_ik^ab, each row-major [i][a][k][b]. A block of k's, not one, gives the GEMMs of I and Γ
 // (whose other dimensions are o·v and naux) k·v columns and reads (P|ia) and Γ once per block.
+// The ranks share the blocks and sum what they make.
 Amplitudes amplitudes_by_occupied(const Mp2GradientSizes& s, std::size_t block, const Eigen::VectorXd& eps,
-                                  const double* raw, const double* c, double* gamma, MemoryBudget& budget) {
+                                  const double* raw, const double* c, double* gamma, MemoryBudget& budget,
+                                  Communicator& comm) {
   const auto o = static_cast<Eigen::Index>(s.active()), v = static_cast<Eigen::Index>(s.nvir()),
              ov = static_cast<Eigen::Index>(s.ov()), naux = static_cast<Eigen::Index>(s.naux),
              nfz = static_cast<Eigen::Index>(s.nfrozen), nocc = static_cast<Eigen::Index>(s.nocc);
@@ -124,7 +132,8 @@ Amplitudes amplitudes_by_occupied(const Mp2GradientSizes& s, std::size_t block, 
   LargeArray<double> t_block = budget.allocate<double>(s.amplitude_block(block), "a block of orbitals' t_ik^ab");
   LargeArray<double> T_block = budget.allocate<double>(s.amplitude_block(block), "a block of orbitals' T_ik^ab");
   Amplitudes out{0.0, Eigen::MatrixXd::Zero(o, o), Eigen::MatrixXd::Zero(v, v)};
-  for (Eigen::Index k0 = 0; k0 < o; k0 += static_cast<Eigen::Index>(block)) {
+  const auto step = static_cast<Eigen::Index>(block);
+  for (Eigen::Index k0 = step * comm.rank(); k0 < o; k0 += step * comm.size()) {
     const Eigen::Index nk = std::min(static_cast<Eigen::Index>(block), o - k0), kv = nk * v;
     Eigen::Map<RowMajorMatrix> I(I_block.data(), ov, kv), t(t_block.data(), ov, kv), T(T_block.data(), ov, kv);
     const auto c_k = c_rows.middleCols(k0 * v, kv);
@@ -149,6 +158,10 @@ Amplitudes amplitudes_by_occupied(const Mp2GradientSizes& s, std::size_t block, 
       out.P_vir.noalias() += 2.0 * t.middleCols(k * v, v).transpose() * T.middleCols(k * v, v);
     gamma_rows.noalias() += c_k * T.transpose();  // Γ_ia^P += Σ_kb T_ik^ab c_kb^P
   }
+  comm.allreduce_sum(&out.e_mp2, 1);
+  comm.allreduce_sum(out.P_act.data(), static_cast<std::size_t>(out.P_act.size()));
+  comm.allreduce_sum(out.P_vir.data(), static_cast<std::size_t>(out.P_vir.size()));
+  comm.allreduce_sum(gamma, s.naux * s.ov());
   return out;
 }
 
@@ -161,11 +174,12 @@ struct ZVector {
 // A z = C_vᵀ (4J − 2K)(Z) C_o (positive definite for a stable RHF solution), until every residual
 // element is below `convergence`. Each J/K build's occupied block is summed with z's own
 // coefficients, so (4J − 2K)(Z)'s is had without another build.
-ZVector solve_z_vector(DensityFittedFock& jk, const Eigen::MatrixXd& C_occ, const Eigen::MatrixXd& C_vir,
-                       const Eigen::MatrixXd& delta, const Eigen::MatrixXd& b, double convergence, int& iterations) {
+ZVector solve_z_vector(DensityFittedFock& jk, Communicator& comm, const Eigen::MatrixXd& C_occ,
+                       const Eigen::MatrixXd& C_vir, const Eigen::MatrixXd& delta, const Eigen::MatrixXd& b,
+                       double convergence, int& iterations) {
   Eigen::MatrixXd occupied_block;
   const auto apply = [&](const Eigen::MatrixXd& z) -> Eigen::MatrixXd {
-    const Eigen::MatrixXd F_occ = fock_response(jk, C_vir * z, C_occ) * C_occ;
+    const Eigen::MatrixXd F_occ = fock_response(jk, comm, C_vir * z, C_occ) * C_occ;
     occupied_block = C_occ.transpose() * F_occ;
     return delta.cwiseProduct(z) + C_vir.transpose() * F_occ;
   };
@@ -175,8 +189,15 @@ ZVector solve_z_vector(DensityFittedFock& jk, const Eigen::MatrixXd& C_occ, cons
   out.occupied_response = occupied_block;
   Eigen::MatrixXd s = r.cwiseQuotient(delta), p = s;
   double rs = r.cwiseProduct(s).sum();
+  // Root's residual decides for every rank, so that all stop together even if their sums differ
+  // in the last bits.
+  const auto converged = [&] {
+    double residual = r.cwiseAbs().maxCoeff();
+    comm.broadcast(&residual, 1, 0);
+    return residual < convergence;
+  };
   constexpr int kMaxIterations = 100;
-  for (iterations = 0; r.cwiseAbs().maxCoeff() >= convergence; ++iterations) {
+  for (iterations = 0; !converged(); ++iterations) {
     if (iterations == kMaxIterations) throw ConvergenceError("the MP2 gradient's Z-vector equations did not converge");
     const Eigen::MatrixXd Ap = apply(p);
     const double alpha = rs / p.cwiseProduct(Ap).sum();
@@ -194,7 +215,7 @@ ZVector solve_z_vector(DensityFittedFock& jk, const Eigen::MatrixXd& C_occ, cons
 }  // namespace
 
 Mp2GradientPlan plan_mp2_gradient(const libint2::BasisSet& ri_aux, const Mp2GradientSizes& sizes,
-                                  std::size_t ram_bytes) {
+                                  std::size_t ram_bytes, int ranks) {
   Mp2GradientPlan p;
   p.sizes = sizes;
   std::size_t largest_shell = 1;
@@ -203,10 +224,13 @@ Mp2GradientPlan plan_mp2_gradient(const libint2::BasisSet& ri_aux, const Mp2Grad
   // anyway: larger ones only save calls (the integrals' and the transform's work is the same),
   // and their pages would stay in the budget's pool beside the derivative terms' arrays.
   p.batch_functions = largest_shell;
-  // About kBlockColumns columns k·b in the amplitude block's GEMMs run them at full rate.
+  // About kBlockColumns columns k·b in the amplitude block's GEMMs run them at full rate; and
+  // every rank should have a block.
   constexpr std::size_t kBlockColumns = 1024;
+  const auto share = [&](std::size_t count) { return (count + std::size_t(ranks) - 1) / std::size_t(ranks); };
   const std::size_t active = std::max<std::size_t>(sizes.active(), 1);
-  p.amplitude_orbitals = std::min(active, (kBlockColumns + sizes.nvir() - 1) / std::max<std::size_t>(sizes.nvir(), 1));
+  p.amplitude_orbitals =
+      std::min(share(active), (kBlockColumns + sizes.nvir() - 1) / std::max<std::size_t>(sizes.nvir(), 1));
   while (p.amplitude_orbitals > 1 && gradient_phases(p).amplitudes.ram_bytes() > ram_bytes) --p.amplitude_orbitals;
   const GradientPhases smallest_batches = gradient_phases(p);
   const std::size_t room = std::min(ram_bytes, smallest_batches.amplitudes.ram_bytes());
@@ -215,7 +239,7 @@ Mp2GradientPlan plan_mp2_gradient(const libint2::BasisSet& ri_aux, const Mp2Grad
   const std::size_t other = smallest_batches.pass.ram_bytes() - smallest + 2 * MemoryBudget::kPageSlack;
   const std::size_t per_function = sizeof(double) * (sizes.ao_batch(1) + sizes.mo_batch(1));
   const std::size_t fit = room > other ? (room - other) / per_function : 0;
-  p.batch_functions = std::clamp(fit, largest_shell, std::max(largest_shell, sizes.naux));
+  p.batch_functions = std::clamp(fit, largest_shell, std::max(largest_shell, share(sizes.naux)));
   const GradientPhases ph = gradient_phases(p);
   p.densities = ph.pass.ram_bytes() >= ph.amplitudes.ram_bytes() ? ph.pass : ph.amplitudes;
   return p;
@@ -223,7 +247,8 @@ Mp2GradientPlan plan_mp2_gradient(const libint2::BasisSet& ri_aux, const Mp2Grad
 
 Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const libint2::BasisSet& ri_aux,
                                             const ShellPairs& pairs, DensityFittedFock& jk, const Orbitals& orbitals,
-                                            const Mp2GradientPlan& plan, MemoryBudget& budget, double z_convergence) {
+                                            const Mp2GradientPlan& plan, MemoryBudget& budget, Communicator& comm,
+                                            double z_convergence) {
   const Eigen::MatrixXd& C = orbitals.C;
   const Eigen::VectorXd& eps = orbitals.eps;
   // The plan's sizes with the orbitals' nmo: linear dependencies can only have removed virtuals,
@@ -241,8 +266,8 @@ Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const 
 
   const auto fit_memory = budget.reserve(ri_fit_bytes(s.naux), "the RI metric, its fit and V_PQ");
   const Eigen::MatrixXd metric = coulomb_metric(ri_aux);
-  // use(P, B) for every RI function P, B = (P|p q) with p a column of C_left and q of C_right,
-  // one batch of RI shells at a time. Each pass computes the integrals anew: keeping every batch's
+  // use(P, B) for every RI function P of this rank's batches (every size-th), B = (P|p q) with p a
+  // column of C_left and q of C_right, one batch of RI shells at a time. Each pass computes the integrals anew: keeping every batch's
   // for the second would hold the naux × nmo² this avoids, and the integrals (naux·nbf² elements)
   // cost less than their transform (naux·nbf²·nmo multiply-adds).
   const auto for_each_function = [&](const Eigen::Ref<const Eigen::MatrixXd>& C_left,
@@ -254,7 +279,8 @@ Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const 
     LargeArray<double> workspace =
         budget.allocate<double>(ri_transform_workspace(s), "the transform's per-thread buffers");
     const auto block = static_cast<std::size_t>(C_left.cols() * C_right.cols());
-    for (const ShellRange& batch : shell_batches(ri_aux, {0, ri_aux.size()}, plan.batch_functions)) {
+    const std::vector<ShellRange> batches = shell_batches(ri_aux, {0, ri_aux.size()}, plan.batch_functions);
+    for (const ShellRange& batch : round_robin_share(batches, comm.rank(), comm.size())) {
       const std::size_t first = first_function(ri_aux, batch.first), count = function_count(ri_aux, batch);
       integrals.compute(batch, {0, obs.size()}, ao.data());
       transform_ri_batch(pairs.layout, ao.data(), count, C_left, C_right, workspace.data(), mo.data());
@@ -266,9 +292,11 @@ Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const 
 
   // (P|ia) and c_ia^P = Σ_Q [J⁻¹]_PQ (Q|ia), row-major [P][i·v + a].
   LargeArray<double> raw = budget.allocate<double>(s.naux * s.ov(), "(P|ia)");
+  if (comm.size() > 1) std::fill(raw.begin(), raw.end(), 0.0);  // other ranks' rows, for the sum
   for_each_function(C.middleCols(nfz, o), C_vir, [&](Eigen::Index P, const Eigen::Map<const Eigen::MatrixXd>& B) {
     Eigen::Map<RowMajorMatrix>(raw.data() + P * ov, o, v) = B;
   });
+  comm.allreduce_sum(raw.data(), raw.size());
   Mp2GradientDensities out;
   out.gamma = budget.allocate<double>(s.naux * s.ov(), "Γ_ia^P");
   const Eigen::Map<const RowMajorMatrix> gamma(out.gamma.data(), naux, ov);
@@ -277,8 +305,16 @@ Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const 
     LargeArray<double> c = budget.allocate<double>(s.naux * s.ov(), "c_ia^P = J⁻¹ (P|ia)");
     std::copy(raw.begin(), raw.end(), c.begin());
     CoulombFitting(metric).apply_inverse(c.data(), s.ov());
-    mp2 = amplitudes_by_occupied(s, plan.amplitude_orbitals, eps, raw.data(), c.data(), out.gamma.data(), budget);
-    out.metric = Eigen::Map<const RowMajorMatrix>(c.data(), naux, ov) * gamma.transpose();
+    mp2 = amplitudes_by_occupied(s, plan.amplitude_orbitals, eps, raw.data(), c.data(), out.gamma.data(), budget,
+                                 comm);
+    // V_PQ, each rank its rows P.
+    const Range rows = share_of(s.naux, comm.rank(), comm.size());
+    out.metric = Eigen::MatrixXd::Zero(naux, naux);
+    out.metric.middleRows(static_cast<Eigen::Index>(rows.begin), static_cast<Eigen::Index>(rows.size())).noalias() =
+        Eigen::Map<const RowMajorMatrix>(c.data(), naux, ov)
+            .middleRows(static_cast<Eigen::Index>(rows.begin), static_cast<Eigen::Index>(rows.size())) *
+        gamma.transpose();
+    comm.allreduce_sum(out.metric.data(), static_cast<std::size_t>(out.metric.size()));
     out.metric = 0.5 * (out.metric + out.metric.transpose()).eval();
   }
   raw = LargeArray<double>();
@@ -293,6 +329,8 @@ Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const 
     L1.noalias() += 4.0 * B.rightCols(v) * gamma_P.transpose();
     L2.noalias() += 4.0 * B.leftCols(o) * gamma_P;
   });
+  comm.allreduce_sum(L1.data(), static_cast<std::size_t>(L1.size()));
+  comm.allreduce_sum(L2.data(), static_cast<std::size_t>(L2.size()));
 
   // P in the MO basis: the MP2 blocks, then frozen–active from the SCF's response.
   Eigen::MatrixXd P = Eigen::MatrixXd::Zero(nmo, nmo);
@@ -307,13 +345,13 @@ Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const 
 
   // The orbital Lagrangian X_ak − X_ka and the Z-vector.
   // Only the occupied columns of Cᵀ (4J − 2K)(P) C are used: its vo block here, its oo block in W.
-  const Eigen::MatrixXd G_unrelaxed = C.transpose() * symmetric_fock_response(jk, C, P) * C_occ;
+  const Eigen::MatrixXd G_unrelaxed = C.transpose() * symmetric_fock_response(jk, comm, C, P) * C_occ;
   Eigen::MatrixXd lagrangian = G_unrelaxed.bottomRows(v) - L2.topRows(nocc).transpose();
   lagrangian.rightCols(o) += L1.bottomRows(v);
   Eigen::MatrixXd delta(v, nocc);
   for (Eigen::Index k = 0; k < nocc; ++k)
     for (Eigen::Index a = 0; a < v; ++a) delta(a, k) = eps(nocc + a) - eps(k);
-  const ZVector solution = solve_z_vector(jk, C_occ, C_vir, delta, -lagrangian, z_convergence, out.cphf_iterations);
+  const ZVector solution = solve_z_vector(jk, comm, C_occ, C_vir, delta, -lagrangian, z_convergence, out.cphf_iterations);
   const Eigen::MatrixXd& z = solution.z;
   P.block(nocc, 0, v, nocc) = 0.5 * z;
   P.block(0, nocc, nocc, v) = 0.5 * z.transpose();

@@ -28,6 +28,7 @@
 
 #include "src/common/memory.hpp"
 #include "src/common/memory_plan.hpp"
+#include "src/common/parallel.hpp"
 #include "src/integrals/shell_pairs.hpp"
 #include "src/scf/df_fock.hpp"
 #include "src/scf/orbitals.hpp"
@@ -61,8 +62,9 @@ struct Mp2GradientPlan {
 // enough orbitals k for their GEMMs to run at full rate, fewer if they do not fit; then batches of
 // RI shells as large as fit beside the rest, up to what the amplitudes' loop holds. Its RAM
 // exceeds ram_bytes only when that loop with one orbital k or one shell per batch does not fit.
+// Both are small enough for each of `ranks` MPI ranks to have some.
 Mp2GradientPlan plan_mp2_gradient(const libint2::BasisSet& ri_aux, const Mp2GradientSizes& sizes,
-                                  std::size_t ram_bytes);
+                                  std::size_t ram_bytes, int ranks);
 
 struct Mp2GradientDensities {
   double e_mp2 = 0.0;
@@ -74,12 +76,14 @@ struct Mp2GradientDensities {
 };
 
 // RHF orbitals only (canonical), the lowest plan.sizes.nfrozen not correlated; plan.sizes must be
-// the orbitals'. jk: the DF-SCF's J/K, for the Fock-like terms and the Z-vector; single rank.
+// the orbitals'. jk: the DF-SCF's J/K, for the Fock-like terms and the Z-vector (this rank's
+// factors). Collective: the ranks share the RI batches and the amplitude blocks, and every rank
+// returns the whole densities.
 // z_convergence: the largest residual element. The gradient's error is about a fifth of it (uracil
 // cc-pVDZ: 1e-9 moves it by 2.4e-10 Eh/bohr from 1e-11's, 1e-8 by 1.6e-9).
 Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const libint2::BasisSet& ri_aux,
                                             const ShellPairs& pairs, DensityFittedFock& jk, const Orbitals& orbitals,
-                                            const Mp2GradientPlan& plan, MemoryBudget& budget,
-                                            double z_convergence = 1e-9);
+                                            const Mp2GradientPlan& plan, MemoryBudget& budget, Communicator& comm,
+                                            double z_convergence);
 
 }  // namespace dfmp2

@@ -12,25 +12,27 @@
 namespace dfmp2 {
 namespace {
 
-// Auxiliary functions in one batch when each holds `row_elements` doubles: at most 64 MiB, at
-// least one function.
-std::size_t functions_per_batch(std::size_t row_elements) {
+// Auxiliary functions in one batch when each holds `row_elements` doubles: at most 64 MiB and a
+// rank's share of the naux, at least one function.
+std::size_t functions_per_batch(std::size_t row_elements, std::size_t naux, const Communicator& comm) {
   constexpr std::size_t kBatchBytes = std::size_t(64) << 20;
-  return std::max<std::size_t>(1, kBatchBytes / (sizeof(double) * row_elements));
+  const std::size_t share = (naux + std::size_t(comm.size()) - 1) / std::size_t(comm.size());
+  return std::max<std::size_t>(1, std::min(share, kBatchBytes / (sizeof(double) * row_elements)));
 }
 
 }  // namespace
 
 Eigen::MatrixXd three_centre_gradient_of_squares(const libint2::BasisSet& aux, const libint2::BasisSet& obs,
                                                  const ShellPairs& pairs, const Molecule& mol,
-                                                 const std::function<void(Eigen::Index P, double* square)>& gamma) {
+                                                 const std::function<void(Eigen::Index P, double* square)>& gamma,
+                                                 Communicator& comm) {
   // The squares of one batch of auxiliary shells at a time (at most 64 MiB).
   const std::size_t n = obs.nbf(), square = n * n;
-  const std::size_t batch_functions = functions_per_batch(square);
+  const std::size_t batch_functions = functions_per_batch(square, aux.nbf(), comm);
   std::vector<double> squares;
   std::size_t batch_first = 0;
   ThreeCentreDensity density;
-  density.batches = shell_batches(aux, {0, aux.size()}, batch_functions);
+  density.batches = round_robin_share(shell_batches(aux, {0, aux.size()}, batch_functions), comm.rank(), comm.size());
   density.load = [&](ShellRange batch) {
     batch_first = first_function(aux, batch.first);
     const auto count = static_cast<Eigen::Index>(function_count(aux, batch));
@@ -46,12 +48,14 @@ Eigen::MatrixXd three_centre_gradient_of_squares(const libint2::BasisSet& aux, c
         out = std::copy(from + first_function(obs, s2), from + first_function(obs, s2 + 1), out);
       }
   };
-  return three_centre_gradient(aux, obs, pairs, mol, density);
+  Eigen::MatrixXd gradient = three_centre_gradient(aux, obs, pairs, mol, density);
+  comm.allreduce_sum(gradient.data(), static_cast<std::size_t>(gradient.size()));
+  return gradient;
 }
 
 Eigen::MatrixXd density_fitted_two_electron_gradient(const libint2::BasisSet& obs, const libint2::BasisSet& aux,
                                                      const ShellPairs& pairs, const Molecule& mol,
-                                                     const SeparableDensities& densities) {
+                                                     const SeparableDensities& densities, Communicator& comm) {
   const kernels::BlockPackedLayout& layout = pairs.layout;
   const auto nbf = static_cast<Eigen::Index>(obs.nbf()), naux = static_cast<Eigen::Index>(aux.nbf());
   const std::size_t stored = layout.size();
@@ -65,16 +69,18 @@ Eigen::MatrixXd density_fitted_two_electron_gradient(const libint2::BasisSet& ob
   const ThreeIndexIntegrals integrals(aux, obs, pairs, metric);
   const std::vector<double> D_weights = kernels::pack_weighted(layout, D.data());
   const std::vector<double> A_weights = kernels::pack_weighted(layout, A.data());
-  Eigen::VectorXd d_D(naux), d_A(naux);
+  // This rank's batches fill their P; the others' stay zero for the sum over ranks.
+  Eigen::VectorXd d_D = Eigen::VectorXd::Zero(naux), d_A = Eigen::VectorXd::Zero(naux);
   // Per spin, column P: c^P C_s and A_s c^P C_s, each nbf × nocc_s.
   std::vector<Eigen::MatrixXd> cC, AcC;
   for (const Eigen::MatrixXd& C : densities.occupied) {
-    cC.emplace_back(nbf * C.cols(), naux);
+    cC.push_back(Eigen::MatrixXd::Zero(nbf * C.cols(), naux));
     AcC.emplace_back(nbf * C.cols(), naux);
   }
-  const std::size_t batch_functions = functions_per_batch(stored);
+  const std::size_t batch_functions = functions_per_batch(stored, aux.nbf(), comm);
   std::vector<double> raw;
-  for (const ShellRange& batch : shell_batches(aux, {0, aux.size()}, batch_functions)) {
+  const std::vector<ShellRange> batches = shell_batches(aux, {0, aux.size()}, batch_functions);
+  for (const ShellRange& batch : round_robin_share(batches, comm.rank(), comm.size())) {
     const auto first = static_cast<Eigen::Index>(first_function(aux, batch.first));
     const auto count = static_cast<Eigen::Index>(function_count(aux, batch));
     raw.resize(static_cast<std::size_t>(count) * stored);
@@ -97,6 +103,9 @@ Eigen::MatrixXd density_fitted_two_electron_gradient(const libint2::BasisSet& ob
     }
   }
   raw = std::vector<double>();
+  comm.allreduce_sum(d_D.data(), static_cast<std::size_t>(naux));
+  comm.allreduce_sum(d_A.data(), static_cast<std::size_t>(naux));
+  for (Eigen::MatrixXd& cC_s : cC) comm.allreduce_sum(cC_s.data(), static_cast<std::size_t>(cC_s.size()));
   const CoulombFitting fit(metric);
   fit.apply_inverse(d_D.data(), 1);
   fit.apply_inverse(d_A.data(), 1);
@@ -109,8 +118,13 @@ Eigen::MatrixXd density_fitted_two_electron_gradient(const libint2::BasisSet& ob
       Eigen::Map<Eigen::MatrixXd>(AcC[s].col(P).data(), nbf, nocc).noalias() = densities.exchange_partners[s] * cC_P;
     }
   Eigen::MatrixXd metric_weights = -0.5 * (d_A * d_D.transpose() + d_D * d_A.transpose());
+  // Σ_s tr(c^P A_s c^Q C_s C_sᵀ), each rank its rows P.
+  const Range rows = share_of(static_cast<std::size_t>(naux), comm.rank(), comm.size());
+  const auto first_row = static_cast<Eigen::Index>(rows.begin), row_count = static_cast<Eigen::Index>(rows.size());
   Eigen::MatrixXd exchange = Eigen::MatrixXd::Zero(naux, naux);
-  for (std::size_t s = 0; s < cC.size(); ++s) exchange.noalias() += AcC[s].transpose() * cC[s];
+  for (std::size_t s = 0; s < cC.size(); ++s)
+    exchange.middleRows(first_row, row_count).noalias() += AcC[s].middleCols(first_row, row_count).transpose() * cC[s];
+  comm.allreduce_sum(exchange.data(), static_cast<std::size_t>(exchange.size()));
   metric_weights += 0.5 * (exchange + exchange.transpose());  // symmetric but for rounding
 
   const Eigen::MatrixXd three_centre = three_centre_gradient_of_squares(aux, obs, pairs, mol, [&](Eigen::Index P, double* square) {
@@ -122,7 +136,7 @@ Eigen::MatrixXd density_fitted_two_electron_gradient(const libint2::BasisSet& ob
       gamma_P.noalias() -= AcC_P * C.transpose();
       gamma_P.noalias() -= C * AcC_P.transpose();
     }
-  });
+  }, comm);
   return three_centre + metric_gradient(aux, mol, metric_weights);
 }
 

@@ -9,7 +9,8 @@
 //   Γ^P = d_P(D) A + d_P(A) D − Σ_s (A_s c^P C_s C_sᵀ + C_s C_sᵀ c^P A_s),
 //   M_PQ = −½ (d_P(A) d_Q(D) + d_P(D) d_Q(A)) + Σ_s tr(c^P A_s c^Q C_s C_sᵀ)
 // (Psi4's DFJKGrad, PySCF's df.grad.rhf). J⁻¹ is the SCF fit's own (CoulombFitting), the pairs
-// those its tensor stores: the derivative of the energy the DF-SCF computed.
+// those its tensor stores: the derivative of the energy the DF-SCF computed. Both functions are
+// collective: the ranks share the batches of auxiliary shells, and each returns the whole sum.
 #pragma once
 
 #include <functional>
@@ -18,6 +19,7 @@
 #include <Eigen/Core>
 #include <libint2/basis.h>
 
+#include "src/common/parallel.hpp"
 #include "src/integrals/shell_pairs.hpp"
 #include "src/molecule/molecule.hpp"
 
@@ -33,12 +35,13 @@ struct SeparableDensities {
 // natom × 3 (x, y, z).
 Eigen::MatrixXd density_fitted_two_electron_gradient(const libint2::BasisSet& obs, const libint2::BasisSet& aux,
                                                      const ShellPairs& pairs, const Molecule& mol,
-                                                     const SeparableDensities& densities);
+                                                     const SeparableDensities& densities, Communicator& comm);
 
 // Σ_Pμν Γ^P_μν ∂(P|μν)/∂R_A for a Γ made one auxiliary function at a time as a dense symmetric
 // nbf × nbf square: gamma(P, square) writes Γ^P (called from several threads at once).
 Eigen::MatrixXd three_centre_gradient_of_squares(const libint2::BasisSet& aux, const libint2::BasisSet& obs,
                                                  const ShellPairs& pairs, const Molecule& mol,
-                                                 const std::function<void(Eigen::Index P, double* square)>& gamma);
+                                                 const std::function<void(Eigen::Index P, double* square)>& gamma,
+                                                 Communicator& comm);
 
 }  // namespace dfmp2

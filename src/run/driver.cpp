@@ -103,12 +103,11 @@ void announce(const RunPlan& plan, Progress& progress) {
 void check_gradient_supported(const RunInput& input, const Problem& problem, const RunPlan& plan) {
   const auto refuse = [](const std::string& what) {
     throw InputError("--gradient is not available for " + what + " (the DF-MP2 gradient covers RHF with DF-SCF, "
-                     "on one MPI rank, with B in memory)");
+                     "with B in memory)");
   };
   if (problem.unrestricted) refuse("UHF");
   if (!problem.jk_aux) refuse("--scf exact");
   if (problem.orbitals_given || input.orbitals) refuse("given orbitals (it needs the SCF run here)");
-  if (Communicator::world().size() > 1) refuse("more than one MPI rank");
   if (plan.transform.through_disk || !plan.transform.b_in_memory) refuse("B out of core (raise --memory)");
 }
 
@@ -176,8 +175,10 @@ PreparedRun::PreparedRun(const RunInput& input, const RunOptions& options, Progr
     if (options.gradient) {
       const Mp2Gradient gradient = timed(stages, r.gemm_rates, budget, "gradient", [&] {
         const Mp2GradientInput in{problem.obs,      problem.aux,  *problem.jk_aux,     problem.pairs,
-                                  problem.molecule, scf.orbitals, *plan.mp2_gradient};
-        return density_fitted_mp2_gradient(in, dynamic_cast<DensityFittedFock&>(*integrals.fock), *budget);
+                                  problem.molecule, scf.orbitals, *plan.mp2_gradient,
+                                  options.scf.d_convergence_for(scf.orbitals.spin_count())};
+        return density_fitted_mp2_gradient(in, dynamic_cast<DensityFittedFock&>(*integrals.fock), *budget,
+                                           context.comm);
       });
       r.gradient = gradient.gradient;
       r.mp2_dipole_moment = gradient.dipole;

@@ -276,7 +276,8 @@ RunPlan plan_run(const Problem& problem, const RunContext& context) {
     const std::size_t held = baseline_and_pairs + plan.density_fitted_scf->builder.ram_bytes();
     const Mp2GradientSizes gradient_sizes{naux, nbf, nbf, std::size_t(problem.nocc), std::size_t(problem.nfrozen),
                                           problem.pairs.layout.size()};  // nmo at most nbf
-    plan.mp2_gradient = plan_mp2_gradient(problem.aux, gradient_sizes, limit > held ? limit - held : 0);
+    plan.mp2_gradient = plan_mp2_gradient(problem.aux, gradient_sizes, limit > held ? limit - held : 0,
+                                          context.comm.size());
     add_blocks(gradient, plan.mp2_gradient->densities);
     plan.gradient = std::move(gradient);
   }

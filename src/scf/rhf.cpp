@@ -160,7 +160,7 @@ ScfRun iterate(const Eigen::MatrixXd& S, const Eigen::MatrixXd& H, double e_nuc,
     diagonalise(std::vector<Eigen::MatrixXd>(spins, H));
 
   Diis diis(options.diis_vectors, spins == 2);
-  const double d_convergence = options.d_convergence.value_or(spins == 2 ? kUhfDConvergence : kRhfDConvergence);
+  const double d_convergence = options.d_convergence_for(spins);
   double previous_energy = 0.0;
   bool fp32 = options.fp32_until_gradient > 0.0 && fock.has_fp32_build();
   for (int iteration = 1; iteration <= options.max_iterations; ++iteration) {

@@ -28,6 +28,9 @@ struct ScfOptions {
   // kUhfDConvergence for UHF, whose flat orbital rotations (spin contamination: NO, allyl) carry a
   // 1e-8 gradient into E_corr at up to 2e-7 Eh (Psi4's references converge to 1e-10).
   std::optional<double> d_convergence;
+  double d_convergence_for(int spins) const {
+    return d_convergence.value_or(spins == 2 ? kUhfDConvergence : kRhfDConvergence);
+  }
   int max_iterations = 100;
   int diis_vectors = 8;
   double s_tolerance = 1e-7;     // overlap eigenvalues below this are dropped (linear dependence)

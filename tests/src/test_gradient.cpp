@@ -218,7 +218,7 @@ ScfRun df_scf(const Molecule& mol, const std::string& basis, const std::string& 
 
 Eigen::MatrixXd df_scf_gradient(const ScfRun& scf, const Molecule& mol) {
   const Problem& p = scf.problem;
-  return density_fitted_scf_gradient(p.obs, *p.jk_aux, p.pairs, mol, scf.orbitals);
+  return density_fitted_scf_gradient(p.obs, *p.jk_aux, p.pairs, mol, scf.orbitals, Communicator::world());
 }
 
 // Psi4's records of one scf_type (tests/reference/psi4_gradients.json).
@@ -288,9 +288,11 @@ Mp2Run df_mp2(const Molecule& mol, const std::string& basis, const std::string& 
                       [&](const Problem& problem, const RunPlan& plan, Integrals& integrals, const ScfSolution& scf,
                           const RunContext& context) {
                         const Mp2GradientInput in{problem.obs, problem.aux,  *problem.jk_aux,     problem.pairs,
-                                                  mol,         scf.orbitals, *plan.mp2_gradient};
+                                                  mol,         scf.orbitals, *plan.mp2_gradient,
+                                                  context.options.scf.d_convergence_for(1)};
                         return Mp2Run{scf.e_scf, density_fitted_mp2_gradient(
-                                                     in, dynamic_cast<DensityFittedFock&>(*integrals.fock), context.budget)};
+                                                     in, dynamic_cast<DensityFittedFock&>(*integrals.fock),
+                                                     context.budget, context.comm)};
                       });
 }
 
