@@ -1,7 +1,8 @@
 """An ASE calculator for dfmp2: ``atoms.calc = DFMP2(method="mp2", basis="cc-pvdz")``.
 
-Energies for every method; forces (from dfmp2's analytic gradient) for method mp2, where dfmp2's
-``--gradient`` covers the run (RHF, density-fitted SCF)."""
+Energies for every method; forces (from dfmp2's analytic gradient) and the relaxed DF-MP2 dipole
+moment (from the gradient's relaxed density) for method mp2, where dfmp2's ``--gradient`` covers
+the run (RHF, density-fitted SCF)."""
 import numpy as np
 from ase import units
 from ase.calculators.calculator import Calculator, CalculationFailed, all_changes
@@ -15,9 +16,10 @@ class DFMP2(Calculator):
     Parameters: ``method`` (hf, mp2, scs-mp2; default mp2), ``basis`` (default cc-pvdz),
     ``charge`` (0) and ``multiplicity`` (1); every other parameter is one of dfmp2's QCSchema
     keywords (docs/qcschema.md), e.g. ``freeze_core=True``, ``scf_type="pk"``,
-    ``df_basis_mp2="cc-pvtz-ri"``, ``memory="4GB"``. Energies in eV and forces in eV/Å, as ASE's."""
+    ``df_basis_mp2="cc-pvtz-ri"``, ``memory="4GB"``. Energies in eV, forces in eV/Å and the dipole
+    in e·Å about the origin of the atoms' positions, as ASE's."""
 
-    implemented_properties = ["energy", "free_energy", "forces"]
+    implemented_properties = ["energy", "free_energy", "forces", "dipole"]
     default_parameters = {"method": "mp2", "basis": "cc-pvdz", "charge": 0, "multiplicity": 1}
     _model_parameters = ("method", "basis", "charge", "multiplicity")
 
@@ -40,11 +42,13 @@ class DFMP2(Calculator):
 
     def calculate(self, atoms=None, properties=("energy",), system_changes=all_changes):
         Calculator.calculate(self, atoms, properties, system_changes)
-        forces = "forces" in properties
-        result = run_qcschema(self.atomic_input(self.atoms, "gradient" if forces else "energy"))
+        # The gradient run gives both the forces and the relaxed dipole.
+        gradient_run = "forces" in properties or "dipole" in properties
+        result = run_qcschema(self.atomic_input(self.atoms, "gradient" if gradient_run else "energy"))
         if not result["success"]:
             raise CalculationFailed(f"dfmp2: {result['error']['error_message']}")
         self.results["energy"] = self.results["free_energy"] = result["properties"]["return_energy"] * units.Hartree
-        if forces:
+        if gradient_run:
             gradient = np.reshape(result["return_result"], (len(self.atoms), 3))
             self.results["forces"] = -gradient * (units.Hartree / units.Bohr)
+            self.results["dipole"] = np.array(result["properties"]["mp2_dipole_moment"]) * units.Bohr

@@ -1,6 +1,6 @@
 """The ASE calculator dfmp2.ase.DFMP2 with Debian's ASE: energies equal the command line's (in eV),
-forces are minus the command line's DF-MP2 gradient (in eV/Å), and failed runs raise with dfmp2's
-message."""
+forces are minus the command line's DF-MP2 gradient (in eV/Å), the dipole is its relaxed DF-MP2
+dipole (in e·Å), and failed runs raise with dfmp2's message."""
 import os
 import unittest
 
@@ -13,6 +13,7 @@ from support import SOURCE_DIR, cli_json
 
 CLI_TOLERANCE = 1e-12  # Eh
 CLI_GRADIENT_TOLERANCE = 1e-10  # Eh/bohr
+CLI_DIPOLE_TOLERANCE = 1e-10  # e·bohr
 
 
 def setUpModule():
@@ -54,7 +55,7 @@ class CalculatorTest(unittest.TestCase):
         self.assertIsNone(atoms.calc.get_property("energy", atoms, allow_calculation=False))
         self.assertNotEqual(atoms.get_potential_energy(), first)
 
-    def test_forces_are_minus_the_command_line_gradient(self):
+    def test_forces_and_dipole_are_the_command_line_gradient_runs(self):
         atoms = water()
         atoms.calc = DFMP2(basis="cc-pvdz", freeze_core=True)
         forces = atoms.get_forces()
@@ -64,6 +65,18 @@ class CalculatorTest(unittest.TestCase):
             for force, gradient in zip(row, cli_row):
                 self.assertAlmostEqual(-force / (units.Hartree / units.Bohr), gradient, delta=CLI_GRADIENT_TOLERANCE)
         self.assertAlmostEqual(atoms.get_potential_energy() / units.Hartree, cli["e_total"], delta=CLI_TOLERANCE)
+        # From the same run: asking for it starts none.
+        dipole = atoms.calc.get_property("dipole", atoms, allow_calculation=False)
+        for component, cli_component in zip(dipole, cli["mp2_dipole_moment"]):
+            self.assertAlmostEqual(component / units.Bohr, cli_component, delta=CLI_DIPOLE_TOLERANCE)
+        self.assertGreater(abs(cli["mp2_dipole_moment"][2]), 0.5)  # water's dipole lies along z
+
+    def test_dipole_alone_is_a_gradient_run(self):
+        atoms = water()
+        atoms.calc = DFMP2(basis="sto-3g")
+        dipole = atoms.get_dipole_moment()
+        self.assertIsNotNone(atoms.calc.get_property("forces", atoms, allow_calculation=False))
+        self.assertGreater(abs(dipole[2]), 0.1)
 
     def test_forces_of_another_method_are_refused(self):
         atoms = water()
