@@ -17,22 +17,6 @@ namespace {
 
 using RowMajorMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
-// (4J − 2K)(X) for X the symmetric part of L Rᵀ, from the DF-SCF's factors (summed over the
-// ranks, which hold theirs): the response of the closed-shell Fock matrix to a density change X.
-Eigen::MatrixXd fock_response(DensityFittedFock& jk, Communicator& comm, const Eigen::MatrixXd& L,
-                              const Eigen::MatrixXd& R) {
-  const auto n = L.rows();
-  Eigen::MatrixXd J(n, n), K(n, n);
-  const kernels::DensityFactors density{L.data(), R.data(), static_cast<std::size_t>(L.cols())};
-  double* J_data = J.data();
-  double* K_data = K.data();
-  jk.coulomb_exchange({&density, 1}, {&J_data, 1}, {&K_data, 1}, kernels::Precision::fp64);
-  // J sees only the symmetric part of L Rᵀ; K of its transpose, R Lᵀ, is Kᵀ.
-  Eigen::MatrixXd F = 4.0 * J - (K + K.transpose());
-  comm.allreduce_sum(F.data(), static_cast<std::size_t>(F.size()));
-  return F;
-}
-
 // (4J − 2K)(C P Cᵀ) for a symmetric P, from its eigenvectors: C P Cᵀ = L₊L₊ᵀ − L₋L₋ᵀ, the
 // columns of C U scaled by √|λ| split by λ's sign, as two symmetric densities in one pass. Each
 // symmetric build costs half a general one of the same rank (one SYMM and half a GEMM per Q, not
@@ -66,9 +50,9 @@ std::size_t ri_transform_workspace(const Mp2GradientSizes& s) {
 }
 
 // What the densities hold in the passes over the RI batches (the first holds (P|ia), the second
-// Γ_ia^P: the same size) and in the loop over the amplitudes.
+// Γ_ia^P: the same size), in the loop over the amplitudes and in the Z-vector.
 struct GradientPhases {
-  StagePlan pass, amplitudes;
+  StagePlan pass, amplitudes, z_vector;
 };
 GradientPhases gradient_phases(const Mp2GradientPlan& p) {
   const Mp2GradientSizes& s = p.sizes;
@@ -85,6 +69,10 @@ GradientPhases gradient_phases(const Mp2GradientPlan& p) {
   ph.amplitudes.ram("Γ_ia^P", three_index);
   ph.amplitudes.ram("a block of occupied orbitals' I, t and T",
                     3 * MemoryBudget::double_array_bytes(s.amplitude_block(p.amplitude_orbitals)));
+  ph.z_vector.ram("the RI metric, its fit and V_PQ", ri_fit_bytes(s.naux));
+  ph.z_vector.ram("Γ_ia^P", three_index);
+  ph.z_vector.ram("the Z-vector's B^Q C_o, C_oᵀ B^Q C_o and buffers",
+                  OccupiedFockResponse::bytes(s.nbf, s.nocc, s.jk_rows));
   return ph;
 }
 
@@ -172,14 +160,15 @@ struct ZVector {
 
 // Solves (Δ + A) z = b by conjugate gradients preconditioned with Δ⁻¹, Δ_ak = ε_a − ε_k > 0 and
 // A z = C_vᵀ (4J − 2K)(Z) C_o (positive definite for a stable RHF solution), until every residual
-// element is below `convergence`. Each J/K build's occupied block is summed with z's own
+// element is below `convergence`. Each product's occupied block is summed with z's own
 // coefficients, so (4J − 2K)(Z)'s is had without another build.
-ZVector solve_z_vector(DensityFittedFock& jk, Communicator& comm, const Eigen::MatrixXd& C_occ,
+ZVector solve_z_vector(OccupiedFockResponse& response, Communicator& comm, const Eigen::MatrixXd& C_occ,
                        const Eigen::MatrixXd& C_vir, const Eigen::MatrixXd& delta, const Eigen::MatrixXd& b,
                        double convergence, int& iterations) {
   Eigen::MatrixXd occupied_block;
   const auto apply = [&](const Eigen::MatrixXd& z) -> Eigen::MatrixXd {
-    const Eigen::MatrixXd F_occ = fock_response(jk, comm, C_vir * z, C_occ) * C_occ;
+    Eigen::MatrixXd F_occ = response(C_vir * z);  // (4J − 2K)(Z) C_o
+    comm.allreduce_sum(F_occ.data(), static_cast<std::size_t>(F_occ.size()));
     occupied_block = C_occ.transpose() * F_occ;
     return delta.cwiseProduct(z) + C_vir.transpose() * F_occ;
   };
@@ -241,7 +230,8 @@ Mp2GradientPlan plan_mp2_gradient(const libint2::BasisSet& ri_aux, const Mp2Grad
   const std::size_t fit = room > other ? (room - other) / per_function : 0;
   p.batch_functions = std::clamp(fit, largest_shell, std::max(largest_shell, share(sizes.naux)));
   const GradientPhases ph = gradient_phases(p);
-  p.densities = ph.pass.ram_bytes() >= ph.amplitudes.ram_bytes() ? ph.pass : ph.amplitudes;
+  p.densities = std::max({ph.pass, ph.amplitudes, ph.z_vector},
+                         [](const StagePlan& a, const StagePlan& b) { return a.ram_bytes() < b.ram_bytes(); });
   return p;
 }
 
@@ -351,7 +341,9 @@ Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const 
   Eigen::MatrixXd delta(v, nocc);
   for (Eigen::Index k = 0; k < nocc; ++k)
     for (Eigen::Index a = 0; a < v; ++a) delta(a, k) = eps(nocc + a) - eps(k);
-  const ZVector solution = solve_z_vector(jk, comm, C_occ, C_vir, delta, -lagrangian, z_convergence, out.cphf_iterations);
+  OccupiedFockResponse response(jk, C_occ, budget);
+  const ZVector solution =
+      solve_z_vector(response, comm, C_occ, C_vir, delta, -lagrangian, z_convergence, out.cphf_iterations);
   const Eigen::MatrixXd& z = solution.z;
   P.block(nocc, 0, v, nocc) = 0.5 * z;
   P.block(0, nocc, nocc, v) = 0.5 * z.transpose();

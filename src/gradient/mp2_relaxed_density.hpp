@@ -39,6 +39,7 @@ namespace dfmp2 {
 struct Mp2GradientSizes {
   std::size_t naux = 0, nbf = 0, nmo = 0, nocc = 0, nfrozen = 0;
   std::size_t stored = 0;  // the shell pairs' stored μν
+  std::size_t jk_rows = 0;  // this rank's rows Q of the DF-SCF tensor
   std::size_t active() const { return nocc - nfrozen; }
   std::size_t nvir() const { return nmo - nocc; }
   std::size_t ov() const { return active() * nvir(); }

@@ -274,8 +274,13 @@ RunPlan plan_run(const Problem& problem, const RunContext& context) {
     gradient.ram("the shell pairs", pairs);
     add_blocks(gradient, plan.density_fitted_scf->builder);
     const std::size_t held = baseline_and_pairs + plan.density_fitted_scf->builder.ram_bytes();
-    const Mp2GradientSizes gradient_sizes{naux, nbf, nbf, std::size_t(problem.nocc), std::size_t(problem.nfrozen),
-                                          problem.pairs.layout.size()};  // nmo at most nbf
+    const Mp2GradientSizes gradient_sizes{naux,
+                                          nbf,
+                                          nbf,  // nmo at most nbf
+                                          std::size_t(problem.nocc),
+                                          std::size_t(problem.nfrozen),
+                                          problem.pairs.layout.size(),
+                                          plan.density_fitted_scf->tensor.q.size()};
     plan.mp2_gradient = plan_mp2_gradient(problem.aux, gradient_sizes, limit > held ? limit - held : 0,
                                           context.comm.size());
     add_blocks(gradient, plan.mp2_gradient->densities);

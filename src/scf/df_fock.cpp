@@ -191,4 +191,35 @@ void DensityFittedFock::coulomb_exchange(std::span<const kernels::DensityFactors
   (precision == kernels::Precision::fp32 ? work_.flops_fp32 : work_.flops_fp64) += flops;
 }
 
+OccupiedFockResponse::OccupiedFockResponse(DensityFittedFock& jk, const Eigen::MatrixXd& C_occ, MemoryBudget& budget)
+    : jk_(jk),
+      C_occ_(C_occ),
+      cache_(budget.allocate<double>(
+          kernels::OccupiedResponse::cache_elements(jk.nbf_, std::size_t(C_occ.cols()), jk.store_.rows()),
+          "the Z-vector's B^Q C_o and C_oᵀ B^Q C_o")),
+      workspace_(budget.reserve(
+          kernels::OccupiedResponse::workspace_bytes(jk.nbf_, std::size_t(C_occ.cols()), omp_get_max_threads()),
+          "the Z-vector products' per-thread buffers")),
+      response_(jk.layout_, C_occ_.data(), std::size_t(C_occ.cols()), jk.store_.rows(), cache_.data(),
+                omp_get_max_threads()) {
+  jk_.store_.for_each_block(
+      [&](std::size_t first, std::size_t count, const double* rows) { response_.cache(first, count, rows); });
+}
+
+std::size_t OccupiedFockResponse::bytes(std::size_t nbf, std::size_t nocc, std::size_t rows) {
+  return MemoryBudget::double_array_bytes(kernels::OccupiedResponse::cache_elements(nbf, nocc, rows)) +
+         kernels::OccupiedResponse::workspace_bytes(nbf, nocc, omp_get_max_threads());
+}
+
+Eigen::MatrixXd OccupiedFockResponse::operator()(const Eigen::MatrixXd& L) {
+  Eigen::MatrixXd FC_occ(C_occ_.rows(), C_occ_.cols());
+  response_.begin(L.data());
+  jk_.store_.for_each_block(
+      [&](std::size_t first, std::size_t count, const double* rows) { response_.add(first, count, rows); });
+  response_.finish(FC_occ.data());
+  jk_.work_.flops_fp64 += kernels::OccupiedResponse::flops(jk_.nbf_, std::size_t(C_occ_.cols()), jk_.layout_.size(),
+                                                           jk_.store_.rows());
+  return FC_occ;
+}
+
 }  // namespace dfmp2

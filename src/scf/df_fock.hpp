@@ -11,6 +11,7 @@
 
 #include <libint2/basis.h>
 
+#include "kernels/occupied_response.hpp"
 #include "kernels/packed_jk.hpp"
 #include "src/common/memory.hpp"
 #include "src/common/memory_plan.hpp"
@@ -61,12 +62,32 @@ class DensityFittedFock : public FockBuilder {
   const StageWork& setup_work() const { return store_.setup_work(); }
 
  private:
+  friend class OccupiedFockResponse;
   Communicator& comm_;
   const kernels::BlockPackedLayout& layout_;
   std::size_t nbf_;
   FittedTensorStore store_;
   kernels::PackedJK jk_;
   MemoryBudget::Reservation workspace_;
+};
+
+// The Z-vector's products F(Z) C_o = (4J − 2K)(Z) C_o, Z = ½ (L C_oᵀ + C_o Lᵀ), for many L and one
+// C_o (kernels/occupied_response: a third of a general J/K build's work), from this rank's
+// factors: B^Q C_o and C_oᵀ B^Q C_o of this rank's Q made once, in one pass over the tensor, into
+// memory drawn from the budget. Each product is this rank's part; the caller sums over ranks.
+class OccupiedFockResponse {
+ public:
+  OccupiedFockResponse(DensityFittedFock& jk, const Eigen::MatrixXd& C_occ, MemoryBudget& budget);
+  // What it draws for `rows` rows Q: the kept products and the threads' buffers.
+  static std::size_t bytes(std::size_t nbf, std::size_t nocc, std::size_t rows);
+  Eigen::MatrixXd operator()(const Eigen::MatrixXd& L);
+
+ private:
+  DensityFittedFock& jk_;
+  Eigen::MatrixXd C_occ_;
+  LargeArray<double> cache_;
+  MemoryBudget::Reservation workspace_;
+  kernels::OccupiedResponse response_;
 };
 
 }  // namespace dfmp2

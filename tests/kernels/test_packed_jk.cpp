@@ -1,6 +1,7 @@
 // The block-packed layout against element-by-element indexing, and the one-pass J/K kernel against
 // J and K summed straight from their definitions: screened layouts, symmetric and non-symmetric
-// densities, several densities in one pass, rows in one block or several, 1 and 3 threads.
+// densities, several densities in one pass, rows in one block or several, 1 and 3 threads; and the
+// Z-vector's occupied-projected response kernel against the same definitions.
 #include <catch2/catch.hpp>
 
 #include <omp.h>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "kernels/block_packed.hpp"
+#include "kernels/occupied_response.hpp"
 #include "kernels/packed_jk.hpp"
 
 namespace k = dfmp2::kernels;
@@ -182,5 +184,52 @@ TEST_CASE("J and K of several densities in one pass equal their definitions, in 
           }
         }
       }
+  omp_set_num_threads(saved_threads);
+}
+
+TEST_CASE("the occupied-projected response (4J − 2K)(Z) C_o equals it from J and K's definitions") {
+  const int saved_threads = omp_get_max_threads();
+  const k::BlockPackedLayout layout = random_layout(13, 0.6, 21);
+  const std::size_t n = layout.n(), naux = 29, nocc = 4;
+  std::mt19937 rng(17);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  std::vector<double> rows(naux * layout.size());
+  for (double& x : rows) x = u(rng);
+  std::vector<std::vector<double>> full(naux, std::vector<double>(n * n));
+  for (std::size_t q = 0; q < naux; ++q)
+    for (std::size_t m = 0; m < n; ++m)
+      for (std::size_t c = 0; c < n; ++c) full[q][m * n + c] = element(layout, rows.data() + q * layout.size(), m, c);
+  const Factors occupied = random_factors(n, nocc, true, rng);
+  // Z = ½ (L C_oᵀ + C_o Lᵀ): (4J − 2K)(Z) = 4 J(L C_oᵀ) − K(L C_oᵀ) − K(L C_oᵀ)ᵀ, J seeing only D's
+  // symmetric part.
+  Factors pair = random_factors(n, nocc, false, rng);
+  pair.right = occupied.left;
+  std::vector<double> J_ref, K_ref;
+  reference_jk(full, n, pair, J_ref, K_ref);
+  std::vector<double> expected(n * nocc, 0.0);
+  for (std::size_t i = 0; i < nocc; ++i)
+    for (std::size_t m = 0; m < n; ++m)
+      for (std::size_t c = 0; c < n; ++c)
+        expected[i * n + m] +=
+            (4.0 * J_ref[c * n + m] - K_ref[c * n + m] - K_ref[m * n + c]) * occupied.left[i * n + c];
+  double scale = 1.0;
+  for (double v : expected) scale = std::max(scale, std::abs(v));
+  for (int threads : {1, 3})
+    for (std::size_t block : {naux, std::size_t(7)}) {
+      INFO("threads " << threads << " block " << block);
+      omp_set_num_threads(threads);
+      std::vector<double> cache(k::OccupiedResponse::cache_elements(n, nocc, naux));
+      k::OccupiedResponse response(layout, occupied.left.data(), nocc, naux, cache.data(), threads);
+      for (std::size_t first = 0; first < naux; first += block)
+        response.cache(first, std::min(block, naux - first), rows.data() + first * layout.size());
+      for (int product = 0; product < 2; ++product) {  // a second product starts from zero
+        std::vector<double> FC(n * nocc, -1.0);
+        response.begin(pair.left.data());
+        for (std::size_t first = 0; first < naux; first += block)
+          response.add(first, std::min(block, naux - first), rows.data() + first * layout.size());
+        response.finish(FC.data());
+        for (std::size_t x = 0; x < n * nocc; ++x) CHECK(std::abs(FC[x] - expected[x]) <= 1e-12 * scale);
+      }
+    }
   omp_set_num_threads(saved_threads);
 }
