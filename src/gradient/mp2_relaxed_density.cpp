@@ -1,16 +1,13 @@
 #include "src/gradient/mp2_relaxed_density.hpp"
 
 #include <Eigen/Eigenvalues>
-#include <omp.h>
 
 #include <algorithm>
 #include <stdexcept>
 
-#include "kernels/block_packed.hpp"
 #include "src/common/errors.hpp"
+#include "src/gradient/ri_passes.hpp"
 #include "src/integrals/density_fitting.hpp"
-#include "src/integrals/shell_ranges.hpp"
-#include "src/integrals/three_index.hpp"
 
 namespace dfmp2 {
 namespace {
@@ -51,55 +48,18 @@ Eigen::MatrixXd symmetric_fock_response(DensityFittedFock& jk, const Eigen::Matr
   return 4.0 * (J_plus - J_minus) - 2.0 * (K_plus - K_minus);
 }
 
-// The RI metric (P|Q), its fit and V_PQ, held through the densities.
-std::size_t ri_fit_bytes(std::size_t naux) { return CoulombFitting::peak_bytes(naux) + sizeof(double) * naux * naux; }
-
-// Elements of every thread's transform buffers.
-std::size_t ri_transform_workspace(const Mp2GradientSizes& s) {
-  return static_cast<std::size_t>(omp_get_max_threads()) * s.thread_buffers();
-}
-
 // What the densities hold in the passes over the RI batches (the first holds (P|ia), the second
 // Γ_ia^P: the same size) and in the loop over the amplitudes.
-struct GradientPhases {
-  StagePlan pass, amplitudes;
-};
-GradientPhases gradient_phases(const Mp2GradientPlan& p) {
-  const Mp2GradientSizes& s = p.sizes;
+RiGradientPhases gradient_phases(const Mp2GradientSizes& s, std::size_t batch_functions) {
   const std::size_t three_index = MemoryBudget::double_array_bytes(s.naux * s.ov());
-  GradientPhases ph;
-  ph.pass.ram("the RI metric, its fit and V_PQ", ri_fit_bytes(s.naux));
-  ph.pass.ram("(P|ia), then Γ_ia^P", three_index);
-  ph.pass.ram("the RI integrals (P|μν) of a batch", MemoryBudget::double_array_bytes(s.ao_batch(p.batch_functions)));
-  ph.pass.ram("(P|pq) of a batch", MemoryBudget::double_array_bytes(s.mo_batch(p.batch_functions)));
-  ph.pass.ram("the transform's per-thread buffers", MemoryBudget::double_array_bytes(ri_transform_workspace(s)));
+  RiGradientPhases ph;
+  ph.pass = ri_pass_plan(s, batch_functions, {{"(P|ia), then Γ_ia^P", three_index}});
   ph.amplitudes.ram("the RI metric, its fit and V_PQ", ri_fit_bytes(s.naux));
   ph.amplitudes.ram("(P|ia)", three_index);
   ph.amplitudes.ram("c_ia^P = J⁻¹ (P|ia)", three_index);
   ph.amplitudes.ram("Γ_ia^P", three_index);
   ph.amplitudes.ram("one occupied orbital's I, t and T", 3 * MemoryBudget::double_array_bytes(s.amplitude_block()));
   return ph;
-}
-
-// C_leftᵀ (P|μν) C_right for `count` rows of block-packed (P|μν): row P − first of mo, column-major
-// (C_left's columns) × (C_right's). workspace: every thread's buffers.
-void transform_ri_batch(const kernels::BlockPackedLayout& layout, const double* ao, std::size_t count,
-                        const Eigen::Ref<const Eigen::MatrixXd>& C_left,
-                        const Eigen::Ref<const Eigen::MatrixXd>& C_right, double* workspace, double* mo) {
-  const Eigen::Index nbf = C_left.rows(), p = C_left.cols(), q = C_right.cols();
-#pragma omp parallel
-  {
-    const auto thread = static_cast<std::size_t>(omp_get_thread_num());
-    double* square = workspace + thread * static_cast<std::size_t>(nbf * (nbf + q));
-    const Eigen::Map<const Eigen::MatrixXd> B(square, nbf, nbf);
-    Eigen::Map<Eigen::MatrixXd> half(square + nbf * nbf, nbf, q);
-#pragma omp for schedule(dynamic)
-    for (std::size_t P = 0; P < count; ++P) {
-      kernels::unpack_symmetric(layout, ao + P * layout.size(), square);
-      half.noalias() = B * C_right;
-      Eigen::Map<Eigen::MatrixXd>(mo + P * static_cast<std::size_t>(p * q), p, q).noalias() = C_left.transpose() * half;
-    }
-  }
 }
 
 struct Amplitudes {
@@ -192,22 +152,9 @@ Mp2GradientPlan plan_mp2_gradient(const libint2::BasisSet& ri_aux, const Mp2Grad
                                   std::size_t ram_bytes) {
   Mp2GradientPlan p;
   p.sizes = sizes;
-  std::size_t largest_shell = 1;
-  for (const libint2::Shell& shell : ri_aux) largest_shell = std::max(largest_shell, shell.size());
-  // The batches take what the rest of the passes leaves, up to what the amplitudes' loop holds
-  // anyway: larger ones only save calls (the integrals' and the transform's work is the same),
-  // and their pages would stay in the budget's pool beside the derivative terms' arrays.
-  p.batch_functions = largest_shell;
-  const GradientPhases smallest_batches = gradient_phases(p);
-  const std::size_t room = std::min(ram_bytes, smallest_batches.amplitudes.ram_bytes());
-  const std::size_t smallest = MemoryBudget::double_array_bytes(sizes.ao_batch(largest_shell)) +
-                               MemoryBudget::double_array_bytes(sizes.mo_batch(largest_shell));
-  const std::size_t other = smallest_batches.pass.ram_bytes() - smallest + 2 * MemoryBudget::kPageSlack;
-  const std::size_t per_function = sizeof(double) * (sizes.ao_batch(1) + sizes.mo_batch(1));
-  const std::size_t fit = room > other ? (room - other) / per_function : 0;
-  p.batch_functions = std::clamp(fit, largest_shell, std::max(largest_shell, sizes.naux));
-  const GradientPhases ph = gradient_phases(p);
-  p.densities = ph.pass.ram_bytes() >= ph.amplitudes.ram_bytes() ? ph.pass : ph.amplitudes;
+  p.batch_functions = ri_batch_functions(ri_aux, sizes, ram_bytes,
+                                         [&](std::size_t functions) { return gradient_phases(sizes, functions); });
+  p.densities = gradient_phases(sizes, p.batch_functions).peak();
   return p;
 }
 
@@ -231,34 +178,13 @@ Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const 
 
   const auto fit_memory = budget.reserve(ri_fit_bytes(s.naux), "the RI metric, its fit and V_PQ");
   const Eigen::MatrixXd metric = coulomb_metric(ri_aux);
-  // use(P, B) for every RI function P, B = (P|p q) with p a column of C_left and q of C_right,
-  // one batch of RI shells at a time. Each pass computes the integrals anew: keeping every batch's
-  // for the second would hold the naux × nmo² this avoids, and the integrals (naux·nbf² elements)
-  // cost less than their transform (naux·nbf²·nmo multiply-adds).
-  const auto for_each_function = [&](const Eigen::Ref<const Eigen::MatrixXd>& C_left,
-                                     const Eigen::Ref<const Eigen::MatrixXd>& C_right, const auto& use) {
-    const ThreeIndexIntegrals integrals(ri_aux, obs, pairs, metric);
-    LargeArray<double> ao =
-        budget.allocate<double>(s.ao_batch(plan.batch_functions), "the RI integrals (P|μν) of a batch");
-    LargeArray<double> mo = budget.allocate<double>(s.mo_batch(plan.batch_functions), "(P|pq) of a batch");
-    LargeArray<double> workspace =
-        budget.allocate<double>(ri_transform_workspace(s), "the transform's per-thread buffers");
-    const auto block = static_cast<std::size_t>(C_left.cols() * C_right.cols());
-    for (const ShellRange& batch : shell_batches(ri_aux, {0, ri_aux.size()}, plan.batch_functions)) {
-      const std::size_t first = first_function(ri_aux, batch.first), count = function_count(ri_aux, batch);
-      integrals.compute(batch, {0, obs.size()}, ao.data());
-      transform_ri_batch(pairs.layout, ao.data(), count, C_left, C_right, workspace.data(), mo.data());
-      for (std::size_t f = 0; f < count; ++f)
-        use(static_cast<Eigen::Index>(first + f),
-            Eigen::Map<const Eigen::MatrixXd>(mo.data() + f * block, C_left.cols(), C_right.cols()));
-    }
-  };
-
+  const RiPasses passes{obs, ri_aux, pairs, metric, s, plan.batch_functions, budget};
   // (P|ia) and c_ia^P = Σ_Q [J⁻¹]_PQ (Q|ia), row-major [P][i·v + a].
   LargeArray<double> raw = budget.allocate<double>(s.naux * s.ov(), "(P|ia)");
-  for_each_function(C.middleCols(nfz, o), C_vir, [&](Eigen::Index P, const Eigen::Map<const Eigen::MatrixXd>& B) {
-    Eigen::Map<RowMajorMatrix>(raw.data() + P * ov, o, v) = B;
-  });
+  passes.for_each_function({{C.middleCols(nfz, o), C_vir}},
+                           [&](std::size_t, Eigen::Index P, const Eigen::Map<const Eigen::MatrixXd>& B) {
+                             Eigen::Map<RowMajorMatrix>(raw.data() + P * ov, o, v) = B;
+                           });
   Mp2GradientDensities out;
   out.gamma = budget.allocate<double>(s.naux * s.ov(), "Γ_ia^P");
   const Eigen::Map<const RowMajorMatrix> gamma(out.gamma.data(), naux, ov);
@@ -278,11 +204,12 @@ Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const 
 
   // L1_pi = 4 Σ_aP (P|pa) Γ_ia^P (i active), L2_pa = 4 Σ_iP (P|pi) Γ_ia^P, p every orbital.
   Eigen::MatrixXd L1 = Eigen::MatrixXd::Zero(nmo, o), L2 = Eigen::MatrixXd::Zero(nmo, v);
-  for_each_function(C, C.rightCols(m), [&](Eigen::Index P, const Eigen::Map<const Eigen::MatrixXd>& B) {
-    const Eigen::Map<const RowMajorMatrix> gamma_P(out.gamma.data() + P * ov, o, v);
-    L1.noalias() += 4.0 * B.rightCols(v) * gamma_P.transpose();
-    L2.noalias() += 4.0 * B.leftCols(o) * gamma_P;
-  });
+  passes.for_each_function({{C, C.rightCols(m)}},
+                           [&](std::size_t, Eigen::Index P, const Eigen::Map<const Eigen::MatrixXd>& B) {
+                             const Eigen::Map<const RowMajorMatrix> gamma_P(out.gamma.data() + P * ov, o, v);
+                             L1.noalias() += 4.0 * B.rightCols(v) * gamma_P.transpose();
+                             L2.noalias() += 4.0 * B.leftCols(o) * gamma_P;
+                           });
 
   // P in the MO basis: the MP2 blocks, then frozen–active from the SCF's response.
   Eigen::MatrixXd P = Eigen::MatrixXd::Zero(nmo, nmo);
