@@ -166,9 +166,9 @@ Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const 
   // The plan's sizes with the orbitals' nmo: linear dependencies can only have removed virtuals,
   // so every array is at most as planned.
   Mp2GradientSizes s = plan.sizes;
-  if (static_cast<std::size_t>(C.cols()) > s.nmo || static_cast<std::size_t>(orbitals.nocc) != s.nocc ||
-      static_cast<std::size_t>(C.rows()) != s.nbf || static_cast<std::size_t>(ri_aux.nbf()) != s.naux ||
-      pairs.layout.size() != s.stored)
+  if (orbitals.unrestricted() || plan.beta || static_cast<std::size_t>(C.cols()) > s.nmo ||
+      static_cast<std::size_t>(orbitals.nocc) != s.nocc || static_cast<std::size_t>(C.rows()) != s.nbf ||
+      static_cast<std::size_t>(ri_aux.nbf()) != s.naux || pairs.layout.size() != s.stored)
     throw std::logic_error("the MP2 gradient's plan is not for these orbitals");
   s.nmo = static_cast<std::size_t>(C.cols());
   const Eigen::Index nmo = C.cols(), nocc = orbitals.nocc, nfz = static_cast<Eigen::Index>(s.nfrozen), o = nocc - nfz,

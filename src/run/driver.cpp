@@ -102,10 +102,9 @@ void announce(const RunPlan& plan, Progress& progress) {
 // What the DF-MP2 gradient does not cover yet is refused before any integral, in one line.
 void check_gradient_supported(const RunInput& input, const Problem& problem, const RunPlan& plan) {
   const auto refuse = [](const std::string& what) {
-    throw InputError("--gradient is not available for " + what + " (the DF-MP2 gradient covers RHF with DF-SCF, "
-                     "on one MPI rank, with B in memory)");
+    throw InputError("--gradient is not available for " + what + " (the DF-MP2 gradient covers RHF and UHF with "
+                     "DF-SCF, on one MPI rank, with B in memory)");
   };
-  if (problem.unrestricted) refuse("UHF");
   if (!problem.jk_aux) refuse("--scf exact");
   if (problem.orbitals_given || input.orbitals) refuse("given orbitals (it needs the SCF run here)");
   if (Communicator::world().size() > 1) refuse("more than one MPI rank");
