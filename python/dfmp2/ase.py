@@ -1,7 +1,7 @@
 """An ASE calculator for dfmp2: ``atoms.calc = DFMP2(method="mp2", basis="cc-pvdz")``.
 
 Energies for every method; forces (from dfmp2's analytic gradient) for method mp2, where dfmp2's
-``--gradient`` covers the run (RHF, density-fitted SCF)."""
+``--gradient`` covers the run (RHF or UHF, density-fitted SCF)."""
 import numpy as np
 from ase import units
 from ase.calculators.calculator import Calculator, CalculationFailed, all_changes
