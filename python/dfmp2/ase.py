@@ -2,7 +2,7 @@
 
 Energies for every method; forces (from dfmp2's analytic gradient) and the relaxed DF-MP2 dipole
 moment (from the gradient's relaxed density) for method mp2, where dfmp2's ``--gradient`` covers
-the run (RHF, density-fitted SCF)."""
+the run (RHF or UHF, density-fitted SCF)."""
 import numpy as np
 from ase import units
 from ase.calculators.calculator import Calculator, CalculationFailed, all_changes

@@ -1,50 +1,111 @@
 #include "src/gradient/mp2_gradient.hpp"
 
+#include <vector>
+
 #include "src/gradient/mp2_relaxed_density.hpp"
 #include "src/gradient/scf_gradient.hpp"
+#include "src/gradient/ump2_relaxed_density.hpp"
 #include "src/integrals/df_two_electron_derivatives.hpp"
 #include "src/integrals/one_electron.hpp"
 #include "src/integrals/two_electron_derivatives.hpp"
 
 namespace dfmp2 {
+namespace {
 
-Mp2Gradient density_fitted_mp2_gradient(const Mp2GradientInput& in, DensityFittedFock& jk, MemoryBudget& budget,
-                                        Communicator& comm) {
-  const Mp2GradientDensities mp2 =
-      mp2_gradient_densities(in.obs, in.ri_aux, in.pairs, jk, in.orbitals, in.plan, budget, comm,
-                             in.z_convergence);
+// One spin's Γ_ia^P (RHF: the one set's) with the orbitals its rows and columns are of: row P,
+// column i·nvir + a.
+struct GammaSpin {
+  const double* gamma;
+  Eigen::MatrixXd C_active, C_virtual;
+};
+
+// The MP2 densities as the contraction takes them from either reference.
+struct Mp2Densities {
+  Eigen::MatrixXd relaxed;                // P of both spins (AO)
+  std::vector<Eigen::MatrixXd> exchange;  // P's partner of each SCF set's C_s Cᵀ_s in the exchange term:
+                                          // RHF's one set P, UHF's P^α and P^β
+  const Eigen::MatrixXd& energy_weighted;
+  std::vector<GammaSpin> gamma;
+  double gamma_factor;    // f of f Σ_σ Σ Γ_ia^P (P|ia)^x: 4 for RHF, 2 for UHF
+  Eigen::MatrixXd metric;  // the coefficients of (P|Q)^x: −2V for RHF, −V for UHF
+};
+
+// The SCF gradient's terms with the MP2 densities added to the SCF's, D + P in ∂H and
+// W_SCF + W in ∂S, the JK set's separable term with A = ½ D + P and A_s = ½ D_s + P^s, and the RI
+// set's; the relaxed dipole moment of D + P.
+Mp2Gradient contract(const Mp2GradientInput& in, const Mp2Densities& mp2, Communicator& comm) {
   const ScfDensities scf = scf_densities(in.orbitals);
-
   ScfDensities one_electron = scf;
   one_electron.total += mp2.relaxed;
   one_electron.energy_weighted += mp2.energy_weighted;
-  // E_2 of the SCF density with itself and P ⊗ D − ½ P_μλ D_νσ of the MP2 part.
   SeparableDensities separable = scf_separable_densities(scf);
   separable.coulomb_partner += mp2.relaxed;
-  separable.exchange_partners.front() += mp2.relaxed;
+  for (std::size_t s = 0; s < mp2.exchange.size(); ++s) separable.exchange_partners[s] += mp2.exchange[s];
 
-  const Eigen::MatrixXd& C = in.orbitals.C;
-  const auto nfrozen = static_cast<Eigen::Index>(in.plan.sizes.nfrozen);
-  const Eigen::Index nocc = in.orbitals.nocc, active = nocc - nfrozen, nvir = C.cols() - nocc;
-  const Eigen::MatrixXd C_act = C.middleCols(nfrozen, active), C_vir = C.rightCols(nvir);
-  const auto nbf = C.rows();
-  // Γ^P_μν = 2 (C_act Γ^P C_virᵀ + its transpose): symmetric, so that its sum over both orders of
-  // μν is 4 Σ_ia Γ_ia^P (P|ia).
+  const auto nbf = in.orbitals.C.rows();
+  // Γ^P_μν = ½ f Σ_σ (C_act Γ^P C_virᵀ + its transpose): symmetric, so that its sum over both
+  // orders of μν is f Σ_σ Σ_ia Γ_ia^P (P|ia).
   const auto gamma = [&](Eigen::Index P, double* square) {
     using RowMajorMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-    const Eigen::Map<const RowMajorMatrix> gamma_P(mp2.gamma.data() + P * active * nvir, active, nvir);
-    const Eigen::MatrixXd half = C_act * gamma_P * C_vir.transpose();
-    Eigen::Map<Eigen::MatrixXd>(square, nbf, nbf) = 2.0 * (half + half.transpose());
+    Eigen::Map<Eigen::MatrixXd> out(square, nbf, nbf);
+    out.setZero();
+    for (const GammaSpin& spin : mp2.gamma) {
+      const auto o = spin.C_active.cols(), v = spin.C_virtual.cols();
+      const Eigen::Map<const RowMajorMatrix> gamma_P(spin.gamma + P * o * v, o, v);
+      const Eigen::MatrixXd half = spin.C_active * gamma_P * spin.C_virtual.transpose();
+      out += 0.5 * mp2.gamma_factor * (half + half.transpose());
+    }
   };
 
   Mp2Gradient out;
-  out.e_mp2 = mp2.e_mp2;
-  out.cphf_iterations = mp2.cphf_iterations;
   out.dipole = dipole_moment(in.obs, in.mol, one_electron.total);
   out.gradient = scf_gradient_without_two_electron(in.obs, in.mol, one_electron) +
                  density_fitted_two_electron_gradient(in.obs, in.jk_aux, in.pairs, in.mol, separable, comm) +
                  three_centre_gradient_of_squares(in.ri_aux, in.obs, in.pairs, in.mol, gamma, comm) +
-                 metric_gradient(in.ri_aux, in.mol, -2.0 * mp2.metric);
+                 metric_gradient(in.ri_aux, in.mol, mp2.metric);
+  return out;
+}
+
+// The active and virtual columns of one spin's (RHF: the one set's) orbitals.
+GammaSpin gamma_spin(const double* gamma, const SpinOrbitals& orbitals, std::size_t nfrozen) {
+  const auto nfz = static_cast<Eigen::Index>(nfrozen);
+  return {gamma, orbitals.C.middleCols(nfz, orbitals.nocc - nfz),
+          orbitals.C.rightCols(orbitals.C.cols() - orbitals.nocc)};
+}
+
+}  // namespace
+
+Mp2Gradient density_fitted_mp2_gradient(const Mp2GradientInput& in, DensityFittedFock& jk, MemoryBudget& budget,
+                                        Communicator& comm) {
+  const std::size_t nfrozen = in.plan.sizes.nfrozen;
+  Mp2Gradient out;
+  if (in.orbitals.unrestricted()) {
+    const Ump2GradientDensities mp2 =
+        ump2_gradient_densities(in.obs, in.ri_aux, in.pairs, jk, in.orbitals, in.plan, budget, in.z_convergence);
+    out = contract(in, {mp2.relaxed[0] + mp2.relaxed[1],
+                        {mp2.relaxed[0], mp2.relaxed[1]},
+                        mp2.energy_weighted,
+                        {gamma_spin(mp2.gamma[0].data(), in.orbitals, nfrozen),
+                         gamma_spin(mp2.gamma[1].data(), *in.orbitals.beta, nfrozen)},
+                        2.0,
+                        -mp2.metric},
+                   comm);
+    out.e_mp2 = mp2.e_mp2;
+    out.cphf_iterations = mp2.cphf_iterations;
+  } else {
+    const Mp2GradientDensities mp2 =
+        mp2_gradient_densities(in.obs, in.ri_aux, in.pairs, jk, in.orbitals, in.plan, budget, comm,
+                               in.z_convergence);
+    out = contract(in, {mp2.relaxed,
+                        {mp2.relaxed},
+                        mp2.energy_weighted,
+                        {gamma_spin(mp2.gamma.data(), in.orbitals, nfrozen)},
+                        4.0,
+                        -2.0 * mp2.metric},
+                   comm);
+    out.e_mp2 = mp2.e_mp2;
+    out.cphf_iterations = mp2.cphf_iterations;
+  }
   return out;
 }
 

@@ -1,16 +1,13 @@
 #include "src/gradient/mp2_relaxed_density.hpp"
 
 #include <Eigen/Eigenvalues>
-#include <omp.h>
 
 #include <algorithm>
 #include <stdexcept>
 
-#include "kernels/block_packed.hpp"
 #include "src/common/errors.hpp"
+#include "src/gradient/ri_passes.hpp"
 #include "src/integrals/density_fitting.hpp"
-#include "src/integrals/shell_ranges.hpp"
-#include "src/integrals/three_index.hpp"
 
 namespace dfmp2 {
 namespace {
@@ -41,60 +38,24 @@ Eigen::MatrixXd symmetric_fock_response(DensityFittedFock& jk, Communicator& com
   return F;
 }
 
-// The RI metric (P|Q), its fit and V_PQ, held through the densities.
-std::size_t ri_fit_bytes(std::size_t naux) { return CoulombFitting::peak_bytes(naux) + sizeof(double) * naux * naux; }
-
-// Elements of every thread's transform buffers.
-std::size_t ri_transform_workspace(const Mp2GradientSizes& s) {
-  return static_cast<std::size_t>(omp_get_max_threads()) * s.thread_buffers();
-}
-
 // What the densities hold in the passes over the RI batches (the first holds (P|ia), the second
-// Γ_ia^P: the same size), in the loop over the amplitudes and in the Z-vector.
-struct GradientPhases {
-  StagePlan pass, amplitudes, z_vector;
-};
-GradientPhases gradient_phases(const Mp2GradientPlan& p) {
-  const Mp2GradientSizes& s = p.sizes;
+// Γ_ia^P: the same size), in the loop over the amplitudes (`block` orbitals k at a time) and in the
+// Z-vector.
+RiGradientPhases gradient_phases(const Mp2GradientSizes& s, std::size_t batch_functions, std::size_t block) {
   const std::size_t three_index = MemoryBudget::double_array_bytes(s.naux * s.ov());
-  GradientPhases ph;
-  ph.pass.ram("the RI metric, its fit and V_PQ", ri_fit_bytes(s.naux));
-  ph.pass.ram("(P|ia), then Γ_ia^P", three_index);
-  ph.pass.ram("the RI integrals (P|μν) of a batch", MemoryBudget::double_array_bytes(s.ao_batch(p.batch_functions)));
-  ph.pass.ram("(P|pq) of a batch", MemoryBudget::double_array_bytes(s.mo_batch(p.batch_functions)));
-  ph.pass.ram("the transform's per-thread buffers", MemoryBudget::double_array_bytes(ri_transform_workspace(s)));
+  RiGradientPhases ph;
+  ph.pass = ri_pass_plan(s, batch_functions, {{"(P|ia), then Γ_ia^P", three_index}});
   ph.amplitudes.ram("the RI metric, its fit and V_PQ", ri_fit_bytes(s.naux));
   ph.amplitudes.ram("(P|ia)", three_index);
   ph.amplitudes.ram("c_ia^P = J⁻¹ (P|ia)", three_index);
   ph.amplitudes.ram("Γ_ia^P", three_index);
   ph.amplitudes.ram("a block of occupied orbitals' I, t and T",
-                    3 * MemoryBudget::double_array_bytes(s.amplitude_block(p.amplitude_orbitals)));
+                    3 * MemoryBudget::double_array_bytes(s.amplitude_block(block)));
   ph.z_vector.ram("the RI metric, its fit and V_PQ", ri_fit_bytes(s.naux));
   ph.z_vector.ram("Γ_ia^P", three_index);
   ph.z_vector.ram("the Z-vector's B^Q C_o, C_oᵀ B^Q C_o and buffers",
                   OccupiedFockResponse::bytes(s.nbf, s.nocc, s.jk_rows));
   return ph;
-}
-
-// C_leftᵀ (P|μν) C_right for `count` rows of block-packed (P|μν): row P − first of mo, column-major
-// (C_left's columns) × (C_right's). workspace: every thread's buffers.
-void transform_ri_batch(const kernels::BlockPackedLayout& layout, const double* ao, std::size_t count,
-                        const Eigen::Ref<const Eigen::MatrixXd>& C_left,
-                        const Eigen::Ref<const Eigen::MatrixXd>& C_right, double* workspace, double* mo) {
-  const Eigen::Index nbf = C_left.rows(), p = C_left.cols(), q = C_right.cols();
-#pragma omp parallel
-  {
-    const auto thread = static_cast<std::size_t>(omp_get_thread_num());
-    double* square = workspace + thread * static_cast<std::size_t>(nbf * (nbf + q));
-    const Eigen::Map<const Eigen::MatrixXd> B(square, nbf, nbf);
-    Eigen::Map<Eigen::MatrixXd> half(square + nbf * nbf, nbf, q);
-#pragma omp for schedule(dynamic)
-    for (std::size_t P = 0; P < count; ++P) {
-      kernels::unpack_symmetric(layout, ao + P * layout.size(), square);
-      half.noalias() = B * C_right;
-      Eigen::Map<Eigen::MatrixXd>(mo + P * static_cast<std::size_t>(p * q), p, q).noalias() = C_left.transpose() * half;
-    }
-  }
 }
 
 struct Amplitudes {
@@ -209,29 +170,18 @@ Mp2GradientPlan plan_mp2_gradient(const libint2::BasisSet& ri_aux, const Mp2Grad
   p.sizes = sizes;
   std::size_t largest_shell = 1;
   for (const libint2::Shell& shell : ri_aux) largest_shell = std::max(largest_shell, shell.size());
-  // The batches take what the rest of the passes leaves, up to what the amplitudes' loop holds
-  // anyway: larger ones only save calls (the integrals' and the transform's work is the same),
-  // and their pages would stay in the budget's pool beside the derivative terms' arrays.
-  p.batch_functions = largest_shell;
   // About kBlockColumns columns k·b in the amplitude block's GEMMs run them at full rate; and
   // every rank should have a block.
   constexpr std::size_t kBlockColumns = 1024;
-  const auto share = [&](std::size_t count) { return (count + std::size_t(ranks) - 1) / std::size_t(ranks); };
   const std::size_t active = std::max<std::size_t>(sizes.active(), 1);
-  p.amplitude_orbitals =
-      std::min(share(active), (kBlockColumns + sizes.nvir() - 1) / std::max<std::size_t>(sizes.nvir(), 1));
-  while (p.amplitude_orbitals > 1 && gradient_phases(p).amplitudes.ram_bytes() > ram_bytes) --p.amplitude_orbitals;
-  const GradientPhases smallest_batches = gradient_phases(p);
-  const std::size_t room = std::min(ram_bytes, smallest_batches.amplitudes.ram_bytes());
-  const std::size_t smallest = MemoryBudget::double_array_bytes(sizes.ao_batch(largest_shell)) +
-                               MemoryBudget::double_array_bytes(sizes.mo_batch(largest_shell));
-  const std::size_t other = smallest_batches.pass.ram_bytes() - smallest + 2 * MemoryBudget::kPageSlack;
-  const std::size_t per_function = sizeof(double) * (sizes.ao_batch(1) + sizes.mo_batch(1));
-  const std::size_t fit = room > other ? (room - other) / per_function : 0;
-  p.batch_functions = std::clamp(fit, largest_shell, std::max(largest_shell, share(sizes.naux)));
-  const GradientPhases ph = gradient_phases(p);
-  p.densities = std::max({ph.pass, ph.amplitudes, ph.z_vector},
-                         [](const StagePlan& a, const StagePlan& b) { return a.ram_bytes() < b.ram_bytes(); });
+  p.amplitude_orbitals = std::min((active + std::size_t(ranks) - 1) / std::size_t(ranks),
+                                  (kBlockColumns + sizes.nvir() - 1) / std::max<std::size_t>(sizes.nvir(), 1));
+  while (p.amplitude_orbitals > 1 &&
+         gradient_phases(sizes, largest_shell, p.amplitude_orbitals).amplitudes.ram_bytes() > ram_bytes)
+    --p.amplitude_orbitals;
+  const auto phases = [&](std::size_t functions) { return gradient_phases(sizes, functions, p.amplitude_orbitals); };
+  p.batch_functions = ri_batch_functions(ri_aux, sizes, ram_bytes, ranks, phases);
+  p.densities = phases(p.batch_functions).peak();
   return p;
 }
 
@@ -244,9 +194,9 @@ Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const 
   // The plan's sizes with the orbitals' nmo: linear dependencies can only have removed virtuals,
   // so every array is at most as planned.
   Mp2GradientSizes s = plan.sizes;
-  if (static_cast<std::size_t>(C.cols()) > s.nmo || static_cast<std::size_t>(orbitals.nocc) != s.nocc ||
-      static_cast<std::size_t>(C.rows()) != s.nbf || static_cast<std::size_t>(ri_aux.nbf()) != s.naux ||
-      pairs.layout.size() != s.stored)
+  if (orbitals.unrestricted() || plan.beta || static_cast<std::size_t>(C.cols()) > s.nmo ||
+      static_cast<std::size_t>(orbitals.nocc) != s.nocc || static_cast<std::size_t>(C.rows()) != s.nbf ||
+      static_cast<std::size_t>(ri_aux.nbf()) != s.naux || pairs.layout.size() != s.stored)
     throw std::logic_error("the MP2 gradient's plan is not for these orbitals");
   s.nmo = static_cast<std::size_t>(C.cols());
   const Eigen::Index nmo = C.cols(), nocc = orbitals.nocc, nfz = static_cast<Eigen::Index>(s.nfrozen), o = nocc - nfz,
@@ -256,36 +206,14 @@ Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const 
 
   const auto fit_memory = budget.reserve(ri_fit_bytes(s.naux), "the RI metric, its fit and V_PQ");
   const Eigen::MatrixXd metric = coulomb_metric(ri_aux);
-  // use(P, B) for every RI function P of this rank's batches (every size-th), B = (P|p q) with p a
-  // column of C_left and q of C_right, one batch of RI shells at a time. Each pass computes the integrals anew: keeping every batch's
-  // for the second would hold the naux × nmo² this avoids, and the integrals (naux·nbf² elements)
-  // cost less than their transform (naux·nbf²·nmo multiply-adds).
-  const auto for_each_function = [&](const Eigen::Ref<const Eigen::MatrixXd>& C_left,
-                                     const Eigen::Ref<const Eigen::MatrixXd>& C_right, const auto& use) {
-    const ThreeIndexIntegrals integrals(ri_aux, obs, pairs, metric);
-    LargeArray<double> ao =
-        budget.allocate<double>(s.ao_batch(plan.batch_functions), "the RI integrals (P|μν) of a batch");
-    LargeArray<double> mo = budget.allocate<double>(s.mo_batch(plan.batch_functions), "(P|pq) of a batch");
-    LargeArray<double> workspace =
-        budget.allocate<double>(ri_transform_workspace(s), "the transform's per-thread buffers");
-    const auto block = static_cast<std::size_t>(C_left.cols() * C_right.cols());
-    const std::vector<ShellRange> batches = shell_batches(ri_aux, {0, ri_aux.size()}, plan.batch_functions);
-    for (const ShellRange& batch : round_robin_share(batches, comm.rank(), comm.size())) {
-      const std::size_t first = first_function(ri_aux, batch.first), count = function_count(ri_aux, batch);
-      integrals.compute(batch, {0, obs.size()}, ao.data());
-      transform_ri_batch(pairs.layout, ao.data(), count, C_left, C_right, workspace.data(), mo.data());
-      for (std::size_t f = 0; f < count; ++f)
-        use(static_cast<Eigen::Index>(first + f),
-            Eigen::Map<const Eigen::MatrixXd>(mo.data() + f * block, C_left.cols(), C_right.cols()));
-    }
-  };
-
+  const RiPasses passes{obs, ri_aux, pairs, metric, s, plan.batch_functions, budget, comm};
   // (P|ia) and c_ia^P = Σ_Q [J⁻¹]_PQ (Q|ia), row-major [P][i·v + a].
   LargeArray<double> raw = budget.allocate<double>(s.naux * s.ov(), "(P|ia)");
   if (comm.size() > 1) std::fill(raw.begin(), raw.end(), 0.0);  // other ranks' rows, for the sum
-  for_each_function(C.middleCols(nfz, o), C_vir, [&](Eigen::Index P, const Eigen::Map<const Eigen::MatrixXd>& B) {
-    Eigen::Map<RowMajorMatrix>(raw.data() + P * ov, o, v) = B;
-  });
+  passes.for_each_function({{C.middleCols(nfz, o), C_vir}},
+                           [&](std::size_t, Eigen::Index P, const Eigen::Map<const Eigen::MatrixXd>& B) {
+                             Eigen::Map<RowMajorMatrix>(raw.data() + P * ov, o, v) = B;
+                           });
   comm.allreduce_sum(raw.data(), raw.size());
   Mp2GradientDensities out;
   out.gamma = budget.allocate<double>(s.naux * s.ov(), "Γ_ia^P");
@@ -314,11 +242,12 @@ Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const 
 
   // L1_pi = 4 Σ_aP (P|pa) Γ_ia^P (i active), L2_pa = 4 Σ_iP (P|pi) Γ_ia^P, p every orbital.
   Eigen::MatrixXd L1 = Eigen::MatrixXd::Zero(nmo, o), L2 = Eigen::MatrixXd::Zero(nmo, v);
-  for_each_function(C, C.rightCols(m), [&](Eigen::Index P, const Eigen::Map<const Eigen::MatrixXd>& B) {
-    const Eigen::Map<const RowMajorMatrix> gamma_P(out.gamma.data() + P * ov, o, v);
-    L1.noalias() += 4.0 * B.rightCols(v) * gamma_P.transpose();
-    L2.noalias() += 4.0 * B.leftCols(o) * gamma_P;
-  });
+  passes.for_each_function({{C, C.rightCols(m)}},
+                           [&](std::size_t, Eigen::Index P, const Eigen::Map<const Eigen::MatrixXd>& B) {
+                             const Eigen::Map<const RowMajorMatrix> gamma_P(out.gamma.data() + P * ov, o, v);
+                             L1.noalias() += 4.0 * B.rightCols(v) * gamma_P.transpose();
+                             L2.noalias() += 4.0 * B.leftCols(o) * gamma_P;
+                           });
   comm.allreduce_sum(L1.data(), static_cast<std::size_t>(L1.size()));
   comm.allreduce_sum(L2.data(), static_cast<std::size_t>(L2.size()));
 

@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 
 #include <Eigen/Core>
 #include <libint2/basis.h>
@@ -53,10 +54,11 @@ struct Mp2GradientSizes {
 };
 
 struct Mp2GradientPlan {
-  Mp2GradientSizes sizes;
-  std::size_t batch_functions = 0;     // RI functions whose (P|μν) and (P|pq) are held at once
-  std::size_t amplitude_orbitals = 1;  // occupied orbitals k whose amplitudes are made at once
-  StagePlan densities;                 // what mp2_gradient_densities draws at its peak
+  Mp2GradientSizes sizes;                // RHF's, or UHF's α orbitals'
+  std::optional<Mp2GradientSizes> beta;  // UHF's β orbitals' (plan_ump2_gradient)
+  std::size_t batch_functions = 0;       // RI functions whose (P|μν) and (P|pq) are held at once
+  std::size_t amplitude_orbitals = 1;    // occupied orbitals k whose amplitudes are made at once (RHF)
+  StagePlan densities;                   // what the densities draw at their peak
 };
 
 // The plan for `ram_bytes` of memory (what the budget leaves the densities): amplitude blocks of

@@ -102,12 +102,12 @@ void announce(const RunPlan& plan, Progress& progress) {
 // What the DF-MP2 gradient does not cover yet is refused before any integral, in one line.
 void check_gradient_supported(const RunInput& input, const Problem& problem, const RunPlan& plan) {
   const auto refuse = [](const std::string& what) {
-    throw InputError("--gradient is not available for " + what + " (the DF-MP2 gradient covers RHF with DF-SCF, "
-                     "with B in memory)");
+    throw InputError("--gradient is not available for " + what + " (the DF-MP2 gradient covers RHF and UHF with "
+                     "DF-SCF, with B in memory, UHF on one MPI rank)");
   };
-  if (problem.unrestricted) refuse("UHF");
   if (!problem.jk_aux) refuse("--scf exact");
   if (problem.orbitals_given || input.orbitals) refuse("given orbitals (it needs the SCF run here)");
+  if (problem.unrestricted && Communicator::world().size() > 1) refuse("UHF on more than one MPI rank");
   if (plan.transform.through_disk || !plan.transform.b_in_memory) refuse("B out of core (raise --memory)");
 }
 

@@ -9,6 +9,7 @@
 #include <omp.h>
 
 #include "src/common/errors.hpp"
+#include "src/gradient/ump2_relaxed_density.hpp"
 #include "src/integrals/one_electron.hpp"
 #include "src/io/ao_conventions.hpp"
 #include "src/mp2/df_transform.hpp"
@@ -267,22 +268,26 @@ RunPlan plan_run(const Problem& problem, const RunContext& context) {
   add_blocks(plan.df_transform, plan.transform.stage);
   add_blocks(plan.energy, plan.mp2.stage);
   // The MP2 gradient runs after the SCF, beside the shell pairs and the Fock builder (its J/K
-  // solve the Z-vector equations). Only RHF with DF-SCF has one (the driver refuses the others).
-  if (options.gradient && plan.density_fitted_scf && !problem.unrestricted) {
+  // solve the Z-vector equations). Only DF-SCF has one (the driver refuses the others).
+  if (options.gradient && plan.density_fitted_scf) {
     StagePlan gradient;
     gradient.stage = "gradient";
     gradient.ram("the shell pairs", pairs);
     add_blocks(gradient, plan.density_fitted_scf->builder);
     const std::size_t held = baseline_and_pairs + plan.density_fitted_scf->builder.ram_bytes();
-    const Mp2GradientSizes gradient_sizes{naux,
-                                          nbf,
-                                          nbf,  // nmo at most nbf
-                                          std::size_t(problem.nocc),
-                                          std::size_t(problem.nfrozen),
-                                          problem.pairs.layout.size(),
-                                          plan.density_fitted_scf->tensor.q.size()};
-    plan.mp2_gradient = plan_mp2_gradient(problem.aux, gradient_sizes, limit > held ? limit - held : 0,
-                                          context.comm.size());
+    const std::size_t room = limit > held ? limit - held : 0;
+    const auto sizes = [&](int nocc) {
+      return Mp2GradientSizes{naux,
+                              nbf,
+                              nbf,  // nmo at most nbf
+                              std::size_t(nocc),
+                              std::size_t(problem.nfrozen),
+                              problem.pairs.layout.size(),
+                              plan.density_fitted_scf->tensor.q.size()};
+    };
+    plan.mp2_gradient = problem.unrestricted
+                            ? plan_ump2_gradient(problem.aux, sizes(problem.nocc), sizes(problem.nocc_beta), room)
+                            : plan_mp2_gradient(problem.aux, sizes(problem.nocc), room, context.comm.size());
     add_blocks(gradient, plan.mp2_gradient->densities);
     plan.gradient = std::move(gradient);
   }

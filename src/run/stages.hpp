@@ -64,7 +64,7 @@ Problem define_problem(const RunInput& input, const RunContext& context);
 struct RunPlan {
   std::optional<DensityFittedScfPlan> density_fitted_scf;  // the DF-SCF's tensor and builds
   bool store_quartets = false;                             // exact SCF: the four-index integrals kept
-  std::optional<Mp2GradientPlan> mp2_gradient;             // --gradient (RHF, DF-SCF)
+  std::optional<Mp2GradientPlan> mp2_gradient;             // --gradient (DF-SCF)
   DFTransformPlan transform;
   EnergyPlan mp2;                                          // for the backend and precision of the options
   StagePlan integrals, scf, df_transform, energy;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <functional>
 #include <thread>
@@ -260,10 +261,29 @@ TEST_CASE("the DF-MP2 gradient (--gradient) in the report and the JSON, as Psi4'
     for (std::size_t k = 0; k < 3; ++k) CHECK(stored[3 * a + k] == j["gradient"][a][k].get<double>());
   for (std::size_t k = 0; k < 3; ++k) CHECK(dipole[k] == j["mp2_dipole_moment"][k].get<double>());
 
-  const std::string oh = dir.write("oh.xyz", kHydroxyl) + " --basis cc-pvdz --multiplicity 2";
-  expect_rejected(dir, oh + " --gradient", "--gradient is not available for UHF");
   expect_rejected(dir, xyz + " --basis cc-pvdz --scf exact --gradient", "--gradient is not available for --scf exact");
   expect_rejected(dir, xyz + " --basis cc-pvdz --counterpoise 1 --gradient", "--gradient is not available with --counterpoise");
+}
+
+// The UHF DF-MP2 gradient on the command line (its values: tests/src/test_gradient.cpp).
+TEST_CASE("a UHF run with --gradient: the gradient and the relaxed dipole in the report and the JSON") {
+  TempDir dir;
+  const std::string oh = dir.write("oh.xyz", kHydroxyl);
+  const CommandResult r = run_dfmp2(oh + " --basis cc-pvdz --multiplicity 2 --frozen-core --gradient --quiet --json " +
+                                    dir.path("g.json"));
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("DF-MP2 gradient (Eh/bohr)"));
+  CHECK_THAT(r.out, Catch::Contains("Relaxed DF-MP2 dipole (e·bohr, origin 0)"));
+  const auto j = nlohmann::json::parse(read_text(dir.path("g.json")));
+  CHECK(j["reference"] == "uhf");
+  REQUIRE(j["gradient"].size() == 2);
+  REQUIRE(j["mp2_dipole_moment"].size() == 3);
+  // The bond lies along z: equal and opposite forces along it, none across it.
+  const double g_z = j["gradient"][1][2].get<double>();
+  CHECK(std::abs(g_z) > 1e-4);
+  CHECK(j["gradient"][0][2].get<double>() == Approx(-g_z).margin(1e-10));
+  for (std::size_t a = 0; a < 2; ++a)
+    for (std::size_t k = 0; k < 2; ++k) CHECK(std::abs(j["gradient"][a][k].get<double>()) < 1e-10);
 }
 
 TEST_CASE("a UHF run: both spins in the report, JSON and HDF5, and the results file feeds back") {

@@ -69,6 +69,19 @@ Molecule pyramidal_methyl() {
   return methyl;
 }
 
+// An open shell of inputs/open-shell/ (UHF) with every atom moved by up to 0.05 bohr along each
+// axis, so that no gradient element is zero by symmetry.
+Molecule distorted_open_shell(const std::string& name, int multiplicity, unsigned seed) {
+  Molecule mol = source_molecule("inputs/open-shell/" + name + ".xyz");
+  mol.multiplicity = multiplicity;
+  std::srand(seed);
+  const Eigen::MatrixXd shift = 0.05 * Eigen::MatrixXd::Random(static_cast<Eigen::Index>(mol.atoms.size()), 3);
+  for (std::size_t a = 0; a < mol.atoms.size(); ++a)
+    for (std::size_t k = 0; k < 3; ++k)
+      mol.atoms[a].r[k] += shift(static_cast<Eigen::Index>(a), static_cast<Eigen::Index>(k));
+  return mol;
+}
+
 Eigen::MatrixXd random_symmetric(Eigen::Index n, unsigned seed) {
   std::srand(seed);
   const Eigen::MatrixXd A = Eigen::MatrixXd::Random(n, n);
@@ -269,27 +282,29 @@ struct Mp2Run {
   Mp2Gradient mp2;
 };
 
-// A DF-MP2 gradient run's options (the energy-only runs take them too).
+// A DF-MP2 gradient run's options (the energy-only runs take them too): RHF or UHF as the
+// multiplicity says, unless `reference` says UHF.
 RunOptions df_mp2_options(const std::string& basis, const std::string& df_basis, const std::string& jk_basis,
-                          bool frozen_core) {
+                          bool frozen_core, Reference reference) {
   RunOptions options;
   options.basis = basis;
   options.df_basis = df_basis;
   options.jk_basis = jk_basis;
   options.frozen_core = frozen_core;
+  options.reference = reference;
   options.gradient = true;
   return options;
 }
 
 // The DF-MP2 gradient of `mol` (as df_mp2_options's arguments).
 Mp2Run df_mp2(const Molecule& mol, const std::string& basis, const std::string& df_basis, const std::string& jk_basis,
-              bool frozen_core) {
-  return after_scf(mol, df_mp2_options(basis, df_basis, jk_basis, frozen_core),
+              bool frozen_core, Reference reference = Reference::automatic) {
+  return after_scf(mol, df_mp2_options(basis, df_basis, jk_basis, frozen_core, reference),
                       [&](const Problem& problem, const RunPlan& plan, Integrals& integrals, const ScfSolution& scf,
                           const RunContext& context) {
+                        const double z_convergence = context.options.scf.d_convergence_for(scf.orbitals.spin_count());
                         const Mp2GradientInput in{problem.obs, problem.aux,  *problem.jk_aux,     problem.pairs,
-                                                  mol,         scf.orbitals, *plan.mp2_gradient,
-                                                  context.options.scf.d_convergence_for(1)};
+                                                  mol,         scf.orbitals, *plan.mp2_gradient, z_convergence};
                         return Mp2Run{scf.e_scf, density_fitted_mp2_gradient(
                                                      in, dynamic_cast<DensityFittedFock&>(*integrals.fock),
                                                      context.budget, context.comm)};
@@ -299,7 +314,7 @@ Mp2Run df_mp2(const Molecule& mol, const std::string& basis, const std::string& 
 // The DF-MP2 total energy of `mol` as a run computes it (the DF transform and the energy step).
 double df_mp2_energy(const Molecule& mol, const std::string& basis, const std::string& df_basis,
                      const std::string& jk_basis, bool frozen_core) {
-  return after_scf(mol, df_mp2_options(basis, df_basis, jk_basis, frozen_core),
+  return after_scf(mol, df_mp2_options(basis, df_basis, jk_basis, frozen_core, Reference::automatic),
                       [&](const Problem& problem, const RunPlan& plan, Integrals& integrals, const ScfSolution& scf,
                           const RunContext& context) {
                         integrals.fock.reset();
@@ -307,6 +322,23 @@ double df_mp2_energy(const Molecule& mol, const std::string& basis, const std::s
                         const kernels::EnergyResult e = mp2_energy(mo.df, mo.df_beta, plan.mp2, context).distributed.energy;
                         return scf.e_scf + e.e_os + e.e_ss;
                       });
+}
+
+// dfmp2's DF-MP2 gradient of `mol` (cc-pVDZ / cc-pVDZ-RI / cc-pVDZ-JKFIT) against central
+// differences of its own DF-MP2 energies as a run computes them, every element (h = 4e-3 bohr, five
+// points): within `tolerance` Eh/bohr, the forces summing to zero within 1e-8.
+void check_mp2_against_differences(const Molecule& mol, bool frozen_core, double tolerance) {
+  INFO(mol.name << ", frozen core " << frozen_core);
+  const auto energy = [&](const Molecule& m) {
+    return df_mp2_energy(m, "cc-pvdz", "cc-pvdz-ri", "cc-pvdz-jkfit", frozen_core);
+  };
+  const Mp2Run run = df_mp2(mol, "cc-pvdz", "cc-pvdz-ri", "cc-pvdz-jkfit", frozen_core);
+  CHECK(run.e_scf + run.mp2.e_mp2 == Approx(energy(mol)).margin(1e-10));
+  const Eigen::MatrixXd differences = central_differences(mol, 4e-3, energy);
+  std::printf("%s, frozen core %d: max |g − differences| = %.2e Eh/bohr, %d Z-vector iterations\n", mol.name.c_str(),
+              int(frozen_core), (run.mp2.gradient - differences).cwiseAbs().maxCoeff(), run.mp2.cphf_iterations);
+  check_agree(run.mp2.gradient, differences, tolerance);
+  check_no_net_force(run.mp2.gradient, 1e-8);
 }
 
 // dfmp2's DF-MP2 energy and gradient against the Psi4 records named (all when none are):
@@ -534,17 +566,43 @@ TEST_CASE("DF-MP2 gradient matches Psi4 1.3.2's: uracil, frozen core", "[.][mp2-
 TEST_CASE("DF-MP2 gradients are the central differences of dfmp2's DF-MP2 energies (water, frozen core)",
           "[.][mp2-differences]") {
   const Libint2Session session;
+  for (bool frozen_core : {false, true}) check_mp2_against_differences(distorted_water(), frozen_core, 1e-7);
+}
+
+// Psi4 1.3 has no UHF DF-MP2 gradient: dfmp2's own energies are the reference. Frozen core: its
+// terms are the all-electron gradient's and the frozen–active ones (all electrons: the hidden case
+// below, and the closed-shell case after it).
+TEST_CASE("the UHF DF-MP2 gradient is the central differences of dfmp2's UHF DF-MP2 energies (amino radical, frozen "
+          "core)") {
+  const Libint2Session session;
+  check_mp2_against_differences(distorted_open_shell("amidogen", 2, 12), true, 1e-7);
+}
+
+// By hand: build/tests/src/test_dfmp2 "[ump2-differences]"
+TEST_CASE("UHF DF-MP2 gradients are the central differences of dfmp2's UHF DF-MP2 energies (amino radical, triplet "
+          "methylene, allyl radical)",
+          "[.][ump2-differences]") {
+  const Libint2Session session;
+  check_mp2_against_differences(distorted_open_shell("amidogen", 2, 12), false, 1e-7);
+  for (bool frozen_core : {false, true})
+    check_mp2_against_differences(distorted_open_shell("methylene", 3, 13), frozen_core, 1e-7);
+  check_mp2_against_differences(distorted_open_shell("allyl", 2, 14), true, 1e-7);
+}
+
+// UHF of a closed shell is RHF, spin by spin: every UHF term must reduce to its RHF counterpart.
+TEST_CASE("the UHF DF-MP2 gradient of a closed shell (--reference uhf) is the RHF one (water, frozen core)") {
+  const Libint2Session session;
   const Molecule mol = distorted_water();
   for (bool frozen_core : {false, true}) {
     INFO("frozen core " << frozen_core);
-    const auto energy = [&](const Molecule& m) {
-      return df_mp2_energy(m, "cc-pvdz", "cc-pvdz-ri", "cc-pvdz-jkfit", frozen_core);
-    };
-    const Mp2Run run = df_mp2(mol, "cc-pvdz", "cc-pvdz-ri", "cc-pvdz-jkfit", frozen_core);
-    CHECK(run.e_scf + run.mp2.e_mp2 == Approx(energy(mol)).margin(1e-10));
-    const Eigen::MatrixXd differences = central_differences(mol, 4e-3, energy);
-    std::printf("frozen core %d: max |g − differences| = %.2e Eh/bohr\n", int(frozen_core),
-                (run.mp2.gradient - differences).cwiseAbs().maxCoeff());
-    check_agree(run.mp2.gradient, differences, 1e-7);
+    const Mp2Run rhf = df_mp2(mol, "cc-pvdz", "cc-pvdz-ri", "cc-pvdz-jkfit", frozen_core);
+    const Mp2Run uhf = df_mp2(mol, "cc-pvdz", "cc-pvdz-ri", "cc-pvdz-jkfit", frozen_core, Reference::uhf);
+    CHECK(uhf.e_scf == Approx(rhf.e_scf).margin(1e-10));
+    CHECK(uhf.mp2.e_mp2 == Approx(rhf.mp2.e_mp2).margin(1e-10));
+    std::printf("water, frozen core %d: UHF − RHF gradient max %.2e Eh/bohr, dipole %.2e e·bohr\n", int(frozen_core),
+                (uhf.mp2.gradient - rhf.mp2.gradient).cwiseAbs().maxCoeff(),
+                (uhf.mp2.dipole - rhf.mp2.dipole).cwiseAbs().maxCoeff());
+    check_agree(uhf.mp2.gradient, rhf.mp2.gradient, 1e-9);
+    check_agree(uhf.mp2.dipole, rhf.mp2.dipole, 1e-8);
   }
 }

@@ -127,10 +127,16 @@ TEST_CASE("a run that cannot fit even its smallest batches is refused up front, 
 
 TEST_CASE("the gradient stage (--gradient) draws what its plan says, and a run it does not fit is refused up front") {
   TempDir dir;
-  // Water's stages, the gradient's among them, each draw what their plans say.
+  // Water's stages, the gradient's among them, each draw what their plans say; so do the UHF
+  // hydroxyl radical's (both spins' three-index arrays), frozen core.
   const auto water = run_json(dir, std::string(DFMP2_SOURCE_DIR) + "/inputs/water.xyz --basis cc-pvdz --gradient");
   check_drawn_as_planned(water);
   CHECK(planned_ram(water, "gradient") > planned_ram(water, "scf"));  // the SCF's tensor and the densities
+  const auto hydroxyl = run_json(dir, std::string(DFMP2_SOURCE_DIR) +
+                                          "/inputs/open-shell/hydroxyl.xyz --basis cc-pvdz --multiplicity 2 "
+                                          "--frozen-core --gradient");
+  check_drawn_as_planned(hydroxyl);
+  CHECK(planned_ram(hydroxyl, "gradient") > planned_ram(hydroxyl, "scf"));
 
   // Benzene's energy run with 8 MiB to spare in its largest stage: the gradient's (P|ia), c_ia^P
   // and Γ_ia^P (6.3 MiB each), the RI fit and one orbital's amplitudes do not fit beside the

@@ -198,6 +198,15 @@ TEST_CASE("an error on the ranks stops them all with the message, no hang") {
   CHECK_THAT(r.err, Catch::Contains("unknown element symbol 'Xx'"));
 }
 
+TEST_CASE("the UHF DF-MP2 gradient, single-rank, is refused on 2 ranks before any integral") {
+  const CommandResult r = run_command("timeout 60 " + mpirun(2) + " " + std::string(DFMP2_EXE) + " " +
+                                      open_shell("hydroxyl") + " --basis cc-pvdz --multiplicity 2 --gradient");
+  CHECK(r.exit_code != 0);
+  CHECK(r.exit_code != 124);
+  CHECK_THAT(r.err, Catch::Contains("--gradient is not available for UHF on more than one MPI rank"));
+  CHECK_THAT(r.err, !Catch::Contains("SCF iter"));
+}
+
 TEST_CASE("an error on one rank alone, late in the run, ends every rank") {
   TempDir dir;
   const std::string args = dir.write("water.xyz", "3\nw\nO 0 0 0.1178\nH 0 0.7555 -0.4712\nH 0 -0.7555 -0.4712\n") +

@@ -1,0 +1,94 @@
+#include "src/gradient/ri_passes.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+
+#include "kernels/block_packed.hpp"
+#include "src/integrals/density_fitting.hpp"
+#include "src/integrals/shell_ranges.hpp"
+#include "src/integrals/three_index.hpp"
+
+namespace dfmp2 {
+namespace {
+
+// Elements of every thread's transform buffers.
+std::size_t ri_transform_workspace(const Mp2GradientSizes& s) {
+  return static_cast<std::size_t>(omp_get_max_threads()) * s.thread_buffers();
+}
+
+// C_leftᵀ (P|μν) C_right for `count` rows of block-packed (P|μν): row P − first of mo, column-major
+// (C_left's columns) × (C_right's). workspace: every thread's buffers.
+void transform_ri_batch(const kernels::BlockPackedLayout& layout, const double* ao, std::size_t count,
+                        const Eigen::Ref<const Eigen::MatrixXd>& C_left,
+                        const Eigen::Ref<const Eigen::MatrixXd>& C_right, double* workspace, double* mo) {
+  const Eigen::Index nbf = C_left.rows(), p = C_left.cols(), q = C_right.cols();
+#pragma omp parallel
+  {
+    const auto thread = static_cast<std::size_t>(omp_get_thread_num());
+    double* square = workspace + thread * static_cast<std::size_t>(nbf * (nbf + q));
+    const Eigen::Map<const Eigen::MatrixXd> B(square, nbf, nbf);
+    Eigen::Map<Eigen::MatrixXd> half(square + nbf * nbf, nbf, q);
+#pragma omp for schedule(dynamic)
+    for (std::size_t P = 0; P < count; ++P) {
+      kernels::unpack_symmetric(layout, ao + P * layout.size(), square);
+      half.noalias() = B * C_right;
+      Eigen::Map<Eigen::MatrixXd>(mo + P * static_cast<std::size_t>(p * q), p, q).noalias() = C_left.transpose() * half;
+    }
+  }
+}
+
+}  // namespace
+
+std::size_t ri_fit_bytes(std::size_t naux) { return CoulombFitting::peak_bytes(naux) + sizeof(double) * naux * naux; }
+
+StagePlan ri_pass_plan(const Mp2GradientSizes& s, std::size_t batch_functions, const std::vector<PlannedBlock>& held) {
+  StagePlan pass;
+  pass.ram("the RI metric, its fit and V_PQ", ri_fit_bytes(s.naux));
+  pass.blocks.insert(pass.blocks.end(), held.begin(), held.end());
+  pass.ram("the RI integrals (P|μν) of a batch", MemoryBudget::double_array_bytes(s.ao_batch(batch_functions)));
+  pass.ram("(P|pq) of a batch", MemoryBudget::double_array_bytes(s.mo_batch(batch_functions)));
+  pass.ram("the transform's per-thread buffers", MemoryBudget::double_array_bytes(ri_transform_workspace(s)));
+  return pass;
+}
+
+std::size_t ri_batch_functions(const libint2::BasisSet& ri_aux, const Mp2GradientSizes& sizes, std::size_t ram_bytes,
+                               int ranks, const std::function<RiGradientPhases(std::size_t batch_functions)>& phases) {
+  std::size_t largest_shell = 1;
+  for (const libint2::Shell& shell : ri_aux) largest_shell = std::max(largest_shell, shell.size());
+  const RiGradientPhases smallest_batches = phases(largest_shell);
+  const std::size_t room = std::min(ram_bytes, smallest_batches.amplitudes.ram_bytes());
+  const std::size_t smallest = MemoryBudget::double_array_bytes(sizes.ao_batch(largest_shell)) +
+                               MemoryBudget::double_array_bytes(sizes.mo_batch(largest_shell));
+  const std::size_t other = smallest_batches.pass.ram_bytes() - smallest + 2 * MemoryBudget::kPageSlack;
+  const std::size_t per_function = sizeof(double) * (sizes.ao_batch(1) + sizes.mo_batch(1));
+  const std::size_t fit = room > other ? (room - other) / per_function : 0;
+  const std::size_t share = (sizes.naux + std::size_t(ranks) - 1) / std::size_t(ranks);
+  return std::clamp(fit, largest_shell, std::max(largest_shell, share));
+}
+
+void RiPasses::for_each_function(
+    const std::vector<RiTransform>& transforms,
+    const std::function<void(std::size_t t, Eigen::Index P, const Eigen::Map<const Eigen::MatrixXd>& B)>& use) const {
+  const ThreeIndexIntegrals integrals(ri_aux, obs, pairs, metric);
+  LargeArray<double> ao =
+      budget.allocate<double>(sizes.ao_batch(batch_functions), "the RI integrals (P|μν) of a batch");
+  LargeArray<double> mo = budget.allocate<double>(sizes.mo_batch(batch_functions), "(P|pq) of a batch");
+  LargeArray<double> workspace =
+      budget.allocate<double>(ri_transform_workspace(sizes), "the transform's per-thread buffers");
+  const std::vector<ShellRange> batches = shell_batches(ri_aux, {0, ri_aux.size()}, batch_functions);
+  for (const ShellRange& batch : round_robin_share(batches, comm.rank(), comm.size())) {
+    const std::size_t first = first_function(ri_aux, batch.first), count = function_count(ri_aux, batch);
+    integrals.compute(batch, {0, obs.size()}, ao.data());
+    for (std::size_t t = 0; t < transforms.size(); ++t) {
+      const Eigen::MatrixXd &left = transforms[t].left, &right = transforms[t].right;
+      transform_ri_batch(pairs.layout, ao.data(), count, left, right, workspace.data(), mo.data());
+      const auto block = static_cast<std::size_t>(left.cols() * right.cols());
+      for (std::size_t f = 0; f < count; ++f)
+        use(t, static_cast<Eigen::Index>(first + f),
+            Eigen::Map<const Eigen::MatrixXd>(mo.data() + f * block, left.cols(), right.cols()));
+    }
+  }
+}
+
+}  // namespace dfmp2

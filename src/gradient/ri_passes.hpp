@@ -1,0 +1,78 @@
+// What the RHF and UHF DF-MP2 gradient densities (mp2_relaxed_density.hpp,
+// ump2_relaxed_density.hpp) share in the RI set: passes over (P|pq), one batch of RI shells at a
+// time, with its AO integrals computed anew in each pass, and the planning of those batches.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <vector>
+
+#include <Eigen/Core>
+#include <libint2/basis.h>
+
+#include "src/common/memory.hpp"
+#include "src/common/memory_plan.hpp"
+#include "src/common/parallel.hpp"
+#include "src/gradient/mp2_relaxed_density.hpp"
+#include "src/integrals/shell_pairs.hpp"
+
+namespace dfmp2 {
+
+// The RI metric (P|Q), its fit and V_PQ, held through the densities.
+std::size_t ri_fit_bytes(std::size_t naux);
+
+// What the densities hold at the peak of their passes over the RI batches, of their loop over the
+// amplitudes and of their Z-vector (when it holds more than the Fock builder's own), for one batch
+// size.
+struct RiGradientPhases {
+  StagePlan pass, amplitudes, z_vector;
+  const StagePlan& peak() const {
+    const StagePlan& larger = pass.ram_bytes() >= amplitudes.ram_bytes() ? pass : amplitudes;
+    return larger.ram_bytes() >= z_vector.ram_bytes() ? larger : z_vector;
+  }
+};
+
+// A pass's blocks: the fit, `held` (the three-index arrays kept through it), a batch's (P|μν) and
+// (P|pq), every thread's transform buffers. Only sizes.naux, nbf, nmo, nfrozen and stored count.
+StagePlan ri_pass_plan(const Mp2GradientSizes& sizes, std::size_t batch_functions,
+                       const std::vector<PlannedBlock>& held);
+
+// RI functions per batch: as many as fit in ram_bytes beside the rest of the pass (phases(n) is
+// what a batch of n functions makes the densities hold), at least the largest shell, and never
+// more than the amplitudes' phase holds anyway: larger batches only save calls (the integrals' and
+// the transform's work is the same), and their pages would stay in the budget's pool beside the
+// derivative terms' arrays; nor more than each of `ranks` MPI ranks' share of the naux, so that
+// every rank has a batch.
+std::size_t ri_batch_functions(const libint2::BasisSet& ri_aux, const Mp2GradientSizes& sizes,
+                               std::size_t ram_bytes, int ranks,
+                               const std::function<RiGradientPhases(std::size_t batch_functions)>& phases);
+
+// One transform of a pass: (P|pq) with p a column of `left`, q of `right` (at most sizes.nmo and
+// sizes.transformed() columns).
+struct RiTransform {
+  Eigen::MatrixXd left, right;
+};
+
+// The passes over (P|pq) of one set of orbital and RI bases, with the batches of a plan, each rank
+// its share of the batches.
+struct RiPasses {
+  const libint2::BasisSet& obs;
+  const libint2::BasisSet& ri_aux;
+  const ShellPairs& pairs;
+  const Eigen::MatrixXd& metric;  // (P|Q), for the integrals' screening
+  const Mp2GradientSizes& sizes;
+  std::size_t batch_functions;
+  MemoryBudget& budget;
+  Communicator& comm;
+
+  // use(t, P, B) for every RI function P of this rank's batches (every size-th) and every transform t, B = leftᵀ (P|μν) right
+  // (left.cols() × right.cols()), one batch of RI shells at a time: each batch's integrals are
+  // computed once for all transforms, and anew in each pass: keeping every batch's for the second
+  // would hold the naux × nmo² this avoids, and the integrals (naux·nbf² elements) cost less than
+  // their transform (naux·nbf²·nmo multiply-adds).
+  void for_each_function(
+      const std::vector<RiTransform>& transforms,
+      const std::function<void(std::size_t t, Eigen::Index P, const Eigen::Map<const Eigen::MatrixXd>& B)>& use) const;
+};
+
+}  // namespace dfmp2
