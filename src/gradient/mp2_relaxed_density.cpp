@@ -1,7 +1,5 @@
 #include "src/gradient/mp2_relaxed_density.hpp"
 
-#include <Eigen/Eigenvalues>
-
 #include <algorithm>
 #include <stdexcept>
 
@@ -14,26 +12,11 @@ namespace {
 
 using RowMajorMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
-// (4J − 2K)(C P Cᵀ) for a symmetric P, from its eigenvectors: C P Cᵀ = L₊L₊ᵀ − L₋L₋ᵀ, the
-// columns of C U scaled by √|λ| split by λ's sign, as two symmetric densities in one pass. Each
-// symmetric build costs half a general one of the same rank (one SYMM and half a GEMM per Q, not
-// two SYMMs and a GEMM), and P (the MP2 density) has full rank.
+// (4J − 2K)(C P Cᵀ) for a symmetric P, summed over the ranks.
 Eigen::MatrixXd symmetric_fock_response(DensityFittedFock& jk, Communicator& comm, const Eigen::MatrixXd& C,
                                         const Eigen::MatrixXd& P) {
-  const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eigen(P);
-  const Eigen::VectorXd& lambda = eigen.eigenvalues();  // ascending
-  const auto negative =
-      static_cast<Eigen::Index>(std::count_if(lambda.begin(), lambda.end(), [](double x) { return x < 0.0; }));
-  const Eigen::MatrixXd scaled = C * eigen.eigenvectors() * lambda.cwiseAbs().cwiseSqrt().asDiagonal();
-  const Eigen::MatrixXd L_minus = scaled.leftCols(negative), L_plus = scaled.rightCols(scaled.cols() - negative);
-  const auto n = C.rows();
-  Eigen::MatrixXd J_plus(n, n), J_minus(n, n), K_plus(n, n), K_minus(n, n);
-  const kernels::DensityFactors densities[2] = {{L_plus.data(), nullptr, static_cast<std::size_t>(L_plus.cols())},
-                                                {L_minus.data(), nullptr, static_cast<std::size_t>(L_minus.cols())}};
-  double* J[2] = {J_plus.data(), J_minus.data()};
-  double* K[2] = {K_plus.data(), K_minus.data()};
-  jk.coulomb_exchange(densities, J, K, kernels::Precision::fp64);
-  Eigen::MatrixXd F = 4.0 * (J_plus - J_minus) - 2.0 * (K_plus - K_minus);
+  const std::array<Eigen::MatrixXd, 2> JK = jk.coulomb_exchange_of_symmetric(C, P);
+  Eigen::MatrixXd F = 4.0 * JK[0] - 2.0 * JK[1];
   comm.allreduce_sum(F.data(), static_cast<std::size_t>(F.size()));
   return F;
 }

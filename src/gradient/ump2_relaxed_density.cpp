@@ -1,6 +1,5 @@
 #include "src/gradient/ump2_relaxed_density.hpp"
 
-#include <Eigen/Eigenvalues>
 
 #include <algorithm>
 #include <stdexcept>
@@ -133,27 +132,6 @@ double opposite_spin_pairs(const SpinBlocks& inner, const SpinBlocks& outer, Eig
     Eigen::Map<RowMajorMatrix>(gamma_outer, naux, outer.ov()).middleCols(k * vb, vb).noalias() += c_rows * t;
   }
   return e;
-}
-
-// J and K of C P Cᵀ for a symmetric P, from its eigenvectors as the RHF densities'
-// symmetric_fock_response: C P Cᵀ = L₊L₊ᵀ − L₋L₋ᵀ, the columns of C U scaled by √|λ| split by λ's
-// sign, two symmetric densities in one build (half the work of one left/right pair of P's rank).
-std::array<Eigen::MatrixXd, 2> coulomb_exchange_of_symmetric(DensityFittedFock& jk, const Eigen::MatrixXd& C,
-                                                             const Eigen::MatrixXd& P) {
-  const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eigen(P);
-  const Eigen::VectorXd& lambda = eigen.eigenvalues();  // ascending
-  const auto negative =
-      static_cast<Eigen::Index>(std::count_if(lambda.begin(), lambda.end(), [](double x) { return x < 0.0; }));
-  const Eigen::MatrixXd scaled = C * eigen.eigenvectors() * lambda.cwiseAbs().cwiseSqrt().asDiagonal();
-  const Eigen::MatrixXd L_minus = scaled.leftCols(negative), L_plus = scaled.rightCols(scaled.cols() - negative);
-  const auto n = C.rows();
-  Eigen::MatrixXd J_plus(n, n), J_minus(n, n), K_plus(n, n), K_minus(n, n);
-  const kernels::DensityFactors densities[2] = {{L_plus.data(), nullptr, static_cast<std::size_t>(L_plus.cols())},
-                                                {L_minus.data(), nullptr, static_cast<std::size_t>(L_minus.cols())}};
-  double* J[2] = {J_plus.data(), J_minus.data()};
-  double* K[2] = {K_plus.data(), K_minus.data()};
-  jk.coulomb_exchange(densities, J, K, kernels::Precision::fp64);
-  return {J_plus - J_minus, K_plus - K_minus};
 }
 
 double spin_dot(const SpinMatrices& x, const SpinMatrices& y) {
@@ -346,8 +324,8 @@ Ump2GradientDensities ump2_gradient_densities(const libint2::BasisSet& obs, cons
   // C^σᵀ G^σ(P) C_o^σ: only its occupied columns are used, its vo block here, its oo block in W.
   SpinMatrices G_unrelaxed;
   {
-    const std::array<Eigen::MatrixXd, 2> alpha = coulomb_exchange_of_symmetric(jk, x[0].C, P[0]),
-                                         beta = coulomb_exchange_of_symmetric(jk, x[1].C, P[1]);
+    const std::array<Eigen::MatrixXd, 2> alpha = jk.coulomb_exchange_of_symmetric(x[0].C, P[0]),
+                                         beta = jk.coulomb_exchange_of_symmetric(x[1].C, P[1]);
     const Eigen::MatrixXd J_total = alpha[0] + beta[0];
     G_unrelaxed[0] = x[0].C.transpose() * (J_total - alpha[1]) * x[0].C_occ;
     G_unrelaxed[1] = x[1].C.transpose() * (J_total - beta[1]) * x[1].C_occ;

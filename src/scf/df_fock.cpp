@@ -1,5 +1,6 @@
 #include "src/scf/df_fock.hpp"
 
+#include <Eigen/Eigenvalues>
 #include <omp.h>
 
 #include <algorithm>
@@ -189,6 +190,24 @@ void DensityFittedFock::coulomb_exchange(std::span<const kernels::DensityFactors
   jk_.finish(J, K);
   const double flops = kernels::PackedJK::flops(kernels::jk_shape(layout_, densities), store_.rows());
   (precision == kernels::Precision::fp32 ? work_.flops_fp32 : work_.flops_fp64) += flops;
+}
+
+std::array<Eigen::MatrixXd, 2> DensityFittedFock::coulomb_exchange_of_symmetric(const Eigen::MatrixXd& C,
+                                                                               const Eigen::MatrixXd& P) {
+  const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eigen(P);
+  const Eigen::VectorXd& lambda = eigen.eigenvalues();  // ascending
+  const auto negative =
+      static_cast<Eigen::Index>(std::count_if(lambda.begin(), lambda.end(), [](double x) { return x < 0.0; }));
+  const Eigen::MatrixXd scaled = C * eigen.eigenvectors() * lambda.cwiseAbs().cwiseSqrt().asDiagonal();
+  const Eigen::MatrixXd L_minus = scaled.leftCols(negative), L_plus = scaled.rightCols(scaled.cols() - negative);
+  const auto n = C.rows();
+  Eigen::MatrixXd J_plus(n, n), J_minus(n, n), K_plus(n, n), K_minus(n, n);
+  const kernels::DensityFactors densities[2] = {{L_plus.data(), nullptr, static_cast<std::size_t>(L_plus.cols())},
+                                                {L_minus.data(), nullptr, static_cast<std::size_t>(L_minus.cols())}};
+  double* J[2] = {J_plus.data(), J_minus.data()};
+  double* K[2] = {K_plus.data(), K_minus.data()};
+  coulomb_exchange(densities, J, K, kernels::Precision::fp64);
+  return {J_plus - J_minus, K_plus - K_minus};
 }
 
 OccupiedFockResponse::OccupiedFockResponse(DensityFittedFock& jk, const Eigen::MatrixXd& C_occ, MemoryBudget& budget)

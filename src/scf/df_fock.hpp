@@ -6,6 +6,7 @@
 // factors of its block of Q and G is summed over ranks.
 #pragma once
 
+#include <array>
 #include <memory>
 #include <span>
 
@@ -58,6 +59,11 @@ class DensityFittedFock : public FockBuilder {
   // the work: the SCF's and the response equations' builds.
   void coulomb_exchange(std::span<const kernels::DensityFactors> densities, std::span<double* const> J,
                         std::span<double* const> K, kernels::Precision precision);
+  // J and K (this rank's) of C P Cᵀ for a symmetric P of any signs (the MP2 densities), from its
+  // eigenvectors: C P Cᵀ = L₊L₊ᵀ − L₋L₋ᵀ, the columns of C U scaled by √|λ| split by λ's sign, as two
+  // symmetric densities in one pass. A symmetric build costs half a general one of the same rank
+  // (one SYMM and half a GEMM per Q, not two SYMMs and a GEMM).
+  std::array<Eigen::MatrixXd, 2> coulomb_exchange_of_symmetric(const Eigen::MatrixXd& C, const Eigen::MatrixXd& P);
   // Work of making the factors (integrals and fitting), apart from the builds' work().
   const StageWork& setup_work() const { return store_.setup_work(); }
 

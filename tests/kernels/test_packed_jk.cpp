@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "kernels/block_packed.hpp"
@@ -113,6 +114,20 @@ Factors random_factors(std::size_t n, std::size_t columns, bool symmetric, std::
   return f;
 }
 
+// naux rows of `layout`, uniform in [−1, 1], and the full symmetric matrices B^Q they store.
+std::pair<std::vector<double>, std::vector<std::vector<double>>> random_rows(const k::BlockPackedLayout& layout,
+                                                                              std::size_t naux, std::mt19937& rng) {
+  const std::size_t n = layout.n();
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  std::vector<double> rows(naux * layout.size());
+  for (double& x : rows) x = u(rng);
+  std::vector<std::vector<double>> full(naux, std::vector<double>(n * n));
+  for (std::size_t q = 0; q < naux; ++q)
+    for (std::size_t m = 0; m < n; ++m)
+      for (std::size_t c = 0; c < n; ++c) full[q][m * n + c] = element(layout, rows.data() + q * layout.size(), m, c);
+  return {rows, full};
+}
+
 // J and K of one density from their definitions: D = L Rᵀ, γ_Q = Σ B^Q_mk D_mk, J = Σ_Q γ_Q B^Q,
 // K = Σ_Q (B^Q L)(B^Q R)ᵀ, with B^Q the full symmetric matrices.
 void reference_jk(const std::vector<std::vector<double>>& B, std::size_t n, const Factors& f, std::vector<double>& J,
@@ -148,13 +163,7 @@ TEST_CASE("J and K of several densities in one pass equal their definitions, in 
   const k::BlockPackedLayout layout = random_layout(14, 0.6, 9);
   const std::size_t n = layout.n(), naux = 37;
   std::mt19937 rng(13);
-  std::uniform_real_distribution<double> u(-1.0, 1.0);
-  std::vector<double> rows(naux * layout.size());
-  for (double& x : rows) x = u(rng);
-  std::vector<std::vector<double>> full(naux, std::vector<double>(n * n));
-  for (std::size_t q = 0; q < naux; ++q)
-    for (std::size_t m = 0; m < n; ++m)
-      for (std::size_t c = 0; c < n; ++c) full[q][m * n + c] = element(layout, rows.data() + q * layout.size(), m, c);
+  const auto [rows, full] = random_rows(layout, naux, rng);
   // Two symmetric densities (UHF-like, one of them empty as the H atom's β) and a general one.
   const std::vector<Factors> densities{random_factors(n, 5, true, rng), random_factors(n, 0, true, rng),
                                        random_factors(n, 3, false, rng)};
@@ -192,13 +201,7 @@ TEST_CASE("the occupied-projected response (4J − 2K)(Z) C_o equals it from J a
   const k::BlockPackedLayout layout = random_layout(13, 0.6, 21);
   const std::size_t n = layout.n(), naux = 29, nocc = 4;
   std::mt19937 rng(17);
-  std::uniform_real_distribution<double> u(-1.0, 1.0);
-  std::vector<double> rows(naux * layout.size());
-  for (double& x : rows) x = u(rng);
-  std::vector<std::vector<double>> full(naux, std::vector<double>(n * n));
-  for (std::size_t q = 0; q < naux; ++q)
-    for (std::size_t m = 0; m < n; ++m)
-      for (std::size_t c = 0; c < n; ++c) full[q][m * n + c] = element(layout, rows.data() + q * layout.size(), m, c);
+  const auto [rows, full] = random_rows(layout, naux, rng);
   const Factors occupied = random_factors(n, nocc, true, rng);
   // Z = ½ (L C_oᵀ + C_o Lᵀ): (4J − 2K)(Z) = 4 J(L C_oᵀ) − K(L C_oᵀ) − K(L C_oᵀ)ᵀ, J seeing only D's
   // symmetric part.
