@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The input readers' fuzzers (libFuzzer with clang 14, ASan + UBSan) built into build-fuzz/ and
-# run by CTest for DFMP2_FUZZ_SECONDS each (default 60) over the committed corpus in tests/fuzz.
+# run by CTest for DFMP2_FUZZ_SECONDS each (default 45) over the committed corpus in tests/fuzz.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CC=clang-14 CXX=clang++-14 cmake -S . -B build-fuzz -DDFMP2_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DDFMP2_FUZZ_SECONDS="${DFMP2_FUZZ_SECONDS:-60}" >/dev/null
+  -DDFMP2_FUZZ_SECONDS="${DFMP2_FUZZ_SECONDS:-45}" >/dev/null
 cmake --build build-fuzz -j "$(nproc)"
 cd build-fuzz
 ctest --output-on-failure -j 1
