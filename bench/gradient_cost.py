@@ -7,9 +7,10 @@ gradient('mp2') on one molecule, side by side, alternating the three --repeat ti
 
 Same settings for both programs: cc-pVDZ with cc-pVDZ-RI (MP2) and cc-pVDZ-JKFIT (SCF), all
 electrons, SCF to d_convergence 1e-8 (dfmp2's default); Psi4's CPHF at its default
-solver_convergence (1e-6), dfmp2's Z-vector to every residual element below 1e-9. Reports the
-whole-run wall times (dfmp2's JSON `total`, Psi4's own "wall time for execution"), the ratios,
-dfmp2's gradient stage, and the largest difference between the two programs' gradients.
+solver_convergence (1e-6), dfmp2's Z-vector to every residual element below the SCF's
+d_convergence (1e-8). Reports the whole-run wall times (dfmp2's JSON `total`, Psi4's own "wall
+time for execution"), the ratios, dfmp2's gradient stage, and the largest difference between the
+two programs' gradients.
 Writes <out>/gradient_cost.json (every run) and gradient_cost.md.
 """
 import argparse
