@@ -1,5 +1,6 @@
 #include "src/gradient/mp2_gradient.hpp"
 
+#include <string>
 #include <vector>
 
 #include "src/gradient/mp2_relaxed_density.hpp"
@@ -57,12 +58,19 @@ Mp2Gradient contract(const Mp2GradientInput& in, const Mp2Densities& mp2, Commun
     }
   };
 
+  const auto derivative_integrals = [&in](const std::string& set) {
+    return [&in, stage = "MP2 gradient: " + set + "-set derivative integrals (batches of auxiliary shells)"](
+               double done) { done == 0.0 ? in.progress.begin(stage) : in.progress.fraction(done); };
+  };
   Mp2Gradient out;
   out.dipole = dipole_moment(in.obs, in.mol, one_electron.total);
-  out.gradient = scf_gradient_without_two_electron(in.obs, in.mol, one_electron) +
-                 density_fitted_two_electron_gradient(in.obs, in.jk_aux, in.pairs, in.mol, separable, comm) +
-                 three_centre_gradient_of_squares(in.ri_aux, in.obs, in.pairs, in.mol, gamma, comm) +
-                 metric_gradient(in.ri_aux, in.mol, mp2.metric);
+  out.gradient = scf_gradient_without_two_electron(in.obs, in.mol, one_electron);
+  in.progress.message("MP2 gradient: JK-set fitted coefficients and metric terms");
+  out.gradient += density_fitted_two_electron_gradient(in.obs, in.jk_aux, in.pairs, in.mol, separable, comm,
+                                                       derivative_integrals("JK"));
+  out.gradient +=
+      three_centre_gradient_of_squares(in.ri_aux, in.obs, in.pairs, in.mol, gamma, comm, derivative_integrals("RI")) +
+      metric_gradient(in.ri_aux, in.mol, mp2.metric);
   return out;
 }
 
@@ -81,7 +89,8 @@ Mp2Gradient density_fitted_mp2_gradient(const Mp2GradientInput& in, DensityFitte
   Mp2Gradient out;
   if (in.orbitals.unrestricted()) {
     const Ump2GradientDensities mp2 =
-        ump2_gradient_densities(in.obs, in.ri_aux, in.pairs, jk, in.orbitals, in.plan, budget, in.z_convergence);
+        ump2_gradient_densities(in.obs, in.ri_aux, in.pairs, jk, in.orbitals, in.plan, budget, in.z_convergence,
+                                in.progress);
     out = contract(in, {mp2.relaxed[0] + mp2.relaxed[1],
                         {mp2.relaxed[0], mp2.relaxed[1]},
                         mp2.energy_weighted,
@@ -95,7 +104,7 @@ Mp2Gradient density_fitted_mp2_gradient(const Mp2GradientInput& in, DensityFitte
   } else {
     const Mp2GradientDensities mp2 =
         mp2_gradient_densities(in.obs, in.ri_aux, in.pairs, jk, in.orbitals, in.plan, budget, comm,
-                               in.z_convergence);
+                               in.z_convergence, in.progress);
     out = contract(in, {mp2.relaxed,
                         {mp2.relaxed},
                         mp2.energy_weighted,

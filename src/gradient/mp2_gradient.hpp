@@ -29,6 +29,7 @@ struct Mp2GradientInput {
   // The Z-vector's largest residual element: the SCF's d_convergence, since the orbitals the
   // gradient differentiates are no more exact than that.
   double z_convergence;
+  Progress& progress;  // each phase's share done, and the Z-vector's iterations
 };
 
 struct Mp2Gradient {

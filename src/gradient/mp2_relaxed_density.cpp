@@ -1,6 +1,7 @@
 #include "src/gradient/mp2_relaxed_density.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <stdexcept>
 
 #include "src/common/errors.hpp"
@@ -53,7 +54,7 @@ struct Amplitudes {
 // The ranks share the blocks and sum what they make.
 Amplitudes amplitudes_by_occupied(const Mp2GradientSizes& s, std::size_t block, const Eigen::VectorXd& eps,
                                   const double* raw, const double* c, double* gamma, MemoryBudget& budget,
-                                  Communicator& comm) {
+                                  Communicator& comm, Progress& progress) {
   const auto o = static_cast<Eigen::Index>(s.active()), v = static_cast<Eigen::Index>(s.nvir()),
              ov = static_cast<Eigen::Index>(s.ov()), naux = static_cast<Eigen::Index>(s.naux),
              nfz = static_cast<Eigen::Index>(s.nfrozen), nocc = static_cast<Eigen::Index>(s.nocc);
@@ -65,7 +66,9 @@ Amplitudes amplitudes_by_occupied(const Mp2GradientSizes& s, std::size_t block, 
   LargeArray<double> T_block = budget.allocate<double>(s.amplitude_block(block), "a block of orbitals' T_ik^ab");
   Amplitudes out{0.0, Eigen::MatrixXd::Zero(o, o), Eigen::MatrixXd::Zero(v, v)};
   const auto step = static_cast<Eigen::Index>(block);
-  for (Eigen::Index k0 = step * comm.rank(); k0 < o; k0 += step * comm.size()) {
+  const Eigen::Index first = step * comm.rank(), stride = step * comm.size();
+  const double my_blocks = first < o ? static_cast<double>((o - 1 - first) / stride + 1) : 1.0;
+  for (Eigen::Index k0 = first; k0 < o; k0 += stride) {
     const Eigen::Index nk = std::min(static_cast<Eigen::Index>(block), o - k0), kv = nk * v;
     Eigen::Map<RowMajorMatrix> I(I_block.data(), ov, kv), t(t_block.data(), ov, kv), T(T_block.data(), ov, kv);
     const auto c_k = c_rows.middleCols(k0 * v, kv);
@@ -89,6 +92,7 @@ Amplitudes amplitudes_by_occupied(const Mp2GradientSizes& s, std::size_t block, 
     for (Eigen::Index k = 0; k < nk; ++k)
       out.P_vir.noalias() += 2.0 * t.middleCols(k * v, v).transpose() * T.middleCols(k * v, v);
     gamma_rows.noalias() += c_k * T.transpose();  // Γ_ia^P += Σ_kb T_ik^ab c_kb^P
+    progress.fraction(static_cast<double>((k0 - first) / stride + 1) / my_blocks);
   }
   comm.allreduce_sum(&out.e_mp2, 1);
   comm.allreduce_sum(out.P_act.data(), static_cast<std::size_t>(out.P_act.size()));
@@ -108,7 +112,7 @@ struct ZVector {
 // coefficients, so (4J − 2K)(Z)'s is had without another build.
 ZVector solve_z_vector(OccupiedFockResponse& response, Communicator& comm, const Eigen::MatrixXd& C_occ,
                        const Eigen::MatrixXd& C_vir, const Eigen::MatrixXd& delta, const Eigen::MatrixXd& b,
-                       double convergence, int& iterations) {
+                       double convergence, int& iterations, const Progress& progress) {
   Eigen::MatrixXd occupied_block;
   const auto apply = [&](const Eigen::MatrixXd& z) -> Eigen::MatrixXd {
     Eigen::MatrixXd F_occ = response(C_vir * z);  // (4J − 2K)(Z) C_o
@@ -127,6 +131,7 @@ ZVector solve_z_vector(OccupiedFockResponse& response, Communicator& comm, const
   const auto converged = [&] {
     double residual = r.cwiseAbs().maxCoeff();
     comm.broadcast(&residual, 1, 0);
+    report_z_vector_iteration(progress, iterations, residual);
     return residual < convergence;
   };
   constexpr int kMaxIterations = 100;
@@ -157,7 +162,7 @@ Mp2GradientPlan plan_mp2_gradient(const libint2::BasisSet& ri_aux, const Mp2Grad
   // every rank should have a block.
   constexpr std::size_t kBlockColumns = 1024;
   const std::size_t active = std::max<std::size_t>(sizes.active(), 1);
-  p.amplitude_orbitals = std::min((active + std::size_t(ranks) - 1) / std::size_t(ranks),
+  p.amplitude_orbitals = std::min(share_of(active, 0, ranks).size(),
                                   (kBlockColumns + sizes.nvir() - 1) / std::max<std::size_t>(sizes.nvir(), 1));
   while (p.amplitude_orbitals > 1 &&
          gradient_phases(sizes, largest_shell, p.amplitude_orbitals).amplitudes.ram_bytes() > ram_bytes)
@@ -171,7 +176,7 @@ Mp2GradientPlan plan_mp2_gradient(const libint2::BasisSet& ri_aux, const Mp2Grad
 Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const libint2::BasisSet& ri_aux,
                                             const ShellPairs& pairs, DensityFittedFock& jk, const Orbitals& orbitals,
                                             const Mp2GradientPlan& plan, MemoryBudget& budget, Communicator& comm,
-                                            double z_convergence) {
+                                            double z_convergence, Progress& progress) {
   const Eigen::MatrixXd& C = orbitals.C;
   const Eigen::VectorXd& eps = orbitals.eps;
   // The plan's sizes with the orbitals' nmo: linear dependencies can only have removed virtuals,
@@ -189,10 +194,12 @@ Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const 
 
   const auto fit_memory = budget.reserve(ri_fit_bytes(s.naux), "the RI metric, its fit and V_PQ");
   const Eigen::MatrixXd metric = coulomb_metric(ri_aux);
-  const RiPasses passes{obs, ri_aux, pairs, metric, s, plan.batch_functions, budget, comm};
+  const RiPasses passes{obs, ri_aux, pairs, metric, s, plan.batch_functions, budget, comm,
+                        [&progress](double done) { progress.fraction(done); }};
   // (P|ia) and c_ia^P = Σ_Q [J⁻¹]_PQ (Q|ia), row-major [P][i·v + a].
   LargeArray<double> raw = budget.allocate<double>(s.naux * s.ov(), "(P|ia)");
   if (comm.size() > 1) std::fill(raw.begin(), raw.end(), 0.0);  // other ranks' rows, for the sum
+  progress.begin("MP2 gradient: (P|ia) (batches of RI shells)");
   passes.for_each_function({{C.middleCols(nfz, o), C_vir}},
                            [&](std::size_t, Eigen::Index P, const Eigen::Map<const Eigen::MatrixXd>& B) {
                              Eigen::Map<RowMajorMatrix>(raw.data() + P * ov, o, v) = B;
@@ -206,8 +213,9 @@ Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const 
     LargeArray<double> c = budget.allocate<double>(s.naux * s.ov(), "c_ia^P = J⁻¹ (P|ia)");
     std::copy(raw.begin(), raw.end(), c.begin());
     CoulombFitting(metric).apply_inverse(c.data(), s.ov());
+    progress.begin("MP2 gradient: amplitudes, P and Γ (blocks of occupied orbitals)");
     mp2 = amplitudes_by_occupied(s, plan.amplitude_orbitals, eps, raw.data(), c.data(), out.gamma.data(), budget,
-                                 comm);
+                                 comm, progress);
     // V_PQ, each rank its rows P.
     const Range rows = share_of(s.naux, comm.rank(), comm.size());
     out.metric = Eigen::MatrixXd::Zero(naux, naux);
@@ -225,6 +233,7 @@ Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const 
 
   // L1_pi = 4 Σ_aP (P|pa) Γ_ia^P (i active), L2_pa = 4 Σ_iP (P|pi) Γ_ia^P, p every orbital.
   Eigen::MatrixXd L1 = Eigen::MatrixXd::Zero(nmo, o), L2 = Eigen::MatrixXd::Zero(nmo, v);
+  progress.begin("MP2 gradient: (P|pq) and the Lagrangian (batches of RI shells)");
   passes.for_each_function({{C, C.rightCols(m)}},
                            [&](std::size_t, Eigen::Index P, const Eigen::Map<const Eigen::MatrixXd>& B) {
                              const Eigen::Map<const RowMajorMatrix> gamma_P(out.gamma.data() + P * ov, o, v);
@@ -246,6 +255,7 @@ Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const 
     }
 
   // The orbital Lagrangian X_ak − X_ka and the Z-vector.
+  progress.message("MP2 gradient: the orbital Lagrangian's J/K, then the Z-vector");
   // Only the occupied columns of Cᵀ (4J − 2K)(P) C are used: its vo block here, its oo block in W.
   const Eigen::MatrixXd G_unrelaxed = C.transpose() * symmetric_fock_response(jk, comm, C, P) * C_occ;
   Eigen::MatrixXd lagrangian = G_unrelaxed.bottomRows(v) - L2.topRows(nocc).transpose();
@@ -255,7 +265,7 @@ Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const 
     for (Eigen::Index a = 0; a < v; ++a) delta(a, k) = eps(nocc + a) - eps(k);
   OccupiedFockResponse response(jk, C_occ, budget);
   const ZVector solution =
-      solve_z_vector(response, comm, C_occ, C_vir, delta, -lagrangian, z_convergence, out.cphf_iterations);
+      solve_z_vector(response, comm, C_occ, C_vir, delta, -lagrangian, z_convergence, out.cphf_iterations, progress);
   const Eigen::MatrixXd& z = solution.z;
   P.block(nocc, 0, v, nocc) = 0.5 * z;
   P.block(0, nocc, nocc, v) = 0.5 * z.transpose();
@@ -276,6 +286,12 @@ Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const 
   W.topLeftCorner(nocc, nocc) += 0.5 * (G_unrelaxed.topRows(nocc) + solution.occupied_response);
   out.energy_weighted = C * W * C.transpose();
   return out;
+}
+
+void report_z_vector_iteration(const Progress& progress, int iteration, double residual) {
+  char line[96];
+  std::snprintf(line, sizeof line, "MP2 gradient: Z-vector iter %3d  max |residual| = %.3e", iteration, residual);
+  progress.message(line);
 }
 
 }  // namespace dfmp2

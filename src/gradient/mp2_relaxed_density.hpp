@@ -30,6 +30,7 @@
 #include "src/common/memory.hpp"
 #include "src/common/memory_plan.hpp"
 #include "src/common/parallel.hpp"
+#include "src/common/progress.hpp"
 #include "src/integrals/shell_pairs.hpp"
 #include "src/scf/df_fock.hpp"
 #include "src/scf/orbitals.hpp"
@@ -87,6 +88,10 @@ struct Mp2GradientDensities {
 Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const libint2::BasisSet& ri_aux,
                                             const ShellPairs& pairs, DensityFittedFock& jk, const Orbitals& orbitals,
                                             const Mp2GradientPlan& plan, MemoryBudget& budget, Communicator& comm,
-                                            double z_convergence);
+                                            double z_convergence, Progress& progress);
+
+// A Z-vector iteration's line on stderr (RHF's and UHF's solvers): its number and largest
+// residual element.
+void report_z_vector_iteration(const Progress& progress, int iteration, double residual);
 
 }  // namespace dfmp2

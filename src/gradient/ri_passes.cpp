@@ -63,7 +63,7 @@ std::size_t ri_batch_functions(const libint2::BasisSet& ri_aux, const Mp2Gradien
   const std::size_t other = smallest_batches.pass.ram_bytes() - smallest + 2 * MemoryBudget::kPageSlack;
   const std::size_t per_function = sizeof(double) * (sizes.ao_batch(1) + sizes.mo_batch(1));
   const std::size_t fit = room > other ? (room - other) / per_function : 0;
-  const std::size_t share = (sizes.naux + std::size_t(ranks) - 1) / std::size_t(ranks);
+  const std::size_t share = share_of(sizes.naux, 0, ranks).size();  // the largest
   return std::clamp(fit, largest_shell, std::max(largest_shell, share));
 }
 
@@ -76,8 +76,10 @@ void RiPasses::for_each_function(
   LargeArray<double> mo = budget.allocate<double>(sizes.mo_batch(batch_functions), "(P|pq) of a batch");
   LargeArray<double> workspace =
       budget.allocate<double>(ri_transform_workspace(sizes), "the transform's per-thread buffers");
-  const std::vector<ShellRange> batches = shell_batches(ri_aux, {0, ri_aux.size()}, batch_functions);
-  for (const ShellRange& batch : round_robin_share(batches, comm.rank(), comm.size())) {
+  const std::vector<ShellRange> mine =
+      round_robin_share(shell_batches(ri_aux, {0, ri_aux.size()}, batch_functions), comm.rank(), comm.size());
+  for (std::size_t b = 0; b < mine.size(); ++b) {
+    const ShellRange& batch = mine[b];
     const std::size_t first = first_function(ri_aux, batch.first), count = function_count(ri_aux, batch);
     integrals.compute(batch, {0, obs.size()}, ao.data());
     for (std::size_t t = 0; t < transforms.size(); ++t) {
@@ -88,6 +90,7 @@ void RiPasses::for_each_function(
         use(t, static_cast<Eigen::Index>(first + f),
             Eigen::Map<const Eigen::MatrixXd>(mo.data() + f * block, left.cols(), right.cols()));
     }
+    if (progress) progress(static_cast<double>(b + 1) / static_cast<double>(mine.size()));
   }
 }
 

@@ -64,6 +64,7 @@ struct RiPasses {
   std::size_t batch_functions;
   MemoryBudget& budget;
   Communicator& comm;
+  std::function<void(double done)> progress;  // optional: the share of this rank's batches done, after each
 
   // use(t, P, B) for every RI function P of this rank's batches (every size-th) and every transform t, B = leftᵀ (P|μν) right
   // (left.cols() × right.cols()), one batch of RI shells at a time: each batch's integrals are

@@ -158,7 +158,8 @@ struct SpinZVector {
 // ½ Z^σ, and K(Z^σ) = K(L Rᵀ) + K(L Rᵀ)ᵀ. Each build's occupied blocks are summed with z's own
 // coefficients, as the RHF solver does.
 SpinZVector solve_spin_z_vector(DensityFittedFock& jk, const std::array<SpinBlocks, 2>& spins,
-                                const SpinMatrices& delta, const SpinMatrices& b, double convergence, int& iterations) {
+                                const SpinMatrices& delta, const SpinMatrices& b, double convergence, int& iterations,
+                                const Progress& progress) {
   SpinMatrices occupied_block;
   const auto apply = [&](const SpinMatrices& z) {
     const SpinMatrices left{spins[0].C_vir * z[0], spins[1].C_vir * z[1]};
@@ -190,7 +191,12 @@ SpinZVector solve_spin_z_vector(DensityFittedFock& jk, const std::array<SpinBloc
   SpinMatrices p = precondition(r);
   double rs = spin_dot(r, p);
   constexpr int kMaxIterations = 100;
-  for (iterations = 0; largest_element(r) >= convergence; ++iterations) {
+  const auto converged = [&] {
+    const double residual = largest_element(r);
+    report_z_vector_iteration(progress, iterations, residual);
+    return residual < convergence;
+  };
+  for (iterations = 0; !converged(); ++iterations) {
     if (iterations == kMaxIterations) throw ConvergenceError("the MP2 gradient's Z-vector equations did not converge");
     const SpinMatrices Ap = apply(p);
     const double alpha = rs / spin_dot(p, Ap);
@@ -224,7 +230,7 @@ Mp2GradientPlan plan_ump2_gradient(const libint2::BasisSet& ri_aux, const Mp2Gra
 Ump2GradientDensities ump2_gradient_densities(const libint2::BasisSet& obs, const libint2::BasisSet& ri_aux,
                                               const ShellPairs& pairs, DensityFittedFock& jk,
                                               const Orbitals& orbitals, const Mp2GradientPlan& plan,
-                                              MemoryBudget& budget, double z_convergence) {
+                                              MemoryBudget& budget, double z_convergence, Progress& progress) {
   // The plan's sizes with the orbitals' nmo: linear dependencies can only have removed virtuals,
   // so every array is at most as planned.
   std::array<Mp2GradientSizes, 2> s{plan.sizes, plan.beta.value_or(plan.sizes)};
@@ -243,7 +249,8 @@ Ump2GradientDensities ump2_gradient_densities(const libint2::BasisSet& obs, cons
   const auto fit_memory = budget.reserve(ri_fit_bytes(s[0].naux), "the RI metric, its fit and V_PQ");
   const Eigen::MatrixXd metric = coulomb_metric(ri_aux);
   Communicator one_rank;  // the UHF gradient runs on one MPI rank (the driver refuses more)
-  const RiPasses passes{obs, ri_aux, pairs, metric, s[0], plan.batch_functions, budget, one_rank};
+  const RiPasses passes{obs, ri_aux, pairs, metric, s[0], plan.batch_functions, budget, one_rank,
+                        [&progress](double done) { progress.fraction(done); }};
 
   // Each spin's (P|ia) and c_ia^P = Σ_Q [J⁻¹]_PQ (Q|ia), row-major [P][i·v + a].
   std::array<LargeArray<double>, 2> raw;
@@ -252,6 +259,7 @@ Ump2GradientDensities ump2_gradient_densities(const libint2::BasisSet& obs, cons
     raw[spin] = budget.allocate<double>(s[spin].naux * s[spin].ov(), std::string("(P|ia), ") + kSpinName[spin]);
     active_virtual.push_back({x[spin].C.middleCols(nfz, x[spin].active), x[spin].C_vir});
   }
+  progress.begin("MP2 gradient: (P|ia), α and β (batches of RI shells)");
   passes.for_each_function(active_virtual,
                            [&](std::size_t spin, Eigen::Index P, const Eigen::Map<const Eigen::MatrixXd>& B) {
                              Eigen::Map<RowMajorMatrix>(raw[spin].data() + P * x[spin].ov(), x[spin].active,
@@ -274,6 +282,7 @@ Ump2GradientDensities ump2_gradient_densities(const libint2::BasisSet& obs, cons
       std::copy(raw[spin].begin(), raw[spin].end(), c[spin].begin());
       fit.apply_inverse(c[spin].data(), s[spin].ov());
     }
+    progress.message("MP2 gradient: amplitudes, P and Γ (αα, ββ, αβ)");
     for (int spin = 0; spin < 2; ++spin)
       out.e_mp2 += same_spin_pairs(x[spin], naux, raw[spin].data(), c[spin].data(), out.gamma[spin].data(),
                                    P_mp2[spin], budget);
@@ -298,6 +307,7 @@ Ump2GradientDensities ump2_gradient_densities(const libint2::BasisSet& obs, cons
     L2[spin] = Eigen::MatrixXd::Zero(x[spin].nmo, x[spin].nvir);
     all_transformed.push_back({x[spin].C, x[spin].C.rightCols(m)});
   }
+  progress.begin("MP2 gradient: (P|pq) and the Lagrangian, α and β (batches of RI shells)");
   passes.for_each_function(all_transformed,
                            [&](std::size_t spin, Eigen::Index P, const Eigen::Map<const Eigen::MatrixXd>& B) {
                              const Eigen::Index o = x[spin].active, v = x[spin].nvir;
@@ -322,6 +332,7 @@ Ump2GradientDensities ump2_gradient_densities(const libint2::BasisSet& obs, cons
   }
 
   // C^σᵀ G^σ(P) C_o^σ: only its occupied columns are used, its vo block here, its oo block in W.
+  progress.message("MP2 gradient: the orbital Lagrangian's J/K, then the Z-vector");
   SpinMatrices G_unrelaxed;
   {
     const std::array<Eigen::MatrixXd, 2> alpha = jk.coulomb_exchange_of_symmetric(x[0].C, P[0]),
@@ -340,7 +351,7 @@ Ump2GradientDensities ump2_gradient_densities(const libint2::BasisSet& obs, cons
     for (Eigen::Index k = 0; k < b.nocc; ++k)
       for (Eigen::Index a = 0; a < b.nvir; ++a) delta[spin](a, k) = b.eps_virtual(a) - b.eps(k);
   }
-  const SpinZVector solution = solve_spin_z_vector(jk, x, delta, rhs, z_convergence, out.cphf_iterations);
+  const SpinZVector solution = solve_spin_z_vector(jk, x, delta, rhs, z_convergence, out.cphf_iterations, progress);
 
   // W^σ: the coefficients of S^x_pq, block by block, as the RHF densities' with X^σ.
   out.energy_weighted = Eigen::MatrixXd::Zero(x[0].C.rows(), x[0].C.rows());

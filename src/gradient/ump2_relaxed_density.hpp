@@ -64,6 +64,6 @@ struct Ump2GradientDensities {
 Ump2GradientDensities ump2_gradient_densities(const libint2::BasisSet& obs, const libint2::BasisSet& ri_aux,
                                               const ShellPairs& pairs, DensityFittedFock& jk,
                                               const Orbitals& orbitals, const Mp2GradientPlan& plan,
-                                              MemoryBudget& budget, double z_convergence);
+                                              MemoryBudget& budget, double z_convergence, Progress& progress);
 
 }  // namespace dfmp2

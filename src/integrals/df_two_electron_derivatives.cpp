@@ -16,7 +16,7 @@ namespace {
 // rank's share of the naux, at least one function.
 std::size_t functions_per_batch(std::size_t row_elements, std::size_t naux, const Communicator& comm) {
   constexpr std::size_t kBatchBytes = std::size_t(64) << 20;
-  const std::size_t share = (naux + std::size_t(comm.size()) - 1) / std::size_t(comm.size());
+  const std::size_t share = share_of(naux, 0, comm.size()).size();  // the largest
   return std::max<std::size_t>(1, std::min(share, kBatchBytes / (sizeof(double) * row_elements)));
 }
 
@@ -25,7 +25,7 @@ std::size_t functions_per_batch(std::size_t row_elements, std::size_t naux, cons
 Eigen::MatrixXd three_centre_gradient_of_squares(const libint2::BasisSet& aux, const libint2::BasisSet& obs,
                                                  const ShellPairs& pairs, const Molecule& mol,
                                                  const std::function<void(Eigen::Index P, double* square)>& gamma,
-                                                 Communicator& comm) {
+                                                 Communicator& comm, const std::function<void(double done)>& progress) {
   // The squares of one batch of auxiliary shells at a time (at most 64 MiB).
   const std::size_t n = obs.nbf(), square = n * n;
   const std::size_t batch_functions = functions_per_batch(square, aux.nbf(), comm);
@@ -48,6 +48,7 @@ Eigen::MatrixXd three_centre_gradient_of_squares(const libint2::BasisSet& aux, c
         out = std::copy(from + first_function(obs, s2), from + first_function(obs, s2 + 1), out);
       }
   };
+  density.progress = progress;
   Eigen::MatrixXd gradient = three_centre_gradient(aux, obs, pairs, mol, density);
   comm.allreduce_sum(gradient.data(), static_cast<std::size_t>(gradient.size()));
   return gradient;
@@ -55,7 +56,8 @@ Eigen::MatrixXd three_centre_gradient_of_squares(const libint2::BasisSet& aux, c
 
 Eigen::MatrixXd density_fitted_two_electron_gradient(const libint2::BasisSet& obs, const libint2::BasisSet& aux,
                                                      const ShellPairs& pairs, const Molecule& mol,
-                                                     const SeparableDensities& densities, Communicator& comm) {
+                                                     const SeparableDensities& densities, Communicator& comm,
+                                                     const std::function<void(double done)>& progress) {
   const kernels::BlockPackedLayout& layout = pairs.layout;
   const auto nbf = static_cast<Eigen::Index>(obs.nbf()), naux = static_cast<Eigen::Index>(aux.nbf());
   const std::size_t stored = layout.size();
@@ -136,7 +138,7 @@ Eigen::MatrixXd density_fitted_two_electron_gradient(const libint2::BasisSet& ob
       gamma_P.noalias() -= AcC_P * C.transpose();
       gamma_P.noalias() -= C * AcC_P.transpose();
     }
-  }, comm);
+  }, comm, progress);
   return three_centre + metric_gradient(aux, mol, metric_weights);
 }
 

@@ -11,6 +11,8 @@
 // (Psi4's DFJKGrad, PySCF's df.grad.rhf). J⁻¹ is the SCF fit's own (CoulombFitting), the pairs
 // those its tensor stores: the derivative of the energy the DF-SCF computed. Both functions are
 // collective: the ranks share the batches of auxiliary shells, and each returns the whole sum.
+// `progress`, when given, is told 0 when the derivative integrals start, then the share of this
+// rank's batches of them done.
 #pragma once
 
 #include <functional>
@@ -35,13 +37,15 @@ struct SeparableDensities {
 // natom × 3 (x, y, z).
 Eigen::MatrixXd density_fitted_two_electron_gradient(const libint2::BasisSet& obs, const libint2::BasisSet& aux,
                                                      const ShellPairs& pairs, const Molecule& mol,
-                                                     const SeparableDensities& densities, Communicator& comm);
+                                                     const SeparableDensities& densities, Communicator& comm,
+                                                     const std::function<void(double done)>& progress = {});
 
 // Σ_Pμν Γ^P_μν ∂(P|μν)/∂R_A for a Γ made one auxiliary function at a time as a dense symmetric
 // nbf × nbf square: gamma(P, square) writes Γ^P (called from several threads at once).
 Eigen::MatrixXd three_centre_gradient_of_squares(const libint2::BasisSet& aux, const libint2::BasisSet& obs,
                                                  const ShellPairs& pairs, const Molecule& mol,
                                                  const std::function<void(Eigen::Index P, double* square)>& gamma,
-                                                 Communicator& comm);
+                                                 Communicator& comm,
+                                                 const std::function<void(double done)>& progress = {});
 
 }  // namespace dfmp2

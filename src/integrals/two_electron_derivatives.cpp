@@ -172,7 +172,9 @@ Eigen::MatrixXd three_centre_gradient(const libint2::BasisSet& aux, const libint
   auto engines = engines_per_thread(coulomb_engine(std::max(aux.max_nprim(), obs.max_nprim()),
                                                    std::max(aux.max_l(), obs.max_l() + 1), BraKet::xs_xx));
   ThreadGradients g(mol.atoms.size());
-  for (const ShellRange batch : gamma.batches) {
+  if (gamma.progress) gamma.progress(0.0);
+  for (std::size_t b = 0; b < gamma.batches.size(); ++b) {
+    const ShellRange batch = gamma.batches[b];
     gamma.load(batch);
 #pragma omp parallel
     {
@@ -200,6 +202,7 @@ Eigen::MatrixXd three_centre_gradient(const libint2::BasisSet& aux, const libint
         }
       }
     }
+    if (gamma.progress) gamma.progress(static_cast<double>(b + 1) / static_cast<double>(gamma.batches.size()));
   }
   return g.sum();
 }

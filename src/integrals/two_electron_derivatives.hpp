@@ -32,6 +32,8 @@ struct ThreeCentreDensity {
   // Writes the block of auxiliary shell p (of the loaded batch) and orbital shells s1 ≥ s2,
   // row-major [P][μ][ν], to out; called from several threads at once.
   std::function<void(std::size_t p, std::size_t s1, std::size_t s2, double* out)> block;
+  // Optional: told 0 before the first batch, then the share of the batches done after each.
+  std::function<void(double done)> progress;
 };
 
 // Σ_Pμν Γ^P_μν ∂(P|μν)/∂R_A, μν over every orbital function pair (both orders), from the shell

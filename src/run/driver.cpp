@@ -176,7 +176,8 @@ PreparedRun::PreparedRun(const RunInput& input, const RunOptions& options, Progr
       const Mp2Gradient gradient = timed(stages, r.gemm_rates, budget, "gradient", [&] {
         const Mp2GradientInput in{problem.obs,      problem.aux,  *problem.jk_aux,     problem.pairs,
                                   problem.molecule, scf.orbitals, *plan.mp2_gradient,
-                                  options.scf.d_convergence_for(scf.orbitals.spin_count())};
+                                  options.scf.d_convergence_for(scf.orbitals.spin_count()),
+                                  context.progress};
         return density_fitted_mp2_gradient(in, dynamic_cast<DensityFittedFock&>(*integrals.fock), *budget,
                                            context.comm);
       });

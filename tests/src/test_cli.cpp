@@ -157,10 +157,11 @@ TEST_CASE("the report names the OpenBLAS kernels and notes when OPENBLAS_CORETYP
 TEST_CASE("progress goes to stderr unless --quiet") {
   TempDir dir;
   const std::string xyz = dir.write("water.xyz", kWater);
-  const CommandResult r = run_dfmp2(xyz + " --basis cc-pvdz");
+  const CommandResult r = run_dfmp2(xyz + " --basis cc-pvdz --gradient");
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.err, Catch::Contains("SCF iter"));
-  const CommandResult quiet = run_dfmp2(xyz + " --basis cc-pvdz --quiet");
+  CHECK_THAT(r.err, Catch::Contains("MP2 gradient: Z-vector iter   0  max |residual| = "));
+  const CommandResult quiet = run_dfmp2(xyz + " --basis cc-pvdz --gradient --quiet");
   REQUIRE(quiet.exit_code == 0);
   CHECK(without_notes(quiet.err).empty());
 }
