@@ -34,7 +34,7 @@ struct Mp2Densities {
 // The SCF gradient's terms with the MP2 densities added to the SCF's, D + P in ∂H and
 // W_SCF + W in ∂S, the JK set's separable term with A = ½ D + P and A_s = ½ D_s + P^s, and the RI
 // set's; the relaxed dipole moment of D + P.
-Mp2Gradient contract(const Mp2GradientInput& in, const Mp2Densities& mp2, Communicator& comm) {
+Mp2Gradient contract(const Mp2GradientInput& in, const Mp2Densities& mp2, DensityFittedFock& jk, Communicator& comm) {
   const ScfDensities scf = scf_densities(in.orbitals);
   ScfDensities one_electron = scf;
   one_electron.total += mp2.relaxed;
@@ -66,8 +66,8 @@ Mp2Gradient contract(const Mp2GradientInput& in, const Mp2Densities& mp2, Commun
   out.dipole = dipole_moment(in.obs, in.mol, one_electron.total);
   out.gradient = scf_gradient_without_two_electron(in.obs, in.mol, one_electron);
   in.progress.message("MP2 gradient: JK-set fitted coefficients and metric terms");
-  out.gradient += density_fitted_two_electron_gradient(in.obs, in.jk_aux, in.pairs, in.mol, separable, comm,
-                                                       derivative_integrals("JK"));
+  out.gradient += density_fitted_two_electron_gradient(in.obs, in.jk_aux, in.pairs, jk.factors(), in.mol, separable,
+                                                       comm, derivative_integrals("JK"));
   out.gradient +=
       three_centre_gradient_of_squares(in.ri_aux, in.obs, in.pairs, in.mol, gamma, comm, derivative_integrals("RI")) +
       metric_gradient(in.ri_aux, in.mol, mp2.metric);
@@ -98,7 +98,7 @@ Mp2Gradient density_fitted_mp2_gradient(const Mp2GradientInput& in, DensityFitte
                          gamma_spin(mp2.gamma[1].data(), *in.orbitals.beta, nfrozen)},
                         2.0,
                         -mp2.metric},
-                   comm);
+                   jk, comm);
     out.e_mp2 = mp2.e_mp2;
     out.cphf_iterations = mp2.cphf_iterations;
   } else {
@@ -111,7 +111,7 @@ Mp2Gradient density_fitted_mp2_gradient(const Mp2GradientInput& in, DensityFitte
                         {gamma_spin(mp2.gamma.data(), in.orbitals, nfrozen)},
                         4.0,
                         -2.0 * mp2.metric},
-                   comm);
+                   jk, comm);
     out.e_mp2 = mp2.e_mp2;
     out.cphf_iterations = mp2.cphf_iterations;
   }

@@ -59,7 +59,7 @@ CoulombFitting::CoulombFitting(const Eigen::MatrixXd& metric, double condition) 
   factor_ = eig.vectors * inv_sqrt.asDiagonal() * eig.vectors.transpose();
 }
 
-void CoulombFitting::fit_columns(double* data, std::size_t ncols, bool inverse) const {
+void CoulombFitting::fit_columns(double* data, std::size_t ncols, bool fit, bool transpose) const {
   // Threads fit blocks of x, each with single-threaded BLAS: no temporary the size of A.
   constexpr std::size_t kBlock = 2048;
   const Eigen::Index naux = factor_.rows();
@@ -72,13 +72,11 @@ void CoulombFitting::fit_columns(double* data, std::size_t ncols, bool inverse) 
       const auto rows = static_cast<Eigen::Index>(std::min(kBlock, ncols - first));
       Strided A(data + first, rows, naux, Eigen::OuterStride<>(static_cast<Eigen::Index>(ncols)));
       if (cholesky_) {  // M = L⁻¹
-        factor_.triangularView<Eigen::Lower>().transpose().solveInPlace<Eigen::OnTheRight>(A);
-        if (inverse) factor_.triangularView<Eigen::Lower>().solveInPlace<Eigen::OnTheRight>(A);
-      } else {  // M = J^-1/2, symmetric
-        fitted.noalias() = A * factor_;
-        if (inverse) {
-          A.noalias() = fitted * factor_;
-        } else {
+        if (fit) factor_.triangularView<Eigen::Lower>().transpose().solveInPlace<Eigen::OnTheRight>(A);
+        if (transpose) factor_.triangularView<Eigen::Lower>().solveInPlace<Eigen::OnTheRight>(A);
+      } else {  // M = J^-1/2, symmetric: A M once or twice
+        for (int times = int(fit) + int(transpose); times > 0; --times) {
+          fitted.noalias() = A * factor_;
           A = fitted;
         }
       }

@@ -20,10 +20,12 @@ class CoulombFitting {
   explicit CoulombFitting(const Eigen::MatrixXd& metric, double condition = 1e-10);
 
   // In place on row-major [naux][ncols] data: row P becomes B^P.
-  void apply(double* data, std::size_t ncols) const { fit_columns(data, ncols, false); }
+  void apply(double* data, std::size_t ncols) const { fit_columns(data, ncols, true, false); }
   // The same, row P becoming Σ_Q (Mᵀ M)_PQ (Q|x): J⁻¹ (P|x) with the fit's own inverse (its
   // dropped eigenvalues dropped), the coefficients the DF gradients contract.
-  void apply_inverse(double* data, std::size_t ncols) const { fit_columns(data, ncols, true); }
+  void apply_inverse(double* data, std::size_t ncols) const { fit_columns(data, ncols, true, true); }
+  // The same, row P becoming Σ_Q M_QP x_Q: from fitted rows B^Q, those coefficients, Mᵀ B = J⁻¹ (P|x).
+  void apply_transpose(double* data, std::size_t ncols) const { fit_columns(data, ncols, false, true); }
   // In place on row-major [nrows][naux] data: row x becomes B^Q_x for every Q.
   void apply_to_rows(double* data, std::size_t nrows) const;
   // Floating-point work of apply.
@@ -33,8 +35,9 @@ class CoulombFitting {
   static std::size_t peak_bytes(std::size_t naux);
 
  private:
-  // B = A Mᵀ on the column-major ncols × naux A the row-major data is; then B M when `inverse`.
-  void fit_columns(double* data, std::size_t ncols, bool inverse) const;
+  // On the column-major ncols × naux A the row-major data is: A Mᵀ when `fit`, then times M when
+  // `transpose`.
+  void fit_columns(double* data, std::size_t ncols, bool fit, bool transpose) const;
 
   Eigen::MatrixXd factor_;  // lower Cholesky factor L, or J^-1/2
   bool cholesky_ = true;

@@ -53,7 +53,7 @@ FittedTensorStore::FittedTensorStore(const libint2::BasisSet& obs, const libint2
                                      const FittedTensorPlan& plan, MemoryBudget& budget,
                                      const ScratchDirectory* scratch, Communicator& comm,
                                      const std::function<void(double)>& progress)
-    : store_(plan.q.size(), plan.stored, plan.ram_rows, budget, scratch, "the DF-SCF three-index tensor") {
+    : q_(plan.q), store_(plan.q.size(), plan.stored, plan.ram_rows, budget, scratch, "the DF-SCF three-index tensor") {
   const auto fit_memory = budget.reserve(CoulombFitting::peak_bytes(plan.naux), "the DF-SCF fitting metric");
   const Eigen::MatrixXd metric = coulomb_metric(aux);
   const ThreeIndexIntegrals integrals(aux, obs, pairs, metric);

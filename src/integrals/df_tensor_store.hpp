@@ -59,12 +59,15 @@ class FittedTensorStore {
                     Communicator& comm, const std::function<void(double)>& progress);
 
   std::size_t rows() const { return store_.rows(); }
-  // This rank's rows B^Q in order, in blocks (see RowStore::for_each_block).
+  Range q() const { return q_; }  // this rank's rows' fitting functions Q
+  // This rank's rows B^Q in order, in blocks (see RowStore::for_each_block; first_row counts from
+  // q().begin).
   void for_each_block(const RowStore::Visit& visit);
   // The integrals' and the fitting's work.
   const StageWork& setup_work() const { return work_; }
 
  private:
+  Range q_;
   RowStore store_;
   LargeArray<double> read_buffers_;
   StageWork work_;

@@ -6,7 +6,6 @@
 #include "kernels/block_packed.hpp"
 #include "src/integrals/density_fitting.hpp"
 #include "src/integrals/shell_ranges.hpp"
-#include "src/integrals/three_index.hpp"
 #include "src/integrals/two_electron_derivatives.hpp"
 
 namespace dfmp2 {
@@ -55,8 +54,9 @@ Eigen::MatrixXd three_centre_gradient_of_squares(const libint2::BasisSet& aux, c
 }
 
 Eigen::MatrixXd density_fitted_two_electron_gradient(const libint2::BasisSet& obs, const libint2::BasisSet& aux,
-                                                     const ShellPairs& pairs, const Molecule& mol,
-                                                     const SeparableDensities& densities, Communicator& comm,
+                                                     const ShellPairs& pairs, FittedTensorStore& factors,
+                                                     const Molecule& mol, const SeparableDensities& densities,
+                                                     Communicator& comm,
                                                      const std::function<void(double done)>& progress) {
   const kernels::BlockPackedLayout& layout = pairs.layout;
   const auto nbf = static_cast<Eigen::Index>(obs.nbf()), naux = static_cast<Eigen::Index>(aux.nbf());
@@ -64,61 +64,53 @@ Eigen::MatrixXd density_fitted_two_electron_gradient(const libint2::BasisSet& ob
   const Eigen::MatrixXd& D = densities.density;
   const Eigen::MatrixXd& A = densities.coulomb_partner;
 
-  // d_P and c^P C_s from the raw (P|μν), one batch of auxiliary shells at a time (at most 64 MiB),
-  // and the fit J⁻¹ (it mixes only P) applied to them afterwards: c^P_μν itself, as large as the
-  // SCF's tensor, is never held.
+  // d_P and c^P C_s from the SCF's fitted factors B^Q = Σ_P M_QP (P|μν), block by block as the
+  // store serves them, and Mᵀ (it mixes only Q) applied afterwards, c^P = Σ_Q M_QP B^Q = J⁻¹ (P|μν):
+  // c^P_μν itself, as large as the SCF's tensor, is never held.
   const Eigen::MatrixXd metric = coulomb_metric(aux);
-  const ThreeIndexIntegrals integrals(aux, obs, pairs, metric);
   const std::vector<double> D_weights = kernels::pack_weighted(layout, D.data());
   const std::vector<double> A_weights = kernels::pack_weighted(layout, A.data());
-  // This rank's batches fill their P; the others' stay zero for the sum over ranks.
+  // This rank's rows fill their Q; the others' stay zero for the sum over ranks.
   Eigen::VectorXd d_D = Eigen::VectorXd::Zero(naux), d_A = Eigen::VectorXd::Zero(naux);
-  // Per spin, column P: c^P C_s and A_s c^P C_s, each nbf × nocc_s.
+  // Per spin, column P: c^P C_s (first B^Q C_s) and A_s c^P C_s, each nbf × nocc_s.
   std::vector<Eigen::MatrixXd> cC, AcC;
   for (const Eigen::MatrixXd& C : densities.occupied) {
     cC.push_back(Eigen::MatrixXd::Zero(nbf * C.cols(), naux));
     AcC.emplace_back(nbf * C.cols(), naux);
   }
-  const std::size_t batch_functions = functions_per_batch(stored, aux.nbf(), comm);
-  std::vector<double> raw;
-  const std::vector<ShellRange> batches = shell_batches(aux, {0, aux.size()}, batch_functions);
-  for (const ShellRange& batch : round_robin_share(batches, comm.rank(), comm.size())) {
-    const auto first = static_cast<Eigen::Index>(first_function(aux, batch.first));
-    const auto count = static_cast<Eigen::Index>(function_count(aux, batch));
-    raw.resize(static_cast<std::size_t>(count) * stored);
-    integrals.compute(batch, {0, obs.size()}, raw.data());
+  factors.for_each_block([&](std::size_t first_row, std::size_t nrows, const double* rows) {
+    const auto first = static_cast<Eigen::Index>(factors.q().begin + first_row);
+    const auto count = static_cast<Eigen::Index>(nrows);
 #pragma omp parallel
     {
       Eigen::MatrixXd square(nbf, nbf);
 #pragma omp for schedule(dynamic)
       for (Eigen::Index f = 0; f < count; ++f) {
-        const double* row = raw.data() + static_cast<std::size_t>(f) * stored;
-        const Eigen::Index P = first + f;
-        d_D(P) = std::inner_product(row, row + stored, D_weights.begin(), 0.0);
-        d_A(P) = std::inner_product(row, row + stored, A_weights.begin(), 0.0);
+        const double* row = rows + static_cast<std::size_t>(f) * stored;
+        const Eigen::Index Q = first + f;
+        d_D(Q) = std::inner_product(row, row + stored, D_weights.begin(), 0.0);
+        d_A(Q) = std::inner_product(row, row + stored, A_weights.begin(), 0.0);
         kernels::unpack_symmetric(layout, row, square.data());
         for (std::size_t s = 0; s < densities.occupied.size(); ++s) {
           const Eigen::MatrixXd& C = densities.occupied[s];
-          Eigen::Map<Eigen::MatrixXd>(cC[s].col(P).data(), nbf, C.cols()).noalias() = square * C;
+          Eigen::Map<Eigen::MatrixXd>(cC[s].col(Q).data(), nbf, C.cols()).noalias() = square * C;
         }
       }
     }
-  }
-  raw = std::vector<double>();
+  });
   comm.allreduce_sum(d_D.data(), static_cast<std::size_t>(naux));
   comm.allreduce_sum(d_A.data(), static_cast<std::size_t>(naux));
   for (Eigen::MatrixXd& cC_s : cC) comm.allreduce_sum(cC_s.data(), static_cast<std::size_t>(cC_s.size()));
   const CoulombFitting fit(metric);
-  fit.apply_inverse(d_D.data(), 1);
-  fit.apply_inverse(d_A.data(), 1);
-  for (Eigen::MatrixXd& cC_s : cC) fit.apply_inverse(cC_s.data(), static_cast<std::size_t>(cC_s.rows()));
-#pragma omp parallel for schedule(dynamic)
-  for (Eigen::Index P = 0; P < naux; ++P)
-    for (std::size_t s = 0; s < cC.size(); ++s) {
-      const Eigen::Index nocc = densities.occupied[s].cols();
-      const Eigen::Map<const Eigen::MatrixXd> cC_P(cC[s].col(P).data(), nbf, nocc);
-      Eigen::Map<Eigen::MatrixXd>(AcC[s].col(P).data(), nbf, nocc).noalias() = densities.exchange_partners[s] * cC_P;
-    }
+  fit.apply_transpose(d_D.data(), 1);
+  fit.apply_transpose(d_A.data(), 1);
+  for (Eigen::MatrixXd& cC_s : cC) fit.apply_transpose(cC_s.data(), static_cast<std::size_t>(cC_s.rows()));
+  // Every P's nbf × nocc block side by side is cC's own storage: A_s c^P C_s for all P is one GEMM.
+  for (std::size_t s = 0; s < cC.size(); ++s) {
+    const Eigen::Index columns = cC[s].size() / nbf;
+    Eigen::Map<Eigen::MatrixXd>(AcC[s].data(), nbf, columns).noalias() =
+        densities.exchange_partners[s] * Eigen::Map<const Eigen::MatrixXd>(cC[s].data(), nbf, columns);
+  }
   Eigen::MatrixXd metric_weights = -0.5 * (d_A * d_D.transpose() + d_D * d_A.transpose());
   // Σ_s tr(c^P A_s c^Q C_s C_sᵀ), each rank its rows P.
   const Range rows = share_of(static_cast<std::size_t>(naux), comm.rank(), comm.size());

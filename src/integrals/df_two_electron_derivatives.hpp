@@ -9,8 +9,9 @@
 //   Γ^P = d_P(D) A + d_P(A) D − Σ_s (A_s c^P C_s C_sᵀ + C_s C_sᵀ c^P A_s),
 //   M_PQ = −½ (d_P(A) d_Q(D) + d_P(D) d_Q(A)) + Σ_s tr(c^P A_s c^Q C_s C_sᵀ)
 // (Psi4's DFJKGrad, PySCF's df.grad.rhf). J⁻¹ is the SCF fit's own (CoulombFitting), the pairs
-// those its tensor stores: the derivative of the energy the DF-SCF computed. Both functions are
-// collective: the ranks share the batches of auxiliary shells, and each returns the whole sum.
+// those its tensor stores: the derivative of the energy the DF-SCF computed; c^P comes from that
+// tensor's fitted factors (`factors`, each rank its Q), not from the integrals anew. Both functions
+// are collective: the ranks share the batches of auxiliary shells, and each returns the whole sum.
 // `progress`, when given, is told 0 when the derivative integrals start, then the share of this
 // rank's batches of them done.
 #pragma once
@@ -22,6 +23,7 @@
 #include <libint2/basis.h>
 
 #include "src/common/parallel.hpp"
+#include "src/integrals/df_tensor_store.hpp"
 #include "src/integrals/shell_pairs.hpp"
 #include "src/molecule/molecule.hpp"
 
@@ -36,8 +38,9 @@ struct SeparableDensities {
 
 // natom × 3 (x, y, z).
 Eigen::MatrixXd density_fitted_two_electron_gradient(const libint2::BasisSet& obs, const libint2::BasisSet& aux,
-                                                     const ShellPairs& pairs, const Molecule& mol,
-                                                     const SeparableDensities& densities, Communicator& comm,
+                                                     const ShellPairs& pairs, FittedTensorStore& factors,
+                                                     const Molecule& mol, const SeparableDensities& densities,
+                                                     Communicator& comm,
                                                      const std::function<void(double done)>& progress = {});
 
 // Σ_Pμν Γ^P_μν ∂(P|μν)/∂R_A for a Γ made one auxiliary function at a time as a dense symmetric

@@ -66,6 +66,8 @@ class DensityFittedFock : public FockBuilder {
   std::array<Eigen::MatrixXd, 2> coulomb_exchange_of_symmetric(const Eigen::MatrixXd& C, const Eigen::MatrixXd& P);
   // Work of making the factors (integrals and fitting), apart from the builds' work().
   const StageWork& setup_work() const { return store_.setup_work(); }
+  // This rank's factors B^Q themselves (the DF gradients' coefficients come from them).
+  FittedTensorStore& factors() { return store_; }
 
  private:
   friend class OccupiedFockResponse;

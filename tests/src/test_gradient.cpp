@@ -190,7 +190,8 @@ double two_electron_energy(const libint2::BasisSet& obs, const std::vector<Eigen
 struct ScfRun {
   double energy = 0.0;
   Orbitals orbitals;
-  Problem problem;  // its basis sets (obs, jk_aux) and shell pairs
+  Problem problem;             // its basis sets (obs, jk_aux) and shell pairs
+  Eigen::MatrixXd df_gradient;  // the DF-SCF's gradient, when asked for
 };
 
 // dfmp2's stages on `mol` up to its SCF, converged tightly (d_convergence 1e-10), then
@@ -214,24 +215,28 @@ auto after_scf(const Molecule& mol, RunOptions options, Then&& then) {
 
 // dfmp2's SCF (RHF or UHF as the multiplicity says) on `mol`: exact, or density-fitted with the
 // JK set `jk_basis`.
-ScfRun run_scf(const Molecule& mol, const std::string& basis, ScfType type, const std::string& jk_basis = "") {
+// With df_gradient, the DF-SCF gradient too, from the SCF's own tensor while it lives.
+ScfRun run_scf(const Molecule& mol, const std::string& basis, ScfType type, const std::string& jk_basis = "",
+               bool df_gradient = false) {
   RunOptions options;
   options.basis = basis;
   if (!jk_basis.empty()) options.jk_basis = jk_basis;
   options.scf_type = type;
-  return after_scf(mol, options, [](Problem& problem, const RunPlan&, Integrals&, ScfSolution& scf, const RunContext&) {
-    return ScfRun{scf.e_scf, std::move(scf.orbitals), std::move(problem)};
-  });
+  return after_scf(mol, options,
+                   [&](Problem& problem, const RunPlan&, Integrals& integrals, ScfSolution& scf,
+                       const RunContext& context) {
+                     Eigen::MatrixXd gradient;
+                     if (df_gradient)
+                       gradient = density_fitted_scf_gradient(
+                           problem.obs, *problem.jk_aux, problem.pairs,
+                           dynamic_cast<DensityFittedFock&>(*integrals.fock).factors(), mol, scf.orbitals, context.comm);
+                     return ScfRun{scf.e_scf, std::move(scf.orbitals), std::move(problem), std::move(gradient)};
+                   });
 }
 
 ScfRun exact_scf(const Molecule& mol, const std::string& basis) { return run_scf(mol, basis, ScfType::exact); }
-ScfRun df_scf(const Molecule& mol, const std::string& basis, const std::string& jk_basis) {
-  return run_scf(mol, basis, ScfType::df, jk_basis);
-}
-
-Eigen::MatrixXd df_scf_gradient(const ScfRun& scf, const Molecule& mol) {
-  const Problem& p = scf.problem;
-  return density_fitted_scf_gradient(p.obs, *p.jk_aux, p.pairs, mol, scf.orbitals, Communicator::world());
+ScfRun df_scf(const Molecule& mol, const std::string& basis, const std::string& jk_basis, bool gradient = false) {
+  return run_scf(mol, basis, ScfType::df, jk_basis, gradient);
 }
 
 // Psi4's records of one scf_type (tests/reference/psi4_gradients.json).
@@ -267,9 +272,9 @@ void check_df_against_psi4(const std::vector<std::string>& names) {
     if (std::find(names.begin(), names.end(), name) == names.end()) continue;
     INFO(name);
     const Molecule mol = reference_molecule(ref);
-    const ScfRun scf = df_scf(mol, ref["basis"].get<std::string>(), ref["jk_basis"].get<std::string>());
+    const ScfRun scf = df_scf(mol, ref["basis"].get<std::string>(), ref["jk_basis"].get<std::string>(), true);
     CHECK(scf.energy == Approx(ref["e_scf"].get<double>()).margin(1e-9));
-    const Eigen::MatrixXd g = df_scf_gradient(scf, mol);
+    const Eigen::MatrixXd& g = scf.df_gradient;
     check_agree(g, reference_gradient(ref), 1e-7);
     check_no_net_force(g, 1e-8);
     ++compared;
@@ -496,7 +501,7 @@ TEST_CASE("DF-SCF gradients match Psi4 1.3.2's (scf_type df): water RHF, methyl 
 TEST_CASE("a DF-SCF gradient with a ghost atom: the ghost's entry is its functions' force, the forces sum to zero") {
   const Libint2Session session;
   const Molecule mol = water_beside_ghost();
-  const Eigen::MatrixXd g = df_scf_gradient(df_scf(mol, "6-31g*", "cc-pvdz-jkfit"), mol);
+  const Eigen::MatrixXd g = df_scf(mol, "6-31g*", "cc-pvdz-jkfit", true).df_gradient;
   CHECK(g.allFinite());
   CHECK(g.row(3).norm() > 1e-6);
   check_no_net_force(g, 1e-8);
@@ -517,7 +522,7 @@ TEST_CASE("DF-SCF gradients are the differences of dfmp2's DF-SCF energies along
   for (const Molecule& mol : {distorted_water(), pyramidal_methyl(), water_beside_ghost()}) {
     INFO(mol.name);
     const auto energy = [](const Molecule& m) { return df_scf(m, "6-31g*", "cc-pvdz-jkfit").energy; };
-    const Eigen::MatrixXd analytic = df_scf_gradient(df_scf(mol, "6-31g*", "cc-pvdz-jkfit"), mol);
+    const Eigen::MatrixXd analytic = df_scf(mol, "6-31g*", "cc-pvdz-jkfit", true).df_gradient;
     const Eigen::MatrixXd u = random_direction(mol.atoms.size(), 10);
     check_along(analytic, u, directional_difference(mol, u, 4e-3, energy), 1e-8);
     check_no_net_force(analytic, 1e-8);
@@ -545,7 +550,7 @@ TEST_CASE("DF-SCF gradients are the central differences of dfmp2's DF-SCF energi
   for (const Molecule& mol : {distorted_water(), pyramidal_methyl()}) {
     INFO(mol.name);
     const auto energy = [](const Molecule& m) { return df_scf(m, "cc-pvdz", "cc-pvdz-jkfit").energy; };
-    const Eigen::MatrixXd analytic = df_scf_gradient(df_scf(mol, "cc-pvdz", "cc-pvdz-jkfit"), mol);
+    const Eigen::MatrixXd analytic = df_scf(mol, "cc-pvdz", "cc-pvdz-jkfit", true).df_gradient;
     check_agree(analytic, central_differences(mol, 2e-3, energy), 1e-8);
   }
 }
