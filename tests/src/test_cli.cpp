@@ -279,12 +279,15 @@ TEST_CASE("a UHF run with --gradient: the gradient and the relaxed dipole in the
   CHECK(j["reference"] == "uhf");
   REQUIRE(j["gradient"].size() == 2);
   REQUIRE(j["mp2_dipole_moment"].size() == 3);
-  // The bond lies along z: equal and opposite forces along it, none across it.
+  // The bond lies along z: equal and opposite forces along it, none across it. Translation and
+  // rotation leave the energy unchanged only at converged orbitals and Z-vector (residual 1e-10):
+  // the residual leaves up to 1e-10 Eh/bohr across the bond, more or less by CPU, so the margin is
+  // 1e-8, against a force of 5e-3.
   const double g_z = j["gradient"][1][2].get<double>();
   CHECK(std::abs(g_z) > 1e-4);
-  CHECK(j["gradient"][0][2].get<double>() == Approx(-g_z).margin(1e-10));
+  CHECK(j["gradient"][0][2].get<double>() == Approx(-g_z).margin(1e-8));
   for (std::size_t a = 0; a < 2; ++a)
-    for (std::size_t k = 0; k < 2; ++k) CHECK(std::abs(j["gradient"][a][k].get<double>()) < 1e-10);
+    for (std::size_t k = 0; k < 2; ++k) CHECK(std::abs(j["gradient"][a][k].get<double>()) < 1e-8);
 }
 
 TEST_CASE("a UHF run: both spins in the report, JSON and HDF5, and the results file feeds back") {
