@@ -99,7 +99,7 @@ Mp2Gradient density_fitted_mp2_gradient(const Mp2GradientInput& in, DensityFitte
                         2.0,
                         -mp2.metric},
                    jk, comm);
-    out.e_mp2 = mp2.e_mp2;
+    out.energy = mp2.energy;
     out.cphf_iterations = mp2.cphf_iterations;
   } else {
     const Mp2GradientDensities mp2 =
@@ -112,7 +112,7 @@ Mp2Gradient density_fitted_mp2_gradient(const Mp2GradientInput& in, DensityFitte
                         4.0,
                         -2.0 * mp2.metric},
                    jk, comm);
-    out.e_mp2 = mp2.e_mp2;
+    out.energy = mp2.energy;
     out.cphf_iterations = mp2.cphf_iterations;
   }
   return out;

@@ -33,7 +33,7 @@ struct Mp2GradientInput {
 };
 
 struct Mp2Gradient {
-  double e_mp2 = 0.0;  // the correlation energy the gradient is of
+  Mp2EnergyParts energy;  // the correlation energy the gradient is of
   int cphf_iterations = 0;
   Eigen::MatrixXd gradient;  // of E_SCF + E_MP2
   Eigen::Vector3d dipole;    // the relaxed DF-MP2 dipole moment: e·bohr, about the origin

@@ -43,7 +43,7 @@ RiGradientPhases gradient_phases(const Mp2GradientSizes& s, std::size_t batch_fu
 }
 
 struct Amplitudes {
-  double e_mp2 = 0.0;
+  double e_mp2 = 0.0, e_os = 0.0;  // E_os = Σ t·I, E_ss = E − E_os
   Eigen::MatrixXd P_act, P_vir;  // unrelaxed P_ij, P_ab
 };
 
@@ -64,7 +64,7 @@ Amplitudes amplitudes_by_occupied(const Mp2GradientSizes& s, std::size_t block, 
   LargeArray<double> I_block = budget.allocate<double>(s.amplitude_block(block), "a block of orbitals' I_ia,kb");
   LargeArray<double> t_block = budget.allocate<double>(s.amplitude_block(block), "a block of orbitals' t_ik^ab");
   LargeArray<double> T_block = budget.allocate<double>(s.amplitude_block(block), "a block of orbitals' T_ik^ab");
-  Amplitudes out{0.0, Eigen::MatrixXd::Zero(o, o), Eigen::MatrixXd::Zero(v, v)};
+  Amplitudes out{0.0, 0.0, Eigen::MatrixXd::Zero(o, o), Eigen::MatrixXd::Zero(v, v)};
   const auto step = static_cast<Eigen::Index>(block);
   const Eigen::Index first = step * comm.rank(), stride = step * comm.size();
   const double my_blocks = first < o ? static_cast<double>((o - 1 - first) / stride + 1) : 1.0;
@@ -84,6 +84,7 @@ Amplitudes amplitudes_by_occupied(const Mp2GradientSizes& s, std::size_t block, 
         T.block(i * v, k * v, v, v) = 2.0 * t_ik - t_ik.transpose();
       }
     out.e_mp2 += T.cwiseProduct(I).sum();
+    out.e_os += t.cwiseProduct(I).sum();
     // Rows i of [a][k][b]: P_ij −= 2 Σ_kab t_ik^ab T_jk^ab.
     const Eigen::Map<const RowMajorMatrix> t_rows(t_block.data(), o, v * kv), T_rows(T_block.data(), o, v * kv);
     out.P_act.noalias() -= 2.0 * t_rows * T_rows.transpose();
@@ -95,6 +96,7 @@ Amplitudes amplitudes_by_occupied(const Mp2GradientSizes& s, std::size_t block, 
     progress.fraction(static_cast<double>((k0 - first) / stride + 1) / my_blocks);
   }
   comm.allreduce_sum(&out.e_mp2, 1);
+  comm.allreduce_sum(&out.e_os, 1);
   comm.allreduce_sum(out.P_act.data(), static_cast<std::size_t>(out.P_act.size()));
   comm.allreduce_sum(out.P_vir.data(), static_cast<std::size_t>(out.P_vir.size()));
   comm.allreduce_sum(gamma, s.naux * s.ov());
@@ -227,7 +229,8 @@ Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const 
     out.metric = 0.5 * (out.metric + out.metric.transpose()).eval();
   }
   raw = LargeArray<double>();
-  out.e_mp2 = mp2.e_mp2;
+  out.energy.os = mp2.e_os;
+  out.energy.ss = mp2.e_mp2 - mp2.e_os;
   const Eigen::MatrixXd& P_act = mp2.P_act;
   const Eigen::MatrixXd& P_vir = mp2.P_vir;
 

@@ -70,8 +70,15 @@ struct Mp2GradientPlan {
 Mp2GradientPlan plan_mp2_gradient(const libint2::BasisSet& ri_aux, const Mp2GradientSizes& sizes,
                                   std::size_t ram_bytes, int ranks);
 
+// The correlation energy the densities are of: opposite-spin (UHF: αβ) and same-spin parts, and
+// for UHF the same-spin part by spin (αα + ββ = ss).
+struct Mp2EnergyParts {
+  double os = 0.0, ss = 0.0, aa = 0.0, bb = 0.0;
+  double total() const { return os + ss; }
+};
+
 struct Mp2GradientDensities {
-  double e_mp2 = 0.0;
+  Mp2EnergyParts energy;
   int cphf_iterations = 0;
   Eigen::MatrixXd relaxed;          // P (AO, symmetric), the MP2 part only
   Eigen::MatrixXd energy_weighted;  // W (AO, symmetric), the MP2 part only: −Σ W S^x in the gradient

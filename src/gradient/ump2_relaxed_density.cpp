@@ -283,11 +283,15 @@ Ump2GradientDensities ump2_gradient_densities(const libint2::BasisSet& obs, cons
       fit.apply_inverse(c[spin].data(), s[spin].ov());
     }
     progress.message("MP2 gradient: amplitudes, P and Γ (αα, ββ, αβ)");
+    std::array<double, 2> e_same{};
     for (int spin = 0; spin < 2; ++spin)
-      out.e_mp2 += same_spin_pairs(x[spin], naux, raw[spin].data(), c[spin].data(), out.gamma[spin].data(),
-                                   P_mp2[spin], budget);
+      e_same[spin] = same_spin_pairs(x[spin], naux, raw[spin].data(), c[spin].data(), out.gamma[spin].data(),
+                                     P_mp2[spin], budget);
+    out.energy.aa = e_same[0];
+    out.energy.bb = e_same[1];
+    out.energy.ss = e_same[0] + e_same[1];
     // E_αβ, P^α_ij, P^β_ab and both Γ with k of β; P^β_ij and P^α_ab again with k of α.
-    out.e_mp2 += opposite_spin_pairs(x[0], x[1], naux, raw[0].data(), c[0].data(), c[1].data(), P_mp2[0], P_mp2[1],
+    out.energy.os = opposite_spin_pairs(x[0], x[1], naux, raw[0].data(), c[0].data(), c[1].data(), P_mp2[0], P_mp2[1],
                                      out.gamma[0].data(), out.gamma[1].data(), budget);
     opposite_spin_pairs(x[1], x[0], naux, raw[1].data(), c[1].data(), c[0].data(), P_mp2[1], P_mp2[0], nullptr,
                         nullptr, budget);

@@ -49,7 +49,7 @@ Mp2GradientPlan plan_ump2_gradient(const libint2::BasisSet& ri_aux, const Mp2Gra
                                    const Mp2GradientSizes& beta, std::size_t ram_bytes);
 
 struct Ump2GradientDensities {
-  double e_mp2 = 0.0;
+  Mp2EnergyParts energy;
   int cphf_iterations = 0;
   std::array<Eigen::MatrixXd, 2> relaxed;   // P^α, P^β (AO, symmetric), the MP2 parts only
   Eigen::MatrixXd energy_weighted;          // W of both spins (AO, symmetric), the MP2 part only

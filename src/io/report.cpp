@@ -176,7 +176,9 @@ void print_report(std::ostream& out, const RunResult& r) {
   print_scf(out, r);
   print_energies(out, r);
   print_gradient(out, r);
-  out << "\nEnergy backend " << r.backend << " (" << r.precision << "), " << r.threads << " threads"
+  out << (r.backend == kEnergyFromGradient ? "\nMP2 energy from the gradient's amplitudes"
+                                           : "\nEnergy backend " + r.backend)
+      << " (" << r.precision << "), " << r.threads << " threads"
       << (r.ranks > 1 ? " × " + std::to_string(r.ranks) + " MPI ranks" : "") << ", OpenBLAS kernels "
       << r.blas_kernels << "\n";
   char rates[128];

@@ -99,8 +99,15 @@ void announce(const RunPlan& plan, Progress& progress) {
   for (const std::string& note : notes) progress.message("dfmp2: " + note);
 }
 
+// A gradient run's MP2 energy is its amplitude loop's (fp64): it runs no energy backend.
+void check_energy_from_gradient(kernels::Backend backend, kernels::Precision precision) {
+  if (backend != kernels::Backend::automatic || precision != kernels::Precision::fp64)
+    throw InputError("--backend and --precision do not apply with --gradient: the gradient's amplitudes give the "
+                     "MP2 energy, in fp64");
+}
+
 // What the DF-MP2 gradient does not cover yet is refused before any integral, in one line.
-void check_gradient_supported(const RunInput& input, const Problem& problem, const RunPlan& plan) {
+void check_gradient_supported(const RunInput& input, const RunOptions& options, const Problem& problem) {
   const auto refuse = [](const std::string& what) {
     throw InputError("--gradient is not available for " + what + " (the DF-MP2 gradient covers RHF and UHF with "
                      "DF-SCF, with B in memory, UHF on one MPI rank)");
@@ -108,7 +115,7 @@ void check_gradient_supported(const RunInput& input, const Problem& problem, con
   if (!problem.jk_aux) refuse("--scf exact");
   if (problem.orbitals_given || input.orbitals) refuse("given orbitals (it needs the SCF run here)");
   if (problem.unrestricted && Communicator::world().size() > 1) refuse("UHF on more than one MPI rank");
-  if (plan.transform.through_disk || !plan.transform.b_in_memory) refuse("B out of core (raise --memory)");
+  check_energy_from_gradient(options.backend, options.precision);
 }
 
 }  // namespace
@@ -122,13 +129,14 @@ struct PreparedRun::State {
   DFTensor df;                      // RHF, or UHF's α
   std::optional<DFTensor> df_beta;  // UHF's β
   std::optional<EnergyPlan> energy_plan;  // the up-front plan's, for the options' backend and precision
+  std::optional<Mp2EnergyParts> gradient_energy;  // --gradient: the MP2 energy its amplitudes gave
   double prepare_seconds = 0.0;
 
   RunContext context() { return {options, *budget, Communicator::world(), progress, *scratch}; }
 };
 
 PreparedRun::PreparedRun(const RunInput& input, const RunOptions& options, Progress& progress)
-    : state_(new State{options, progress, nullptr, nullptr, {}, {}, {}, {}, 0.0}) {
+    : state_(new State{options, progress, nullptr, nullptr, {}, {}, {}, {}, {}, 0.0}) {
   State& s = *state_;
   const auto start = Clock::now();
   RunResult& r = s.base;
@@ -161,7 +169,7 @@ PreparedRun::PreparedRun(const RunInput& input, const RunOptions& options, Progr
       Problem problem = define_problem(input, context);
       plan = plan_run(problem, context);
       check_plan(plan, context);
-      if (options.gradient) check_gradient_supported(input, problem, plan);
+      if (options.gradient) check_gradient_supported(input, options, problem);
       announce(plan, context.progress);
       return problem;
     });
@@ -183,14 +191,16 @@ PreparedRun::PreparedRun(const RunInput& input, const RunOptions& options, Progr
       });
       r.gradient = gradient.gradient;
       r.mp2_dipole_moment = gradient.dipole;
+      s.gradient_energy = gradient.energy;
+    } else {
+      integrals.fock.reset();  // frees the DF-SCF tensor before the DF transform draws its own
+      Transformed mo = timed(stages, r.gemm_rates, budget, "df_transform",
+                             [&] { return transform_to_mo(problem, plan, scf.orbitals, context); });
+      s.energy_plan = plan.mp2;
+      s.df = std::move(mo.df);
+      s.df_beta = std::move(mo.df_beta);
+      r.df_transform_batches = mo.batches;
     }
-    integrals.fock.reset();  // frees the DF-SCF tensor before the DF transform draws its own
-    Transformed mo = timed(stages, r.gemm_rates, budget, "df_transform",
-                           [&] { return transform_to_mo(problem, plan, scf.orbitals, context); });
-    s.energy_plan = plan.mp2;
-    s.df = std::move(mo.df);
-    s.df_beta = std::move(mo.df_beta);
-    r.df_transform_batches = mo.batches;
     describe_problem(problem, r);
     describe_scf(std::move(scf), r);
   }
@@ -206,26 +216,34 @@ RunResult PreparedRun::energy(kernels::Backend backend, kernels::Precision preci
   RunResult r = s.base;
   const RunContext context = s.context();
   const auto start = Clock::now();
-  const Mp2Energy energy = timed(r.stages, r.gemm_rates, s.budget.get(), "energy", [&] {
-    const bool as_planned = s.energy_plan && backend == s.options.backend && precision == s.options.precision;
-    return mp2_energy(s.df, s.df_beta,
-                      as_planned ? *s.energy_plan : plan_energy_step(s.df, s.df_beta, backend, precision, context),
-                      context);
-  });
-  r.total_seconds = s.prepare_seconds + seconds_since(start);
-  const kernels::EnergyResult& e = energy.distributed.energy;
-  r.backend = name_of(energy.backend);
+  Mp2EnergyParts parts;
   r.precision = name_of(precision);
-  r.energy_gemm_seconds = e.gemm_seconds;
-  r.energy_reduction_seconds = e.reduce_seconds;
-  r.e_os = e.e_os;
-  r.e_ss = e.e_ss;
-  r.e_aa = energy.distributed.e_aa;
-  r.e_bb = energy.distributed.e_bb;
-  r.e_corr = e.e_os + e.e_ss;
-  r.e_scs_corr = 1.2 * e.e_os + e.e_ss / 3.0;
+  if (s.gradient_energy) {
+    check_energy_from_gradient(backend, precision);
+    parts = *s.gradient_energy;
+    r.backend = kEnergyFromGradient;
+  } else {
+    const Mp2Energy energy = timed(r.stages, r.gemm_rates, s.budget.get(), "energy", [&] {
+      const bool as_planned = s.energy_plan && backend == s.options.backend && precision == s.options.precision;
+      return mp2_energy(s.df, s.df_beta,
+                        as_planned ? *s.energy_plan : plan_energy_step(s.df, s.df_beta, backend, precision, context),
+                        context);
+    });
+    const kernels::EnergyResult& e = energy.distributed.energy;
+    parts = {e.e_os, e.e_ss, energy.distributed.e_aa, energy.distributed.e_bb};
+    r.backend = name_of(energy.backend);
+    r.energy_gemm_seconds = e.gemm_seconds;
+    r.energy_reduction_seconds = e.reduce_seconds;
+    r.peak_b_bytes = energy.distributed.peak_b_bytes;
+  }
+  r.total_seconds = s.prepare_seconds + seconds_since(start);
+  r.e_os = parts.os;
+  r.e_ss = parts.ss;
+  r.e_aa = parts.aa;
+  r.e_bb = parts.bb;
+  r.e_corr = parts.total();
+  r.e_scs_corr = 1.2 * parts.os + parts.ss / 3.0;
   r.e_total = r.e_scf + r.e_corr;
-  r.peak_b_bytes = energy.distributed.peak_b_bytes;
   r.rank_stats = rank_stats(r.peak_b_bytes);
   r.memory_limit = s.budget->limit();
   r.memory_baseline = s.budget->baseline();

@@ -30,6 +30,9 @@ struct StageTiming {
   std::size_t drawn_peak_bytes = 0;  // the most this rank drew from the budget at once during it
 };
 
+// RunResult::backend of a --gradient run, which runs no energy backend.
+inline constexpr const char* kEnergyFromGradient = "gradient";
+
 struct RunResult {
   std::string molecule;  // name, or formula when unnamed
   std::optional<Molecule> geometry;
@@ -47,7 +50,7 @@ struct RunResult {
   std::optional<Eigen::Vector3d> mp2_dipole_moment;  // --gradient: from the relaxed density, e·bohr about the origin
   std::optional<Orbitals> orbitals;
   std::optional<OrbitalBasis> orbital_basis;  // the orbitals' basis, for Molden and TREXIO output
-  std::string backend, precision;
+  std::string backend, precision;  // backend kEnergyFromGradient: the gradient's amplitudes gave the energy
   int threads = 0;
   std::string blas_kernels;    // OpenBLAS kernel set the GEMMs ran on
   kernels::GemmRates gemm_rates;  // measured at start-up: the floors' yardstick

@@ -251,24 +251,10 @@ RunPlan plan_run(const Problem& problem, const RunContext& context) {
                           std::all_of(fits.begin(), fits.end(), [](double f) { return f > 0.0; });
     if (plan.store_quartets) plan.scf.ram("the stored four-index integrals", quartets);
   }
-  // B_ia^P stays in memory when both the transform and the energy step fit with it there.
-  const std::vector<TransformSizes> sizes = transform_sizes(problem);
   const RunOptions& options = context.options;
-  for (bool in_memory : {true, false}) {
-    plan.transform = plan_df_transform(problem.obs, problem.aux, problem.pairs, sizes, in_memory, ram, context.comm);
-    const std::vector<EnergySpin> energy = energy_spins(sizes, in_memory, context.comm);
-    // The energy step runs once the shell pairs are freed.
-    const std::size_t energy_ram = limit > baseline ? limit - baseline : 0, held = in_memory ? b_bytes(energy, naux) : 0;
-    plan.mp2 = plan_energy(energy, naux, options.backend, options.precision, energy_ram > held ? energy_ram - held : 0,
-                           context.comm);
-    const bool fits = plan.transform.stage.ram_bytes() <= ram && plan.mp2.stage.ram_bytes() <= energy_ram;
-    const auto short_of = context.comm.allgather(fits ? 0.0 : 1.0);  // every rank keeps B alike
-    if (!in_memory || *std::max_element(short_of.begin(), short_of.end()) == 0.0) break;
-  }
-  add_blocks(plan.df_transform, plan.transform.stage);
-  add_blocks(plan.energy, plan.mp2.stage);
   // The MP2 gradient runs after the SCF, beside the shell pairs and the Fock builder (its J/K
-  // solve the Z-vector equations). Only DF-SCF has one (the driver refuses the others).
+  // solve the Z-vector equations), and its amplitudes give the MP2 energy: a gradient run has no
+  // DF transform or energy step. Only DF-SCF has a Fock builder (the driver refuses the others).
   if (options.gradient && plan.density_fitted_scf) {
     StagePlan gradient;
     gradient.stage = "gradient";
@@ -290,7 +276,23 @@ RunPlan plan_run(const Problem& problem, const RunContext& context) {
                             : plan_mp2_gradient(problem.aux, sizes(problem.nocc), room, context.comm.size());
     add_blocks(gradient, plan.mp2_gradient->densities);
     plan.gradient = std::move(gradient);
+    return plan;
   }
+  // B_ia^P stays in memory when both the transform and the energy step fit with it there.
+  const std::vector<TransformSizes> sizes = transform_sizes(problem);
+  for (bool in_memory : {true, false}) {
+    plan.transform = plan_df_transform(problem.obs, problem.aux, problem.pairs, sizes, in_memory, ram, context.comm);
+    const std::vector<EnergySpin> energy = energy_spins(sizes, in_memory, context.comm);
+    // The energy step runs once the shell pairs are freed.
+    const std::size_t energy_ram = limit > baseline ? limit - baseline : 0, held = in_memory ? b_bytes(energy, naux) : 0;
+    plan.mp2 = plan_energy(energy, naux, options.backend, options.precision, energy_ram > held ? energy_ram - held : 0,
+                           context.comm);
+    const bool fits = plan.transform.stage.ram_bytes() <= ram && plan.mp2.stage.ram_bytes() <= energy_ram;
+    const auto short_of = context.comm.allgather(fits ? 0.0 : 1.0);  // every rank keeps B alike
+    if (!in_memory || *std::max_element(short_of.begin(), short_of.end()) == 0.0) break;
+  }
+  add_blocks(plan.df_transform, plan.transform.stage);
+  add_blocks(plan.energy, plan.mp2.stage);
   return plan;
 }
 

@@ -64,16 +64,16 @@ Problem define_problem(const RunInput& input, const RunContext& context);
 struct RunPlan {
   std::optional<DensityFittedScfPlan> density_fitted_scf;  // the DF-SCF's tensor and builds
   bool store_quartets = false;                             // exact SCF: the four-index integrals kept
-  std::optional<Mp2GradientPlan> mp2_gradient;             // --gradient (DF-SCF)
+  // --gradient (DF-SCF): the gradient stage, whose amplitudes give the MP2 energy, in place of the
+  // DF transform and the energy step (transform, mp2, df_transform and energy are left empty).
+  std::optional<Mp2GradientPlan> mp2_gradient;
+  std::optional<StagePlan> gradient;
   DFTransformPlan transform;
-  EnergyPlan mp2;                                          // for the backend and precision of the options
+  EnergyPlan mp2;  // for the backend and precision of the options
   StagePlan integrals, scf, df_transform, energy;
-  std::optional<StagePlan> gradient;                       // with mp2_gradient
   std::vector<StagePlan> stages() const {
-    std::vector<StagePlan> all{integrals, scf};
-    if (gradient) all.push_back(*gradient);
-    all.insert(all.end(), {df_transform, energy});
-    return all;
+    if (gradient) return {integrals, scf, *gradient};
+    return {integrals, scf, df_transform, energy};
   }
 };
 RunPlan plan_run(const Problem& problem, const RunContext& context);

@@ -262,6 +262,16 @@ TEST_CASE("the DF-MP2 gradient (--gradient) in the report and the JSON, as Psi4'
     for (std::size_t k = 0; k < 3; ++k) CHECK(stored[3 * a + k] == j["gradient"][a][k].get<double>());
   for (std::size_t k = 0; k < 3; ++k) CHECK(dipole[k] == j["mp2_dipole_moment"][k].get<double>());
 
+  // Its energies come from the gradient's amplitudes: the same as a run of the energy step.
+  REQUIRE(run_dfmp2(xyz + " --basis cc-pvdz --d-convergence 1e-10 --quiet --json " + dir.path("e.json")).exit_code == 0);
+  const auto e = nlohmann::json::parse(read_text(dir.path("e.json")));
+  for (const char* key : {"e_os", "e_ss", "e_corr", "e_scs_corr", "e_total"})
+    CHECK(j[key].get<double>() == Approx(e[key].get<double>()).margin(1e-10));
+  CHECK(j["backend"] == "gradient");
+  CHECK(j["timings"]["energy"].get<double>() == 0.0);  // no energy step
+
+  expect_rejected(dir, xyz + " --basis cc-pvdz --backend fused --gradient",
+                  "--backend and --precision do not apply with --gradient");
   expect_rejected(dir, xyz + " --basis cc-pvdz --scf exact --gradient", "--gradient is not available for --scf exact");
   expect_rejected(dir, xyz + " --basis cc-pvdz --counterpoise 1 --gradient", "--gradient is not available with --counterpoise");
 }
@@ -288,6 +298,12 @@ TEST_CASE("a UHF run with --gradient: the gradient and the relaxed dipole in the
   CHECK(j["gradient"][0][2].get<double>() == Approx(-g_z).margin(1e-8));
   for (std::size_t a = 0; a < 2; ++a)
     for (std::size_t k = 0; k < 2; ++k) CHECK(std::abs(j["gradient"][a][k].get<double>()) < 1e-8);
+  // Its energies, split by spin, from the gradient's amplitudes: as the energy step's.
+  REQUIRE(run_dfmp2(oh + " --basis cc-pvdz --multiplicity 2 --frozen-core --quiet --json " + dir.path("e.json"))
+              .exit_code == 0);
+  const auto e = nlohmann::json::parse(read_text(dir.path("e.json")));
+  for (const char* key : {"e_aa", "e_bb", "e_os", "e_ss", "e_total"})
+    CHECK(j[key].get<double>() == Approx(e[key].get<double>()).margin(1e-10));
 }
 
 TEST_CASE("a UHF run: both spins in the report, JSON and HDF5, and the results file feeds back") {

@@ -320,7 +320,9 @@ Mp2Run df_mp2(const Molecule& mol, const std::string& basis, const std::string& 
 // The DF-MP2 total energy of `mol` as a run computes it (the DF transform and the energy step).
 double df_mp2_energy(const Molecule& mol, const std::string& basis, const std::string& df_basis,
                      const std::string& jk_basis, bool frozen_core) {
-  return after_scf(mol, df_mp2_options(basis, df_basis, jk_basis, frozen_core, Reference::automatic),
+  RunOptions options = df_mp2_options(basis, df_basis, jk_basis, frozen_core, Reference::automatic);
+  options.gradient = false;  // a gradient run plans no DF transform: its energy is the gradient's
+  return after_scf(mol, options,
                       [&](const Problem& problem, const RunPlan& plan, Integrals& integrals, const ScfSolution& scf,
                           const RunContext& context) {
                         integrals.fock.reset();
@@ -339,7 +341,7 @@ void check_mp2_against_differences(const Molecule& mol, bool frozen_core, double
     return df_mp2_energy(m, "cc-pvdz", "cc-pvdz-ri", "cc-pvdz-jkfit", frozen_core);
   };
   const Mp2Run run = df_mp2(mol, "cc-pvdz", "cc-pvdz-ri", "cc-pvdz-jkfit", frozen_core);
-  CHECK(run.e_scf + run.mp2.e_mp2 == Approx(energy(mol)).margin(1e-10));
+  CHECK(run.e_scf + run.mp2.energy.total() == Approx(energy(mol)).margin(1e-10));
   const Eigen::MatrixXd differences = central_differences(mol, 4e-3, energy);
   std::printf("%s, frozen core %d: max |g − differences| = %.2e Eh/bohr, %d Z-vector iterations\n", mol.name.c_str(),
               int(frozen_core), (run.mp2.gradient - differences).cwiseAbs().maxCoeff(), run.mp2.cphf_iterations);
@@ -361,7 +363,7 @@ void check_mp2_against_psi4(const std::vector<std::string>& names) {
     const Mp2Run run = df_mp2(mol, ref["basis"].get<std::string>(), ref["df_basis"].get<std::string>(),
                               ref["jk_basis"].get<std::string>(), ref["freeze_core"].get<bool>());
     CHECK(run.e_scf == Approx(ref["e_scf"].get<double>()).margin(1e-9));
-    CHECK(run.e_scf + run.mp2.e_mp2 == Approx(ref["e_total"].get<double>()).margin(1e-9));
+    CHECK(run.e_scf + run.mp2.energy.total() == Approx(ref["e_total"].get<double>()).margin(1e-9));
     const Eigen::MatrixXd difference = run.mp2.gradient - reference_gradient(ref);
     std::printf("%s: max |Δg| = %.2e Eh/bohr, max |Σ_A g_A| = %.2e, %d Z-vector iterations\n", name.c_str(),
                 difference.cwiseAbs().maxCoeff(), run.mp2.gradient.colwise().sum().cwiseAbs().maxCoeff(),
@@ -604,7 +606,10 @@ TEST_CASE("the UHF DF-MP2 gradient of a closed shell (--reference uhf) is the RH
     const Mp2Run rhf = df_mp2(mol, "cc-pvdz", "cc-pvdz-ri", "cc-pvdz-jkfit", frozen_core);
     const Mp2Run uhf = df_mp2(mol, "cc-pvdz", "cc-pvdz-ri", "cc-pvdz-jkfit", frozen_core, Reference::uhf);
     CHECK(uhf.e_scf == Approx(rhf.e_scf).margin(1e-10));
-    CHECK(uhf.mp2.e_mp2 == Approx(rhf.mp2.e_mp2).margin(1e-10));
+    CHECK(uhf.mp2.energy.os == Approx(rhf.mp2.energy.os).margin(1e-10));
+    CHECK(uhf.mp2.energy.ss == Approx(rhf.mp2.energy.ss).margin(1e-10));
+    CHECK(uhf.mp2.energy.aa == Approx(0.5 * rhf.mp2.energy.ss).margin(1e-10));
+    CHECK(uhf.mp2.energy.bb == Approx(uhf.mp2.energy.aa).margin(1e-10));
     std::printf("water, frozen core %d: UHF − RHF gradient max %.2e Eh/bohr, dipole %.2e e·bohr\n", int(frozen_core),
                 (uhf.mp2.gradient - rhf.mp2.gradient).cwiseAbs().maxCoeff(),
                 (uhf.mp2.dipole - rhf.mp2.dipole).cwiseAbs().maxCoeff());
