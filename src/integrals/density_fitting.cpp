@@ -59,7 +59,8 @@ CoulombFitting::CoulombFitting(const Eigen::MatrixXd& metric, double condition) 
   factor_ = eig.vectors * inv_sqrt.asDiagonal() * eig.vectors.transpose();
 }
 
-void CoulombFitting::fit_columns(double* data, std::size_t ncols, bool fit, bool transpose) const {
+void CoulombFitting::fit_columns(double* data, std::size_t ncols, std::size_t stride, bool fit,
+                                 bool transpose) const {
   // Threads fit blocks of x, each with single-threaded BLAS: no temporary the size of A.
   constexpr std::size_t kBlock = 2048;
   const Eigen::Index naux = factor_.rows();
@@ -70,7 +71,7 @@ void CoulombFitting::fit_columns(double* data, std::size_t ncols, bool fit, bool
 #pragma omp for schedule(dynamic)
     for (std::size_t first = 0; first < ncols; first += kBlock) {
       const auto rows = static_cast<Eigen::Index>(std::min(kBlock, ncols - first));
-      Strided A(data + first, rows, naux, Eigen::OuterStride<>(static_cast<Eigen::Index>(ncols)));
+      Strided A(data + first, rows, naux, Eigen::OuterStride<>(static_cast<Eigen::Index>(stride)));
       if (cholesky_) {  // M = L⁻¹
         if (fit) factor_.triangularView<Eigen::Lower>().transpose().solveInPlace<Eigen::OnTheRight>(A);
         if (transpose) factor_.triangularView<Eigen::Lower>().solveInPlace<Eigen::OnTheRight>(A);

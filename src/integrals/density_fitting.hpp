@@ -19,13 +19,15 @@ class CoulombFitting {
  public:
   explicit CoulombFitting(const Eigen::MatrixXd& metric, double condition = 1e-10);
 
-  // In place on row-major [naux][ncols] data: row P becomes B^P.
-  void apply(double* data, std::size_t ncols) const { fit_columns(data, ncols, true, false); }
+  // In place on row-major [naux][ncols] data, rows `stride` apart (0: ncols): row P becomes B^P.
+  void apply(double* data, std::size_t ncols, std::size_t stride = 0) const {
+    fit_columns(data, ncols, stride > 0 ? stride : ncols, true, false);
+  }
   // The same, row P becoming Σ_Q (Mᵀ M)_PQ (Q|x): J⁻¹ (P|x) with the fit's own inverse (its
   // dropped eigenvalues dropped), the coefficients the DF gradients contract.
-  void apply_inverse(double* data, std::size_t ncols) const { fit_columns(data, ncols, true, true); }
+  void apply_inverse(double* data, std::size_t ncols) const { fit_columns(data, ncols, ncols, true, true); }
   // The same, row P becoming Σ_Q M_QP x_Q: from fitted rows B^Q, those coefficients, Mᵀ B = J⁻¹ (P|x).
-  void apply_transpose(double* data, std::size_t ncols) const { fit_columns(data, ncols, false, true); }
+  void apply_transpose(double* data, std::size_t ncols) const { fit_columns(data, ncols, ncols, false, true); }
   // In place on row-major [nrows][naux] data: row x becomes B^Q_x for every Q.
   void apply_to_rows(double* data, std::size_t nrows) const;
   // Floating-point work of apply.
@@ -37,7 +39,7 @@ class CoulombFitting {
  private:
   // On the column-major ncols × naux A the row-major data is: A Mᵀ when `fit`, then times M when
   // `transpose`.
-  void fit_columns(double* data, std::size_t ncols, bool fit, bool transpose) const;
+  void fit_columns(double* data, std::size_t ncols, std::size_t stride, bool fit, bool transpose) const;
 
   Eigen::MatrixXd factor_;  // lower Cholesky factor L, or J^-1/2
   bool cholesky_ = true;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <omp.h>
+
 #include "src/integrals/density_fitting.hpp"
 #include "src/integrals/three_index.hpp"
 
@@ -59,16 +61,25 @@ FittedTensorStore::FittedTensorStore(const libint2::BasisSet& obs, const libint2
   const ThreeIndexIntegrals integrals(aux, obs, pairs, metric);
   const CoulombFitting fitting(metric);
   const ShellRange all_aux{0, aux.size()};
-  const auto compute_and_fit = [&](ShellRange rows, double* out) {
+  // Rows `stride` apart (0: the batch's own columns).
+  const auto compute_and_fit = [&](ShellRange rows, double* out, std::size_t stride) {
     const std::size_t columns = integrals.columns(rows);
     if (columns == 0) return;
-    integrals.compute(all_aux, rows, out);
+    integrals.compute(all_aux, rows, out, stride);
     work_.libint_seconds += integrals.libint_seconds(all_aux, rows);
-    fitting.apply(out, columns);
+    fitting.apply(out, columns, stride);
     work_.flops_fp64 += fitting.flops(columns);
   };
   if (plan.in_place()) {
-    compute_and_fit({0, obs.size()}, store_.ram());
+    // Straight into the rows in memory, still by batches of shell rows (about 16, each a few
+    // fitting blocks per thread wide) so that the stage shows its progress.
+    FittedTensorPlan by_rows = plan;
+    by_rows.batch_columns = std::max(plan.stored / 16, std::size_t{8192} * static_cast<std::size_t>(omp_get_max_threads()));
+    const std::vector<ShellRange> batches = fitted_tensor_batches(obs, pairs, by_rows, 0, 1);
+    for (std::size_t k = 0; k < batches.size(); ++k) {
+      compute_and_fit(batches[k], store_.ram() + pairs.layout.row_block_offset(batches[k].first), plan.stored);
+      if (progress) progress(double(k + 1) / double(batches.size()));
+    }
   } else {
     const int N = comm.size();
     std::vector<std::vector<ShellRange>> batches;
@@ -92,7 +103,7 @@ FittedTensorStore::FittedTensorStore(const libint2::BasisSet& obs, const libint2
       std::vector<ShellRange> batch_of_rank;
       for (const auto& b : batches) batch_of_rank.push_back(k < b.size() ? b[k] : ShellRange{});
       const ShellRange mine = batch_of_rank[static_cast<std::size_t>(comm.rank())];
-      compute_and_fit(mine, batch.data());
+      compute_and_fit(mine, batch.data(), 0);
       if (N == 1) {
         const std::size_t columns = integrals.columns(mine);
         store_.write(0, plan.naux, layout.row_block_offset(mine.first), columns, batch.data(), columns);

@@ -60,8 +60,8 @@ bool ThreeIndexIntegrals::significant(std::size_t aux_shell, long pair) const {
   return aux_bound_[aux_shell] * pairs_.schwarz(s1, s2) >= threshold_;
 }
 
-void ThreeIndexIntegrals::compute(ShellRange aux_shells, ShellRange rows, double* out) const {
-  const std::size_t ncols = columns(rows);
+void ThreeIndexIntegrals::compute(ShellRange aux_shells, ShellRange rows, double* out, std::size_t stride) const {
+  const std::size_t ncols = stride > 0 ? stride : columns(rows);
   const std::size_t column_base = pairs_.layout.row_block_offset(rows.first);
   const std::size_t p_first = first_function(aux_, aux_shells.first);
   auto engines = engines_per_thread(three_index_engine(aux_, obs_));

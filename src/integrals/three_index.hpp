@@ -26,8 +26,9 @@ class ThreeIndexIntegrals {
   // Stored columns of the rows μ in the orbital shells `rows` (their stored ν ≤ μ).
   std::size_t columns(ShellRange rows) const;
   // (P|μν) for the auxiliary shells aux_shells and μ in rows, row-major: row P − P_first, the
-  // stored elements of rows μ from the first of `rows`. OpenMP over auxiliary shells.
-  void compute(ShellRange aux_shells, ShellRange rows, double* out) const;
+  // stored elements of rows μ from the first of `rows`, rows `stride` apart (0: columns(rows)).
+  // OpenMP over auxiliary shells.
+  void compute(ShellRange aux_shells, ShellRange rows, double* out, std::size_t stride = 0) const;
   // libint2's own time for compute(aux_shells, rows) spread over this run's threads: a sample
   // of its shell triplets timed on one thread, scaled to all of them.
   double libint_seconds(ShellRange aux_shells, ShellRange rows) const;

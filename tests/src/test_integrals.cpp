@@ -74,6 +74,14 @@ TEST_CASE("block-packed (P|μν) equals libint2's own integrals, for all rows an
     CHECK(found == cols);  // the stored elements are these rows' columns
     CHECK(worst < 1e-14);  // every element written, each the integral
   }
+  // Rows of shells written in place into the whole tensor's rows (stride: all stored columns),
+  // as the DF-SCF set-up makes it batch by batch: the same as all rows at once.
+  const std::size_t stored = integrals.columns({0, nshell});
+  std::vector<double> whole(naux * stored), by_batches(naux * stored, std::nan(""));
+  integrals.compute({0, aux.size()}, {0, nshell}, whole.data());
+  for (const ShellRange rows : {ShellRange{0, 3}, ShellRange{3, 4}, ShellRange{4, nshell}})
+    integrals.compute({0, aux.size()}, rows, by_batches.data() + pairs.layout.row_block_offset(rows.first), stored);
+  CHECK(by_batches == whole);
 }
 
 TEST_CASE("parts of a block-packed index's rows hold about equal element counts, parts of functions equal rows") {
@@ -116,6 +124,13 @@ TEST_CASE("the Coulomb fit takes Cholesky when no eigenvalue can be dropped, and
   const Eigen::Map<const Eigen::MatrixXd> a(A.data(), 5, 6), b(B.data(), 5, 6);
   CHECK((b * b.transpose() - a * J.inverse() * a.transpose()).cwiseAbs().maxCoeff() < 1e-12);
   CHECK(fit.flops(5) == Approx(36.0 * 5.0));  // triangular solve: naux² per column
+  // Columns 1 … 3 of the same rows fitted in place (rows 5 apart): those columns of B, the others untouched.
+  Eigen::MatrixXd strided = A;
+  fit.apply(strided.data() + 1, 3, 5);
+  const Eigen::Map<const Eigen::MatrixXd> s(strided.data(), 5, 6);
+  CHECK((s.middleRows(1, 3) - b.middleRows(1, 3)).cwiseAbs().maxCoeff() < 1e-14);
+  CHECK(s.row(0) == a.row(0));
+  CHECK(s.row(4) == a.row(4));
   // apply_inverse: row P becomes (J⁻¹ A)_P.
   Eigen::MatrixXd inverse = A;
   fit.apply_inverse(inverse.data(), 5);
