@@ -23,9 +23,13 @@ double gemm_gflops(std::size_t m, std::size_t n, std::size_t k, int tries) {
   return 2.0 * double(m) * double(n) * double(k) / best / 1e9;
 }
 
+GemmRates measure_gemm_rates(std::size_t m, std::size_t n, std::size_t k, int tries) {
+  return {gemm_gflops<double>(m, n, k, tries), gemm_gflops<float>(m, n, k, tries)};
+}
+
 GemmRates measure_gemm_rates() {
   constexpr std::size_t kEdge = 1024;
-  return {gemm_gflops<double>(kEdge, kEdge, kEdge, 3), gemm_gflops<float>(kEdge, kEdge, kEdge, 3)};
+  return measure_gemm_rates(kEdge, kEdge, kEdge, 3);
 }
 
 template double gemm_gflops<double>(std::size_t, std::size_t, std::size_t, int);

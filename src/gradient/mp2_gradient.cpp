@@ -62,15 +62,19 @@ Mp2Gradient contract(const Mp2GradientInput& in, const Mp2Densities& mp2, Densit
     return [&in, stage = "MP2 gradient: " + set + "-set derivative integrals (batches of auxiliary shells)"](
                double done) { done == 0.0 ? in.progress.begin(stage) : in.progress.fraction(done); };
   };
+  // Each Γ^P: C_act Γ^P (2 n·o·v) and that times C_virᵀ (2 n²·v), per spin.
+  double square_flops = 0.0;
+  for (const GammaSpin& spin : mp2.gamma)
+    square_flops += 2.0 * double(nbf) * double(spin.C_virtual.cols()) * double(spin.C_active.cols() + nbf);
   Mp2Gradient out;
   out.dipole = dipole_moment(in.obs, in.mol, one_electron.total);
   out.gradient = scf_gradient_without_two_electron(in.obs, in.mol, one_electron);
   in.progress.message("MP2 gradient: JK-set fitted coefficients and metric terms");
   out.gradient += density_fitted_two_electron_gradient(in.obs, in.jk_aux, in.pairs, jk.factors(), in.mol, separable,
-                                                       comm, derivative_integrals("JK"));
-  out.gradient +=
-      three_centre_gradient_of_squares(in.ri_aux, in.obs, in.pairs, in.mol, gamma, comm, derivative_integrals("RI")) +
-      metric_gradient(in.ri_aux, in.mol, mp2.metric);
+                                                       comm, derivative_integrals("JK"), &out.work);
+  out.gradient += three_centre_gradient_of_squares(in.ri_aux, in.obs, in.pairs, in.mol, gamma, comm,
+                                                   derivative_integrals("RI"), &out.work, square_flops) +
+                  metric_gradient(in.ri_aux, in.mol, mp2.metric);
   return out;
 }
 
@@ -101,6 +105,7 @@ Mp2Gradient density_fitted_mp2_gradient(const Mp2GradientInput& in, DensityFitte
                    jk, comm);
     out.energy = mp2.energy;
     out.cphf_iterations = mp2.cphf_iterations;
+    out.work += mp2.work;
   } else {
     const Mp2GradientDensities mp2 =
         mp2_gradient_densities(in.obs, in.ri_aux, in.pairs, jk, in.orbitals, in.plan, budget, comm,
@@ -114,6 +119,7 @@ Mp2Gradient density_fitted_mp2_gradient(const Mp2GradientInput& in, DensityFitte
                    jk, comm);
     out.energy = mp2.energy;
     out.cphf_iterations = mp2.cphf_iterations;
+    out.work += mp2.work;
   }
   return out;
 }

@@ -37,6 +37,11 @@ struct Mp2Gradient {
   int cphf_iterations = 0;
   Eigen::MatrixXd gradient;  // of E_SCF + E_MP2
   Eigen::Vector3d dipole;    // the relaxed DF-MP2 dipole moment: e·bohr, about the origin
+  // This rank's work, for the stage's floor: the GEMM-like flops of the RI passes, fits,
+  // amplitudes, J/K builds and the derivative terms' densities, and libint2's own time for the RI
+  // integrals and the three-centre derivative integrals (the one-electron and metric derivative
+  // terms are left out: small).
+  StageWork work;
 };
 
 // jk the DF-SCF's Fock builder (its J/K build the Z-vector's products); the densities' arrays are

@@ -51,10 +51,10 @@ struct Amplitudes {
 // `block` occupied orbitals k at a time: I_ia,kb = Σ_P (P|ia) c_kb^P by one GEMM, then t_ik^ab and
 // T_ik^ab, each row-major [i][a][k][b]. A block of k's, not one, gives the GEMMs of I and Γ
 // (whose other dimensions are o·v and naux) k·v columns and reads (P|ia) and Γ once per block.
-// The ranks share the blocks and sum what they make.
+// The ranks share the blocks and sum what they make; each adds its GEMMs' flops to `work`.
 Amplitudes amplitudes_by_occupied(const Mp2GradientSizes& s, std::size_t block, const Eigen::VectorXd& eps,
                                   const double* raw, const double* c, double* gamma, MemoryBudget& budget,
-                                  Communicator& comm, Progress& progress) {
+                                  Communicator& comm, Progress& progress, StageWork& work) {
   const auto o = static_cast<Eigen::Index>(s.active()), v = static_cast<Eigen::Index>(s.nvir()),
              ov = static_cast<Eigen::Index>(s.ov()), naux = static_cast<Eigen::Index>(s.naux),
              nfz = static_cast<Eigen::Index>(s.nfrozen), nocc = static_cast<Eigen::Index>(s.nocc);
@@ -93,6 +93,8 @@ Amplitudes amplitudes_by_occupied(const Mp2GradientSizes& s, std::size_t block, 
     for (Eigen::Index k = 0; k < nk; ++k)
       out.P_vir.noalias() += 2.0 * t.middleCols(k * v, v).transpose() * T.middleCols(k * v, v);
     gamma_rows.noalias() += c_k * T.transpose();  // Γ_ia^P += Σ_kb T_ik^ab c_kb^P
+    // I and Γ: 2 ov·kv·naux each; P_ij: 2 o²·v·kv; P_ab: 2 v²·ov per k.
+    work.flops_fp64 += 2.0 * double(ov) * double(kv) * (2.0 * double(naux) + double(o) + double(v));
     progress.fraction(static_cast<double>((k0 - first) / stride + 1) / my_blocks);
   }
   comm.allreduce_sum(&out.e_mp2, 1);
@@ -194,6 +196,8 @@ Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const 
   const auto naux = static_cast<Eigen::Index>(ri_aux.nbf());
   const Eigen::MatrixXd C_occ = C.leftCols(nocc), C_vir = C.rightCols(v);
 
+  Mp2GradientDensities out;
+  const StageWork jk_before = jk.work();
   const auto fit_memory = budget.reserve(ri_fit_bytes(s.naux), "the RI metric, its fit and V_PQ");
   const Eigen::MatrixXd metric = coulomb_metric(ri_aux);
   const RiPasses passes{obs, ri_aux, pairs, metric, s, plan.batch_functions, budget, comm,
@@ -205,19 +209,21 @@ Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const 
   passes.for_each_function({{C.middleCols(nfz, o), C_vir}},
                            [&](std::size_t, Eigen::Index P, const Eigen::Map<const Eigen::MatrixXd>& B) {
                              Eigen::Map<RowMajorMatrix>(raw.data() + P * ov, o, v) = B;
-                           });
+                           },
+                           out.work);
   comm.allreduce_sum(raw.data(), raw.size());
-  Mp2GradientDensities out;
   out.gamma = budget.allocate<double>(s.naux * s.ov(), "Γ_ia^P");
   const Eigen::Map<const RowMajorMatrix> gamma(out.gamma.data(), naux, ov);
   Amplitudes mp2;
   {
     LargeArray<double> c = budget.allocate<double>(s.naux * s.ov(), "c_ia^P = J⁻¹ (P|ia)");
     std::copy(raw.begin(), raw.end(), c.begin());
-    CoulombFitting(metric).apply_inverse(c.data(), s.ov());
+    const CoulombFitting fit(metric);
+    fit.apply_inverse(c.data(), s.ov());
+    out.work.flops_fp64 += 2.0 * fit.flops(s.ov());  // J⁻¹: the fit and its transpose
     progress.begin("MP2 gradient: amplitudes, P and Γ (blocks of occupied orbitals)");
     mp2 = amplitudes_by_occupied(s, plan.amplitude_orbitals, eps, raw.data(), c.data(), out.gamma.data(), budget,
-                                 comm, progress);
+                                 comm, progress, out.work);
     // V_PQ, each rank its rows P.
     const Range rows = share_of(s.naux, comm.rank(), comm.size());
     out.metric = Eigen::MatrixXd::Zero(naux, naux);
@@ -227,6 +233,7 @@ Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const 
         gamma.transpose();
     comm.allreduce_sum(out.metric.data(), static_cast<std::size_t>(out.metric.size()));
     out.metric = 0.5 * (out.metric + out.metric.transpose()).eval();
+    out.work.flops_fp64 += 2.0 * double(rows.size()) * double(ov) * double(naux);
   }
   raw = LargeArray<double>();
   out.energy.os = mp2.e_os;
@@ -242,7 +249,9 @@ Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const 
                              const Eigen::Map<const RowMajorMatrix> gamma_P(out.gamma.data() + P * ov, o, v);
                              L1.noalias() += 4.0 * B.rightCols(v) * gamma_P.transpose();
                              L2.noalias() += 4.0 * B.leftCols(o) * gamma_P;
-                           });
+                             out.work.flops_fp64 += 4.0 * double(nmo) * double(o) * double(v);
+                           },
+                           out.work);
   comm.allreduce_sum(L1.data(), static_cast<std::size_t>(L1.size()));
   comm.allreduce_sum(L2.data(), static_cast<std::size_t>(L2.size()));
 
@@ -288,6 +297,8 @@ Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const 
   // The occupied block of (4J − 2K)(P) for the relaxed P: the MP2 blocks' and the Z-vector's.
   W.topLeftCorner(nocc, nocc) += 0.5 * (G_unrelaxed.topRows(nocc) + solution.occupied_response);
   out.energy_weighted = C * W * C.transpose();
+  // The J/K builds of the Lagrangian and the Z-vector.
+  out.work.flops_fp64 += jk.work().flops_fp64 - jk_before.flops_fp64;
   return out;
 }
 

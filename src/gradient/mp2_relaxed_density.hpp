@@ -31,6 +31,7 @@
 #include "src/common/memory_plan.hpp"
 #include "src/common/parallel.hpp"
 #include "src/common/progress.hpp"
+#include "src/common/stage_work.hpp"
 #include "src/integrals/shell_pairs.hpp"
 #include "src/scf/df_fock.hpp"
 #include "src/scf/orbitals.hpp"
@@ -80,6 +81,7 @@ struct Mp2EnergyParts {
 struct Mp2GradientDensities {
   Mp2EnergyParts energy;
   int cphf_iterations = 0;
+  StageWork work;                   // this rank's, as Mp2Gradient's
   Eigen::MatrixXd relaxed;          // P (AO, symmetric), the MP2 part only
   Eigen::MatrixXd energy_weighted;  // W (AO, symmetric), the MP2 part only: −Σ W S^x in the gradient
   LargeArray<double> gamma;         // Γ_ia^P: row P, column i·nvir + a (i active)

@@ -69,7 +69,8 @@ std::size_t ri_batch_functions(const libint2::BasisSet& ri_aux, const Mp2Gradien
 
 void RiPasses::for_each_function(
     const std::vector<RiTransform>& transforms,
-    const std::function<void(std::size_t t, Eigen::Index P, const Eigen::Map<const Eigen::MatrixXd>& B)>& use) const {
+    const std::function<void(std::size_t t, Eigen::Index P, const Eigen::Map<const Eigen::MatrixXd>& B)>& use,
+    StageWork& work) const {
   const ThreeIndexIntegrals integrals(ri_aux, obs, pairs, metric);
   LargeArray<double> ao =
       budget.allocate<double>(sizes.ao_batch(batch_functions), "the RI integrals (P|μν) of a batch");
@@ -82,9 +83,13 @@ void RiPasses::for_each_function(
     const ShellRange& batch = mine[b];
     const std::size_t first = first_function(ri_aux, batch.first), count = function_count(ri_aux, batch);
     integrals.compute(batch, {0, obs.size()}, ao.data());
+    work.libint_seconds += integrals.libint_seconds(batch, {0, obs.size()});
     for (std::size_t t = 0; t < transforms.size(); ++t) {
       const Eigen::MatrixXd &left = transforms[t].left, &right = transforms[t].right;
       transform_ri_batch(pairs.layout, ao.data(), count, left, right, workspace.data(), mo.data());
+      const auto nbf = static_cast<double>(left.rows()), p = static_cast<double>(left.cols()),
+                 q = static_cast<double>(right.cols());
+      work.flops_fp64 += static_cast<double>(count) * (2.0 * nbf * nbf * q + 2.0 * nbf * p * q);
       const auto block = static_cast<std::size_t>(left.cols() * right.cols());
       for (std::size_t f = 0; f < count; ++f)
         use(t, static_cast<Eigen::Index>(first + f),

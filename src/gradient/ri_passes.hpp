@@ -13,6 +13,7 @@
 #include "src/common/memory.hpp"
 #include "src/common/memory_plan.hpp"
 #include "src/common/parallel.hpp"
+#include "src/common/stage_work.hpp"
 #include "src/gradient/mp2_relaxed_density.hpp"
 #include "src/integrals/shell_pairs.hpp"
 
@@ -70,10 +71,12 @@ struct RiPasses {
   // (left.cols() × right.cols()), one batch of RI shells at a time: each batch's integrals are
   // computed once for all transforms, and anew in each pass: keeping every batch's for the second
   // would hold the naux × nmo² this avoids, and the integrals (naux·nbf² elements) cost less than
-  // their transform (naux·nbf²·nmo multiply-adds).
+  // their transform (naux·nbf²·nmo multiply-adds). Adds the integrals' libint2 time and the
+  // transforms' flops to `work`.
   void for_each_function(
       const std::vector<RiTransform>& transforms,
-      const std::function<void(std::size_t t, Eigen::Index P, const Eigen::Map<const Eigen::MatrixXd>& B)>& use) const;
+      const std::function<void(std::size_t t, Eigen::Index P, const Eigen::Map<const Eigen::MatrixXd>& B)>& use,
+      StageWork& work) const;
 };
 
 }  // namespace dfmp2

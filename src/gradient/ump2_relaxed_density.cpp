@@ -67,8 +67,9 @@ struct SpinDensity {
 // E_σσ, with its shares of P_ij, P_ab and Γ_ia^P of spin σ added, from (P|ia) and c_ia^P
 // (row-major [P][i·v + a]), one occupied orbital k at a time: I_ia,kb = (ia|kb) by one GEMM, then
 // t_ik^ab, row-major [i][a][b]. t is antisymmetric in a, b, so Σ_ic t_ik^ac t_ik^bc = (tᵀ t)_ab.
+// Adds its GEMMs' flops to `work`.
 double same_spin_pairs(const SpinBlocks& x, Eigen::Index naux, const double* raw, const double* c, double* gamma,
-                       SpinDensity& P, MemoryBudget& budget) {
+                       SpinDensity& P, MemoryBudget& budget, StageWork& work) {
   const Eigen::Index o = x.active, v = x.nvir, ov = x.ov();
   const Eigen::Map<const RowMajorMatrix> raw_rows(raw, naux, ov), c_rows(c, naux, ov);
   Eigen::Map<RowMajorMatrix> gamma_rows(gamma, naux, ov);
@@ -95,6 +96,8 @@ double same_spin_pairs(const SpinBlocks& x, Eigen::Index naux, const double* raw
     P.virtuals.noalias() += 0.5 * t.transpose() * t;
     gamma_rows.noalias() += c_k * t.transpose();  // Γ_ia^P += Σ_b t_ik^ab c_kb^P
   }
+  // Per k: I and Γ 2 ov·v·naux each, P_ij 2 o²·v², P_ab 2 v²·ov.
+  work.flops_fp64 += double(o) * 2.0 * double(ov) * double(v) * (2.0 * double(naux) + double(o) + double(v));
   return e;
 }
 
@@ -102,10 +105,10 @@ double same_spin_pairs(const SpinBlocks& x, Eigen::Index naux, const double* raw
 // spin `inner`: I_ia,kb = (ia|kb) by one GEMM, then t_ik^ab = I_ia,kb / D_ik^ab, row-major [i][a][b].
 // Adds −Σ_kab t_ik^ab t_jk^ab to inner's P_ij and Σ_kia t_ik^ab t_ik^ac to outer's P_bc. With
 // Γ arrays (both or neither), also Σ_kb t_ik^ab c_kb^P to inner's Γ_ia^P and Σ_ia t_ik^ab c_ia^P
-// to outer's Γ_kb^P, and returns E_αβ.
+// to outer's Γ_kb^P, and returns E_αβ. Adds its GEMMs' flops to `work`.
 double opposite_spin_pairs(const SpinBlocks& inner, const SpinBlocks& outer, Eigen::Index naux, const double* raw_inner,
                            const double* c_inner, const double* c_outer, SpinDensity& P_inner, SpinDensity& P_outer,
-                           double* gamma_inner, double* gamma_outer, MemoryBudget& budget) {
+                           double* gamma_inner, double* gamma_outer, MemoryBudget& budget, StageWork& work) {
   const Eigen::Index o = inner.active, va = inner.nvir, ov = inner.ov(), vb = outer.nvir;
   const Eigen::Map<const RowMajorMatrix> raw_rows(raw_inner, naux, ov), c_rows(c_inner, naux, ov),
       c_outer_rows(c_outer, naux, outer.ov());
@@ -131,6 +134,10 @@ double opposite_spin_pairs(const SpinBlocks& inner, const SpinBlocks& outer, Eig
     Eigen::Map<RowMajorMatrix>(gamma_inner, naux, ov).noalias() += c_k * t.transpose();
     Eigen::Map<RowMajorMatrix>(gamma_outer, naux, outer.ov()).middleCols(k * vb, vb).noalias() += c_rows * t;
   }
+  // Per k: I 2 ov·vb·naux (and both Γ as much again each), P_ij 2 o²·va·vb, P_bc 2 vb²·ov.
+  const double gammas = gamma_inner == nullptr ? 0.0 : 2.0;
+  work.flops_fp64 += double(outer.active) * 2.0 * double(ov) * double(vb) *
+                     ((1.0 + gammas) * double(naux) + double(o) + double(vb));
   return e;
 }
 
@@ -246,6 +253,8 @@ Ump2GradientDensities ump2_gradient_densities(const libint2::BasisSet& obs, cons
   const auto naux = static_cast<Eigen::Index>(ri_aux.nbf());
   const Eigen::Index nfz = x[0].nfrozen, m = x[0].nmo - nfz;
 
+  Ump2GradientDensities out;
+  const StageWork jk_before = jk.work();
   const auto fit_memory = budget.reserve(ri_fit_bytes(s[0].naux), "the RI metric, its fit and V_PQ");
   const Eigen::MatrixXd metric = coulomb_metric(ri_aux);
   Communicator one_rank;  // the UHF gradient runs on one MPI rank (the driver refuses more)
@@ -264,8 +273,8 @@ Ump2GradientDensities ump2_gradient_densities(const libint2::BasisSet& obs, cons
                            [&](std::size_t spin, Eigen::Index P, const Eigen::Map<const Eigen::MatrixXd>& B) {
                              Eigen::Map<RowMajorMatrix>(raw[spin].data() + P * x[spin].ov(), x[spin].active,
                                                         x[spin].nvir) = B;
-                           });
-  Ump2GradientDensities out;
+                           },
+                           out.work);
   std::array<SpinDensity, 2> P_mp2;
   for (int spin = 0; spin < 2; ++spin) {
     out.gamma[spin] = budget.allocate<double>(s[spin].naux * s[spin].ov(), std::string("Γ_ia^P, ") + kSpinName[spin]);
@@ -281,24 +290,27 @@ Ump2GradientDensities ump2_gradient_densities(const libint2::BasisSet& obs, cons
                                         std::string("c_ia^P = J⁻¹ (P|ia), ") + kSpinName[spin]);
       std::copy(raw[spin].begin(), raw[spin].end(), c[spin].begin());
       fit.apply_inverse(c[spin].data(), s[spin].ov());
+      out.work.flops_fp64 += 2.0 * fit.flops(s[spin].ov());  // J⁻¹: the fit and its transpose
     }
     progress.message("MP2 gradient: amplitudes, P and Γ (αα, ββ, αβ)");
     std::array<double, 2> e_same{};
     for (int spin = 0; spin < 2; ++spin)
       e_same[spin] = same_spin_pairs(x[spin], naux, raw[spin].data(), c[spin].data(), out.gamma[spin].data(),
-                                     P_mp2[spin], budget);
+                                     P_mp2[spin], budget, out.work);
     out.energy.aa = e_same[0];
     out.energy.bb = e_same[1];
     out.energy.ss = e_same[0] + e_same[1];
     // E_αβ, P^α_ij, P^β_ab and both Γ with k of β; P^β_ij and P^α_ab again with k of α.
     out.energy.os = opposite_spin_pairs(x[0], x[1], naux, raw[0].data(), c[0].data(), c[1].data(), P_mp2[0], P_mp2[1],
-                                     out.gamma[0].data(), out.gamma[1].data(), budget);
+                                     out.gamma[0].data(), out.gamma[1].data(), budget, out.work);
     opposite_spin_pairs(x[1], x[0], naux, raw[1].data(), c[1].data(), c[0].data(), P_mp2[1], P_mp2[0], nullptr,
-                        nullptr, budget);
+                        nullptr, budget, out.work);
     out.metric = Eigen::MatrixXd::Zero(naux, naux);
-    for (int spin = 0; spin < 2; ++spin)
+    for (int spin = 0; spin < 2; ++spin) {
       out.metric.noalias() += Eigen::Map<const RowMajorMatrix>(c[spin].data(), naux, x[spin].ov()) *
                               Eigen::Map<const RowMajorMatrix>(out.gamma[spin].data(), naux, x[spin].ov()).transpose();
+      out.work.flops_fp64 += 2.0 * double(naux) * double(naux) * double(x[spin].ov());
+    }
     out.metric = 0.5 * (out.metric + out.metric.transpose()).eval();
   }
   raw = {};
@@ -318,7 +330,9 @@ Ump2GradientDensities ump2_gradient_densities(const libint2::BasisSet& obs, cons
                              const Eigen::Map<const RowMajorMatrix> gamma_P(out.gamma[spin].data() + P * o * v, o, v);
                              L1[spin].noalias() += 2.0 * B.rightCols(v) * gamma_P.transpose();
                              L2[spin].noalias() += 2.0 * B.leftCols(o) * gamma_P;
-                           });
+                             out.work.flops_fp64 += 4.0 * double(x[spin].nmo) * double(o) * double(v);
+                           },
+                           out.work);
 
   // P in the MO basis, spin by spin: the MP2 blocks, then frozen–active from the SCF's response.
   SpinMatrices P, frozen_active;
@@ -385,6 +399,8 @@ Ump2GradientDensities ump2_gradient_densities(const libint2::BasisSet& obs, cons
         G_unrelaxed[spin].topRows(b.nocc) + 0.5 * solution.occupied_response[spin];
     out.energy_weighted += b.C * W * b.C.transpose();
   }
+  // The J/K builds of the Lagrangian and the Z-vector.
+  out.work.flops_fp64 += jk.work().flops_fp64 - jk_before.flops_fp64;
   return out;
 }
 

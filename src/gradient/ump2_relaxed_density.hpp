@@ -51,6 +51,7 @@ Mp2GradientPlan plan_ump2_gradient(const libint2::BasisSet& ri_aux, const Mp2Gra
 struct Ump2GradientDensities {
   Mp2EnergyParts energy;
   int cphf_iterations = 0;
+  StageWork work;                           // as Mp2Gradient's
   std::array<Eigen::MatrixXd, 2> relaxed;   // P^α, P^β (AO, symmetric), the MP2 parts only
   Eigen::MatrixXd energy_weighted;          // W of both spins (AO, symmetric), the MP2 part only
   std::array<LargeArray<double>, 2> gamma;  // Γ_ia^P of each spin: row P, column i·nvir + a (i active)

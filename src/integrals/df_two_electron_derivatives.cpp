@@ -24,7 +24,8 @@ std::size_t functions_per_batch(std::size_t row_elements, std::size_t naux, cons
 Eigen::MatrixXd three_centre_gradient_of_squares(const libint2::BasisSet& aux, const libint2::BasisSet& obs,
                                                  const ShellPairs& pairs, const Molecule& mol,
                                                  const std::function<void(Eigen::Index P, double* square)>& gamma,
-                                                 Communicator& comm, const std::function<void(double done)>& progress) {
+                                                 Communicator& comm, const std::function<void(double done)>& progress,
+                                                 StageWork* work, double square_flops) {
   // The squares of one batch of auxiliary shells at a time (at most 64 MiB).
   const std::size_t n = obs.nbf(), square = n * n;
   const std::size_t batch_functions = functions_per_batch(square, aux.nbf(), comm);
@@ -36,6 +37,7 @@ Eigen::MatrixXd three_centre_gradient_of_squares(const libint2::BasisSet& aux, c
     batch_first = first_function(aux, batch.first);
     const auto count = static_cast<Eigen::Index>(function_count(aux, batch));
     squares.resize(static_cast<std::size_t>(count) * square);
+    if (work != nullptr) work->flops_fp64 += static_cast<double>(count) * square_flops;
 #pragma omp parallel for schedule(dynamic)
     for (Eigen::Index f = 0; f < count; ++f)
       gamma(static_cast<Eigen::Index>(batch_first) + f, squares.data() + static_cast<std::size_t>(f) * square);
@@ -48,6 +50,7 @@ Eigen::MatrixXd three_centre_gradient_of_squares(const libint2::BasisSet& aux, c
       }
   };
   density.progress = progress;
+  density.work = work;
   Eigen::MatrixXd gradient = three_centre_gradient(aux, obs, pairs, mol, density);
   comm.allreduce_sum(gradient.data(), static_cast<std::size_t>(gradient.size()));
   return gradient;
@@ -57,7 +60,8 @@ Eigen::MatrixXd density_fitted_two_electron_gradient(const libint2::BasisSet& ob
                                                      const ShellPairs& pairs, FittedTensorStore& factors,
                                                      const Molecule& mol, const SeparableDensities& densities,
                                                      Communicator& comm,
-                                                     const std::function<void(double done)>& progress) {
+                                                     const std::function<void(double done)>& progress,
+                                                     StageWork* work) {
   const kernels::BlockPackedLayout& layout = pairs.layout;
   const auto nbf = static_cast<Eigen::Index>(obs.nbf()), naux = static_cast<Eigen::Index>(aux.nbf());
   const std::size_t stored = layout.size();
@@ -120,6 +124,16 @@ Eigen::MatrixXd density_fitted_two_electron_gradient(const libint2::BasisSet& ob
     exchange.middleRows(first_row, row_count).noalias() += AcC[s].middleCols(first_row, row_count).transpose() * cC[s];
   comm.allreduce_sum(exchange.data(), static_cast<std::size_t>(exchange.size()));
   metric_weights += 0.5 * (exchange + exchange.transpose());  // symmetric but for rounding
+  // Per spin: c^P C_s (2 n² nocc per row Q) and its fit, A_s c^P C_s, the exchange weights; each
+  // Γ^P two n × nocc × n products.
+  double square_flops = 0.0;
+  if (work != nullptr)
+    for (const Eigen::MatrixXd& C : densities.occupied) {
+      const double n = double(nbf), o = double(C.cols()), columns = n * o;
+      work->flops_fp64 += 2.0 * n * columns * double(factors.q().size()) + fit.flops(C.size()) +
+                          2.0 * n * columns * double(naux) + 2.0 * double(row_count) * double(naux) * columns;
+      square_flops += 4.0 * n * columns;
+    }
 
   const Eigen::MatrixXd three_centre = three_centre_gradient_of_squares(aux, obs, pairs, mol, [&](Eigen::Index P, double* square) {
     Eigen::Map<Eigen::MatrixXd> gamma_P(square, nbf, nbf);
@@ -130,7 +144,7 @@ Eigen::MatrixXd density_fitted_two_electron_gradient(const libint2::BasisSet& ob
       gamma_P.noalias() -= AcC_P * C.transpose();
       gamma_P.noalias() -= C * AcC_P.transpose();
     }
-  }, comm, progress);
+  }, comm, progress, work, square_flops);
   return three_centre + metric_gradient(aux, mol, metric_weights);
 }
 

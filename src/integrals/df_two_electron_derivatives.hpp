@@ -13,7 +13,8 @@
 // tensor's fitted factors (`factors`, each rank its Q), not from the integrals anew. Both functions
 // are collective: the ranks share the batches of auxiliary shells, and each returns the whole sum.
 // `progress`, when given, is told 0 when the derivative integrals start, then the share of this
-// rank's batches of them done.
+// rank's batches of them done. `work`, when given, gets this rank's flops of the densities' GEMMs
+// and libint2's time for the derivative integrals.
 #pragma once
 
 #include <functional>
@@ -23,6 +24,7 @@
 #include <libint2/basis.h>
 
 #include "src/common/parallel.hpp"
+#include "src/common/stage_work.hpp"
 #include "src/integrals/df_tensor_store.hpp"
 #include "src/integrals/shell_pairs.hpp"
 #include "src/molecule/molecule.hpp"
@@ -41,14 +43,17 @@ Eigen::MatrixXd density_fitted_two_electron_gradient(const libint2::BasisSet& ob
                                                      const ShellPairs& pairs, FittedTensorStore& factors,
                                                      const Molecule& mol, const SeparableDensities& densities,
                                                      Communicator& comm,
-                                                     const std::function<void(double done)>& progress = {});
+                                                     const std::function<void(double done)>& progress = {},
+                                                     StageWork* work = nullptr);
 
 // Σ_Pμν Γ^P_μν ∂(P|μν)/∂R_A for a Γ made one auxiliary function at a time as a dense symmetric
-// nbf × nbf square: gamma(P, square) writes Γ^P (called from several threads at once).
+// nbf × nbf square: gamma(P, square) writes Γ^P (called from several threads at once), in
+// square_flops floating-point operations, which `work` counts with libint2's time.
 Eigen::MatrixXd three_centre_gradient_of_squares(const libint2::BasisSet& aux, const libint2::BasisSet& obs,
                                                  const ShellPairs& pairs, const Molecule& mol,
                                                  const std::function<void(Eigen::Index P, double* square)>& gamma,
                                                  Communicator& comm,
-                                                 const std::function<void(double done)>& progress = {});
+                                                 const std::function<void(double done)>& progress = {},
+                                                 StageWork* work = nullptr, double square_flops = 0.0);
 
 }  // namespace dfmp2

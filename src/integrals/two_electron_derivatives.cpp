@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -172,6 +173,12 @@ Eigen::MatrixXd three_centre_gradient(const libint2::BasisSet& aux, const libint
   auto engines = engines_per_thread(coulomb_engine(std::max(aux.max_nprim(), obs.max_nprim()),
                                                    std::max(aux.max_l(), obs.max_l() + 1), BraKet::xs_xx));
   ThreadGradients g(mol.atoms.size());
+  // The triples libint2's time is sampled on: one in kLibintSampleStride of those computed.
+  struct Triple {
+    std::size_t p, pair;
+  };
+  std::vector<Triple> sample;
+  std::size_t computed = 0;
   if (gamma.progress) gamma.progress(0.0);
   for (std::size_t b = 0; b < gamma.batches.size(); ++b) {
     const ShellRange batch = gamma.batches[b];
@@ -203,6 +210,32 @@ Eigen::MatrixXd three_centre_gradient(const libint2::BasisSet& aux, const libint
       }
     }
     if (gamma.progress) gamma.progress(static_cast<double>(b + 1) / static_cast<double>(gamma.batches.size()));
+    if (gamma.work != nullptr)
+      for (std::size_t k = 0; k < pairs.pairs.size(); ++k)
+        for (std::size_t p = batch.first; p < batch.last; ++p)
+          if (!one_atom(std::array{aux_atoms[p], obs_atoms[pairs.pairs[k].first], obs_atoms[pairs.pairs[k].second]}) &&
+              computed++ % kLibintSampleStride == 0)
+            sample.push_back({p, k});
+  }
+  if (gamma.work != nullptr && !sample.empty()) {
+    // The sample's integrals with a zero Γ (its contraction, a few multiply-adds per integral, is
+    // timed with them), on this thread, scaled to every triple and thread.
+    Engine& engine = engines[0];
+    ThreeCentreForces forces;
+    std::vector<double> zeros;
+    const auto start = std::chrono::steady_clock::now();
+    for (const auto& [p, k] : sample) {
+      const auto [s1, s2] = pairs.pairs[k];
+      const ShiftedPairData a_data(derivatives[s1], obs[s2]);
+      const std::optional<ShiftedPairData> b_data =
+          s1 == s2 ? std::nullopt : std::optional<ShiftedPairData>(std::in_place, derivatives[s2], obs[s1]);
+      zeros.assign(aux[p].size() * obs[s1].size() * obs[s2].size(), 0.0);
+      forces(engine, aux[p], aux_data[p], obs[s1], derivatives[s1], a_data, obs[s2], derivatives[s2],
+             b_data ? &*b_data : nullptr, zeros.data());
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    gamma.work->libint_seconds +=
+        seconds * double(computed) / double(sample.size()) / double(omp_get_max_threads());
   }
   return g.sum();
 }

@@ -12,6 +12,7 @@
 #include <Eigen/Core>
 #include <libint2/basis.h>
 
+#include "src/common/stage_work.hpp"
 #include "src/integrals/shell_pairs.hpp"
 #include "src/integrals/shell_ranges.hpp"
 #include "src/molecule/molecule.hpp"
@@ -34,6 +35,9 @@ struct ThreeCentreDensity {
   std::function<void(std::size_t p, std::size_t s1, std::size_t s2, double* out)> block;
   // Optional: told 0 before the first batch, then the share of the batches done after each.
   std::function<void(double done)> progress;
+  // Optional: libint2's time for the derivative integrals is added to it, from a sample of the
+  // shell triples timed on one thread.
+  StageWork* work = nullptr;
 };
 
 // Σ_Pμν Γ^P_μν ∂(P|μν)/∂R_A, μν over every orbital function pair (both orders), from the shell

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <iomanip>
+#include <optional>
 
 #include "src/common/memory.hpp"
 
@@ -59,6 +60,20 @@ void print_energies(std::ostream& out, const RunResult& r) {
 }
 
 // --gradient: dE/dR per atom, in the input's order and frame.
+// The energy step's rate (its needed flops over its wall time) beside the GEMM probed at its own
+// shape in the precision it ran, GFLOP/s; none for a run without both.
+struct EnergyRate {
+  double step = 0.0, probe = 0.0;
+};
+std::optional<EnergyRate> energy_rate(const RunResult& r) {
+  const auto stage = std::find_if(r.stages.begin(), r.stages.end(), [](const StageTiming& s) { return s.name == "energy"; });
+  if (!r.energy_gemm_probe || stage == r.stages.end() || stage->seconds <= 0.0 || r.energy_flops <= 0.0)
+    return std::nullopt;
+  const kernels::GemmRates& probe = r.energy_gemm_probe->rates;
+  return EnergyRate{r.energy_flops / stage->seconds / 1e9,
+                    r.precision == "fp32" ? probe.fp32_gflops : probe.fp64_gflops};
+}
+
 void print_gradient(std::ostream& out, const RunResult& r) {
   if (!r.gradient || !r.geometry) return;
   char line[128];
@@ -201,6 +216,15 @@ void print_report(std::ostream& out, const RunResult& r) {
                 r.total_seconds, format_bytes(r.resources.peak_rss_bytes).c_str(), r.resources.minor_faults,
                 r.resources.major_faults);
   out << total;
+  if (const auto rate = energy_rate(r)) {
+    char line[200];
+    std::snprintf(line, sizeof line,
+                  "Energy step %.1f GFLOP/s (needed work), %.1f %% of %s at its shape %zu × %zu × %zu (%.1f GFLOP/s, "
+                  "probed at start-up)\n",
+                  rate->step, 100.0 * rate->step / rate->probe, r.precision == "fp32" ? "SGEMM" : "DGEMM",
+                  r.energy_gemm_probe->nvir, r.energy_gemm_probe->nvir, r.energy_gemm_probe->naux, rate->probe);
+    out << line;
+  }
   print_memory_plan(out, r);
 }
 
@@ -262,6 +286,18 @@ nlohmann::json to_json(const RunResult& r) {
     if (!timings.contains(stage)) timings[stage] = 0.0;
   j["floors"] = floors;
   j["gemm_gflops"] = {{"fp64", r.gemm_rates.fp64_gflops}, {"fp32", r.gemm_rates.fp32_gflops}};
+  if (r.energy_gemm_probe) {
+    const RunResult::EnergyGemmProbe& probe = *r.energy_gemm_probe;
+    j["energy_gemm_probe"] = {{"m", probe.nvir},
+                              {"n", probe.nvir},
+                              {"k", probe.naux},
+                              {"fp64_gflops", probe.rates.fp64_gflops},
+                              {"fp32_gflops", probe.rates.fp32_gflops}};
+    if (const auto rate = energy_rate(r)) {
+      j["energy_gemm_probe"]["energy_gflops"] = rate->step;
+      j["energy_gemm_probe"]["fraction"] = rate->step / rate->probe;
+    }
+  }
   j["resources"] = {{"peak_rss_bytes", r.resources.peak_rss_bytes},
                     {"minor_page_faults", r.resources.minor_faults},
                     {"major_page_faults", r.resources.major_faults}};

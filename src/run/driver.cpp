@@ -157,9 +157,18 @@ PreparedRun::PreparedRun(const RunInput& input, const RunOptions& options, Progr
     s.budget = std::make_unique<MemoryBudget>(options.memory_bytes ? options.memory_bytes : default_memory_budget());
     return s.context();
   };
+  // The energy step's GEMM shape probed before its arrays exist (a 960-function molecule's takes
+  // about 0.1 s).
+  const auto probe_energy_shape = [&r](std::size_t nvir, std::size_t naux) {
+    r.energy_gemm_probe = RunResult::EnergyGemmProbe{nvir, naux, kernels::measure_gemm_rates(nvir, nvir, naux, 2)};
+  };
   if (input.df) {  // energy only, from a given DF tensor
     if (options.gradient) throw InputError("--gradient is not available for a given DF tensor (it needs the SCF)");
-    s.df = timed(stages, r.gemm_rates, nullptr, "setup", [&] { return read_given_tensor(*input.df, start_budget()); });
+    s.df = timed(stages, r.gemm_rates, nullptr, "setup", [&] {
+      const RunContext context = start_budget();
+      probe_energy_shape(input.df->nvir, input.df->naux);
+      return read_given_tensor(*input.df, context);
+    });
     describe_given_tensor(input, r);
   } else {
     const Libint2Session libint2;
@@ -171,6 +180,8 @@ PreparedRun::PreparedRun(const RunInput& input, const RunOptions& options, Progr
       check_plan(plan, context);
       if (options.gradient) check_gradient_supported(input, options, problem);
       announce(plan, context.progress);
+      if (!options.gradient)
+        probe_energy_shape(problem.obs.nbf() - static_cast<std::size_t>(problem.nocc), problem.aux.nbf());
       return problem;
     });
     r.memory_plan = plan.stages();
@@ -234,6 +245,7 @@ RunResult PreparedRun::energy(kernels::Backend backend, kernels::Precision preci
     r.backend = name_of(energy.backend);
     r.energy_gemm_seconds = e.gemm_seconds;
     r.energy_reduction_seconds = e.reduce_seconds;
+    r.energy_flops = energy.work.flops_fp64 + energy.work.flops_fp32;
     r.peak_b_bytes = energy.distributed.peak_b_bytes;
   }
   r.total_seconds = s.prepare_seconds + seconds_since(start);

@@ -54,6 +54,14 @@ struct RunResult {
   int threads = 0;
   std::string blas_kernels;    // OpenBLAS kernel set the GEMMs ran on
   kernels::GemmRates gemm_rates;  // measured at start-up: the floors' yardstick
+  // The energy step's own GEMM, T_ij = B_i B_jᵀ (nvir × nvir, inner dimension naux; UHF: α),
+  // probed at start-up: the yardstick of the step's rate. Runs with an energy step only.
+  struct EnergyGemmProbe {
+    std::size_t nvir = 0, naux = 0;
+    kernels::GemmRates rates;
+  };
+  std::optional<EnergyGemmProbe> energy_gemm_probe;
+  double energy_flops = 0.0;  // the energy step's needed flops on this rank
   int ranks = 1;
   std::size_t peak_b_bytes = 0;  // B_ia^P held at once by this rank in the energy step
   std::vector<RankStats> rank_stats;  // every rank's, in rank order

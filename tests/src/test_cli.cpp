@@ -131,6 +131,14 @@ TEST_CASE("an XYZ run prints the report and writes JSON with the documented keys
   for (const char* stage : {"integrals", "scf", "df_transform", "energy"})
     CHECK(j["floors"][stage].get<double>() > 0.0);
   CHECK(j["gemm_gflops"]["fp64"].get<double>() > 0.0);
+  // The energy step's GEMM shape probed, and the step's rate beside it.
+  const auto& probe = j["energy_gemm_probe"];
+  CHECK((probe["m"] == j["nvir"] && probe["n"] == j["nvir"] && probe["k"] == j["naux"]));
+  CHECK(probe["fp64_gflops"].get<double>() > 0.0);
+  CHECK(probe["fp32_gflops"].get<double>() > 0.0);
+  CHECK(probe["energy_gflops"].get<double>() > 0.0);
+  CHECK(probe["fraction"].get<double>() == Approx(probe["energy_gflops"].get<double>() / probe["fp64_gflops"].get<double>()));
+  CHECK_THAT(r.out, Catch::Contains("% of DGEMM at its shape 19 × 19 × 84"));
   CHECK(j["resources"]["peak_rss_bytes"].get<double>() > 0.0);
   CHECK(j["resources"]["minor_page_faults"].get<double>() > 0.0);
   CHECK(j["nbf"] == 24);
@@ -269,6 +277,8 @@ TEST_CASE("the DF-MP2 gradient (--gradient) in the report and the JSON, as Psi4'
     CHECK(j[key].get<double>() == Approx(e[key].get<double>()).margin(1e-10));
   CHECK(j["backend"] == "gradient");
   CHECK(j["timings"]["energy"].get<double>() == 0.0);  // no energy step
+  CHECK_FALSE(j.contains("energy_gemm_probe"));
+  CHECK(j["floors"]["gradient"].get<double>() > 0.0);
 
   expect_rejected(dir, xyz + " --basis cc-pvdz --backend fused --gradient",
                   "--backend and --precision do not apply with --gradient");
