@@ -159,6 +159,18 @@ def run_psi4(xyz, args, scf_type="df"):
             "scf_iterations": iterations, **energies}
 
 
+def run_child(cmd, env, who):
+    """Runs cmd (stdout discarded): its wall seconds and the kernel's rusage of it; exits the
+    script, naming `who`, when it fails."""
+    start = time.perf_counter()
+    child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, env=env)
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - start
+    if status != 0:
+        sys.exit(f"{who}: {' '.join(map(str, cmd))} failed (status {status})")
+    return wall, usage
+
+
 def openblas_coretype():
     """The OpenBLAS kernel set forced on both programs (they load the same libopenblas), or None."""
     return os.environ.get("OPENBLAS_CORETYPE")

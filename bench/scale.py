@@ -19,7 +19,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -44,12 +43,7 @@ def run_dfmp2(binary, name, args, work):
         cmd += ["--memory", args.memory]
     if family_of(name).endswith("(frozen core)"):
         cmd.append("--frozen-core")
-    start = time.perf_counter()
-    child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, env=amdahl.basis_environment(args.basis))
-    _, status, usage = os.wait4(child.pid, 0)
-    wall = time.perf_counter() - start
-    if status != 0:
-        sys.exit(f"scale.py: {' '.join(cmd)} failed (status {status})")
+    wall, usage = amdahl.run_child(cmd, amdahl.basis_environment(args.basis), "scale.py")
     result = json.loads(out.read_text())
     plan = result["memory"]["plan"]
     return {"molecule": name, "family": family_of(name), "command": " ".join(cmd[1:]), "wall_s": wall,

@@ -23,7 +23,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -49,12 +48,7 @@ def run_baseline(binary, xyz, args, threads, scf):
            "--threads", str(threads), "--memory", args.memory, "--quiet"]
     if scf == "df":
         cmd += ["--jk-basis", args.jk_basis]
-    start = time.perf_counter()
-    child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, env=amdahl.basis_environment(args.basis))
-    _, status, usage = os.wait4(child.pid, 0)
-    wall = time.perf_counter() - start
-    if status != 0:
-        sys.exit(f"stages.py: baseline {' '.join(cmd)} failed")
+    wall, usage = amdahl.run_child(cmd, amdahl.basis_environment(args.basis), "stages.py: baseline")
     return {"wall_seconds": wall, "peak_rss_bytes": usage.ru_maxrss * 1024,
             "minor_page_faults": usage.ru_minflt, "major_page_faults": usage.ru_majflt}
 
