@@ -53,11 +53,13 @@ def run_dfmp2(binary, name, args, work):
             "timings": {s: result["timings"].get(s, 0.0) for s in ["setup", *STAGES, "total"]},
             "floors": {s: result["floors"].get(s) for s in STAGES},
             "scf_iterations": result["scf_iterations"],
+            "energy_gemm_probe": result.get("energy_gemm_probe"),
             "peak_rss_bytes": usage.ru_maxrss * 1024, "major_page_faults": usage.ru_majflt,
             "memory_limit_bytes": result["memory"]["limit_bytes"],
             "plan": [{"stage": p["stage"], "ram_bytes": p["ram_bytes"], "disk_bytes": p["disk_bytes"],
                       "drawn_peak_bytes": p["drawn_peak_bytes"], "read_bytes": p.get("read_bytes"),
-                      "read_per": p.get("read_per"), "note": p.get("note")} for p in plan],
+                      "read_per": p.get("read_per"), "note": p.get("note"), "blocks": p.get("blocks")}
+                     for p in plan],
             "scratch": result["memory"].get("scratch")}
 
 
@@ -94,6 +96,28 @@ def gib(x):
     return f"{x / 2**30:.2f}"
 
 
+def block_bytes(run, stage, what):
+    """The bytes of the plan's blocks of `stage` whose name starts with `what`, in RAM and on disk."""
+    entry = next(p for p in run["plan"] if p["stage"] == stage)
+    return sum(b["bytes"] for b in entry.get("blocks") or [] if b["what"].startswith(what))
+
+
+def io_rates(run):
+    """What a stage would have to read from disk per second to keep pace with its floor, were its
+    tensor streamed from the scratch disk (GB/s): the DF-SCF tensor once per SCF iteration; (Q|ia)
+    written and read once and B written once in the DF transform; B read once per block row in the
+    energy step, with blocks of a quarter of the budget."""
+    floors, iterations = run["floors"], run["scf_iterations"]
+    tensor = block_bytes(run, "scf", "the DF-SCF tensor")
+    b = 8.0 * (run["nocc"] - run["nfrozen"]) * run["nvir"] * run["naux"]
+    block_orbitals = max(1.0, (run["memory_limit_bytes"] / 4) / (8.0 * run["nvir"] * run["naux"]))
+    rows = max(1.0, (run["nocc"] - run["nfrozen"]) / block_orbitals)
+    return {"scf_tensor_bytes": tensor, "b_bytes": b,
+            "scf": tensor / (floors["scf"] / iterations) / 1e9 if floors.get("scf") else None,
+            "df_transform": 3 * b / floors["df_transform"] / 1e9 if floors.get("df_transform") else None,
+            "energy": rows * b / 2 / floors["energy"] / 1e9 if floors.get("energy") else None}
+
+
 def markdown(runs, fits, machine, args):
     def cell(value, spec):
         return "–" if value is None else format(value, spec)
@@ -127,6 +151,20 @@ def markdown(runs, fits, machine, args):
             continue
         lines.append(f"| {family} | {', '.join(map(str, fit['nbf']))} | "
                      + " | ".join(cell(fit[s], ".2f") for s in [*STAGES, "total", "peak_rss"]) + " |")
+    lines += ["", "The energy step against DGEMM probed at its own shape (nvir × nvir × naux) at start-up, and the "
+              "disk rate each stage would need, were its tensor streamed from the scratch disk, to keep pace with "
+              "its floor: the DF-SCF tensor once per SCF iteration; (Q|ia) written and read and B written once in "
+              "the transform; B read once per block row in the energy step, blocks a quarter of the budget "
+              "(GB/s):", "",
+              "| molecule | energy step GFLOP/s | DGEMM at its shape | % | DF-SCF tensor GiB | B GiB "
+              "| SCF GB/s | DF transform GB/s | energy GB/s |", "|---" * 9 + "|"]
+    for r in runs:
+        probe, rates = r.get("energy_gemm_probe") or {}, io_rates(r)
+        lines.append(f"| {r['molecule']} | {cell(probe.get('energy_gflops'), '.1f')} | "
+                     f"{cell(probe.get('fp64_gflops'), '.1f')} | "
+                     f"{cell(100 * probe['fraction'] if 'fraction' in probe else None, '.1f')} | "
+                     f"{gib(rates['scf_tensor_bytes'])} | {gib(rates['b_bytes'])} | {cell(rates['scf'], '.2f')} | "
+                     f"{cell(rates['df_transform'], '.3f')} | {cell(rates['energy'], '.4f')} |")
     psi4 = [r for r in runs if r.get("psi4")]
     if psi4:
         lines += ["", "Beside Psi4 1.3.2 (same settings; run right after dfmp2, "
