@@ -53,7 +53,7 @@ RunOptionsCli::RunOptionsCli(CLI::App& app, bool energy_choices) {
              "SCF start: superposition of atomic densities or core Hamiltonian");
   app.add_flag("--frozen-core", options_.frozen_core, "freeze core orbitals as Psi4's freeze_core");
   app.add_flag("--gradient", options_.gradient,
-               "the DF-MP2 nuclear gradient too, Eh/bohr (RHF or UHF with DF-SCF; UHF on one MPI rank)");
+               "the DF-MP2 nuclear gradient too, Eh/bohr (RHF or UHF with DF-SCF)");
   if (energy_choices) {
     add_choice(app, "--backend", options_.backend, backend_names(), "MP2 energy backend");
     add_choice(app, "--precision", options_.precision, precision_names(), "B tensor precision");

@@ -67,9 +67,10 @@ struct SpinDensity {
 // E_σσ, with its shares of P_ij, P_ab and Γ_ia^P of spin σ added, from (P|ia) and c_ia^P
 // (row-major [P][i·v + a]), one occupied orbital k at a time: I_ia,kb = (ia|kb) by one GEMM, then
 // t_ik^ab, row-major [i][a][b]. t is antisymmetric in a, b, so Σ_ic t_ik^ac t_ik^bc = (tᵀ t)_ab.
+// This rank takes every size-th k from its rank: its shares are summed over the ranks afterwards.
 // Adds its GEMMs' flops to `work`.
 double same_spin_pairs(const SpinBlocks& x, Eigen::Index naux, const double* raw, const double* c, double* gamma,
-                       SpinDensity& P, MemoryBudget& budget, StageWork& work) {
+                       SpinDensity& P, MemoryBudget& budget, const Communicator& comm, StageWork& work) {
   const Eigen::Index o = x.active, v = x.nvir, ov = x.ov();
   const Eigen::Map<const RowMajorMatrix> raw_rows(raw, naux, ov), c_rows(c, naux, ov);
   Eigen::Map<RowMajorMatrix> gamma_rows(gamma, naux, ov);
@@ -79,7 +80,8 @@ double same_spin_pairs(const SpinBlocks& x, Eigen::Index naux, const double* raw
   Eigen::Map<RowMajorMatrix> I(I_k.data(), ov, v), t(t_k.data(), ov, v);
   const Eigen::Map<const RowMajorMatrix> t_rows(t_k.data(), o, v * v);  // rows i of [a][b], for P_ij
   double e = 0.0;
-  for (Eigen::Index k = 0; k < o; ++k) {
+  Eigen::Index mine = 0;
+  for (Eigen::Index k = comm.rank(); k < o; k += comm.size(), ++mine) {
     const auto c_k = c_rows.middleCols(k * v, v);
     I.noalias() = raw_rows.transpose() * c_k;
 #pragma omp parallel for schedule(static)
@@ -97,7 +99,7 @@ double same_spin_pairs(const SpinBlocks& x, Eigen::Index naux, const double* raw
     gamma_rows.noalias() += c_k * t.transpose();  // Γ_ia^P += Σ_b t_ik^ab c_kb^P
   }
   // Per k: I and Γ 2 ov·v·naux each, P_ij 2 o²·v², P_ab 2 v²·ov.
-  work.flops_fp64 += double(o) * 2.0 * double(ov) * double(v) * (2.0 * double(naux) + double(o) + double(v));
+  work.flops_fp64 += double(mine) * 2.0 * double(ov) * double(v) * (2.0 * double(naux) + double(o) + double(v));
   return e;
 }
 
@@ -105,10 +107,12 @@ double same_spin_pairs(const SpinBlocks& x, Eigen::Index naux, const double* raw
 // spin `inner`: I_ia,kb = (ia|kb) by one GEMM, then t_ik^ab = I_ia,kb / D_ik^ab, row-major [i][a][b].
 // Adds −Σ_kab t_ik^ab t_jk^ab to inner's P_ij and Σ_kia t_ik^ab t_ik^ac to outer's P_bc. With
 // Γ arrays (both or neither), also Σ_kb t_ik^ab c_kb^P to inner's Γ_ia^P and Σ_ia t_ik^ab c_ia^P
-// to outer's Γ_kb^P, and returns E_αβ. Adds its GEMMs' flops to `work`.
+// to outer's Γ_kb^P, and returns E_αβ. The ranks share the k as same_spin_pairs'. Adds its GEMMs'
+// flops to `work`.
 double opposite_spin_pairs(const SpinBlocks& inner, const SpinBlocks& outer, Eigen::Index naux, const double* raw_inner,
                            const double* c_inner, const double* c_outer, SpinDensity& P_inner, SpinDensity& P_outer,
-                           double* gamma_inner, double* gamma_outer, MemoryBudget& budget, StageWork& work) {
+                           double* gamma_inner, double* gamma_outer, MemoryBudget& budget, const Communicator& comm,
+                           StageWork& work) {
   const Eigen::Index o = inner.active, va = inner.nvir, ov = inner.ov(), vb = outer.nvir;
   const Eigen::Map<const RowMajorMatrix> raw_rows(raw_inner, naux, ov), c_rows(c_inner, naux, ov),
       c_outer_rows(c_outer, naux, outer.ov());
@@ -118,7 +122,8 @@ double opposite_spin_pairs(const SpinBlocks& inner, const SpinBlocks& outer, Eig
   Eigen::Map<RowMajorMatrix> I(I_k.data(), ov, vb), t(t_k.data(), ov, vb);
   const Eigen::Map<const RowMajorMatrix> t_rows(t_k.data(), o, va * vb);
   double e = 0.0;
-  for (Eigen::Index k = 0; k < outer.active; ++k) {
+  Eigen::Index mine = 0;
+  for (Eigen::Index k = comm.rank(); k < outer.active; k += comm.size(), ++mine) {
     const auto c_k = c_outer_rows.middleCols(k * vb, vb);
     I.noalias() = raw_rows.transpose() * c_k;
 #pragma omp parallel for schedule(static)
@@ -136,7 +141,7 @@ double opposite_spin_pairs(const SpinBlocks& inner, const SpinBlocks& outer, Eig
   }
   // Per k: I 2 ov·vb·naux (and both Γ as much again each), P_ij 2 o²·va·vb, P_bc 2 vb²·ov.
   const double gammas = gamma_inner == nullptr ? 0.0 : 2.0;
-  work.flops_fp64 += double(outer.active) * 2.0 * double(ov) * double(vb) *
+  work.flops_fp64 += double(mine) * 2.0 * double(ov) * double(vb) *
                      ((1.0 + gammas) * double(naux) + double(o) + double(vb));
   return e;
 }
@@ -163,8 +168,9 @@ struct SpinZVector {
 // solution), until every residual element is below `convergence`. One J/K build per iteration
 // takes both spins' left/right factors (C_v z^σ, C_o): J of L Rᵀ is that of its symmetric half,
 // ½ Z^σ, and K(Z^σ) = K(L Rᵀ) + K(L Rᵀ)ᵀ. Each build's occupied blocks are summed with z's own
-// coefficients, as the RHF solver does.
-SpinZVector solve_spin_z_vector(DensityFittedFock& jk, const std::array<SpinBlocks, 2>& spins,
+// coefficients, as the RHF solver does. Over MPI each rank builds from its factors and the
+// products are summed; root's residual decides for every rank.
+SpinZVector solve_spin_z_vector(DensityFittedFock& jk, Communicator& comm, const std::array<SpinBlocks, 2>& spins,
                                 const SpinMatrices& delta, const SpinMatrices& b, double convergence, int& iterations,
                                 const Progress& progress) {
   SpinMatrices occupied_block;
@@ -181,7 +187,8 @@ SpinZVector solve_spin_z_vector(DensityFittedFock& jk, const std::array<SpinBloc
     const Eigen::MatrixXd J_total = 2.0 * (J[0] + J[1]);
     SpinMatrices Az;
     for (int s = 0; s < 2; ++s) {
-      const Eigen::MatrixXd F_occ = (J_total - K[s] - K[s].transpose()) * spins[s].C_occ;
+      Eigen::MatrixXd F_occ = (J_total - K[s] - K[s].transpose()) * spins[s].C_occ;
+      comm.allreduce_sum(F_occ.data(), static_cast<std::size_t>(F_occ.size()));
       occupied_block[s] = spins[s].C_occ.transpose() * F_occ;
       Az[s] = delta[s].cwiseProduct(z[s]) + spins[s].C_vir.transpose() * F_occ;
     }
@@ -199,7 +206,8 @@ SpinZVector solve_spin_z_vector(DensityFittedFock& jk, const std::array<SpinBloc
   double rs = spin_dot(r, p);
   constexpr int kMaxIterations = 100;
   const auto converged = [&] {
-    const double residual = largest_element(r);
+    double residual = largest_element(r);
+    comm.broadcast(&residual, 1, 0);
     report_z_vector_iteration(progress, iterations, residual);
     return residual < convergence;
   };
@@ -223,12 +231,12 @@ SpinZVector solve_spin_z_vector(DensityFittedFock& jk, const std::array<SpinBloc
 }  // namespace
 
 Mp2GradientPlan plan_ump2_gradient(const libint2::BasisSet& ri_aux, const Mp2GradientSizes& alpha,
-                                   const Mp2GradientSizes& beta, std::size_t ram_bytes) {
+                                   const Mp2GradientSizes& beta, std::size_t ram_bytes, int ranks) {
   const std::array<Mp2GradientSizes, 2> spins{alpha, beta};
   Mp2GradientPlan p;
   p.sizes = alpha;
   p.beta = beta;
-  p.batch_functions = ri_batch_functions(ri_aux, alpha, ram_bytes, 1,
+  p.batch_functions = ri_batch_functions(ri_aux, alpha, ram_bytes, ranks,
                                          [&](std::size_t functions) { return ump2_gradient_phases(spins, functions); });
   p.densities = ump2_gradient_phases(spins, p.batch_functions).peak();
   return p;
@@ -237,7 +245,8 @@ Mp2GradientPlan plan_ump2_gradient(const libint2::BasisSet& ri_aux, const Mp2Gra
 Ump2GradientDensities ump2_gradient_densities(const libint2::BasisSet& obs, const libint2::BasisSet& ri_aux,
                                               const ShellPairs& pairs, DensityFittedFock& jk,
                                               const Orbitals& orbitals, const Mp2GradientPlan& plan,
-                                              MemoryBudget& budget, double z_convergence, Progress& progress) {
+                                              MemoryBudget& budget, Communicator& comm, double z_convergence,
+                                              Progress& progress) {
   // The plan's sizes with the orbitals' nmo: linear dependencies can only have removed virtuals,
   // so every array is at most as planned.
   std::array<Mp2GradientSizes, 2> s{plan.sizes, plan.beta.value_or(plan.sizes)};
@@ -257,8 +266,7 @@ Ump2GradientDensities ump2_gradient_densities(const libint2::BasisSet& obs, cons
   const StageWork jk_before = jk.work();
   const auto fit_memory = budget.reserve(ri_fit_bytes(s[0].naux), "the RI metric, its fit and V_PQ");
   const Eigen::MatrixXd metric = coulomb_metric(ri_aux);
-  Communicator one_rank;  // the UHF gradient runs on one MPI rank (the driver refuses more)
-  const RiPasses passes{obs, ri_aux, pairs, metric, s[0], plan.batch_functions, budget, one_rank,
+  const RiPasses passes{obs, ri_aux, pairs, metric, s[0], plan.batch_functions, budget, comm,
                         [&progress](double done) { progress.fraction(done); }};
 
   // Each spin's (P|ia) and c_ia^P = Σ_Q [J⁻¹]_PQ (Q|ia), row-major [P][i·v + a].
@@ -266,6 +274,7 @@ Ump2GradientDensities ump2_gradient_densities(const libint2::BasisSet& obs, cons
   std::vector<RiTransform> active_virtual;
   for (int spin = 0; spin < 2; ++spin) {
     raw[spin] = budget.allocate<double>(s[spin].naux * s[spin].ov(), std::string("(P|ia), ") + kSpinName[spin]);
+    if (comm.size() > 1) std::fill(raw[spin].begin(), raw[spin].end(), 0.0);  // other ranks' rows, for the sum
     active_virtual.push_back({x[spin].C.middleCols(nfz, x[spin].active), x[spin].C_vir});
   }
   progress.begin("MP2 gradient: (P|ia), α and β (batches of RI shells)");
@@ -275,6 +284,7 @@ Ump2GradientDensities ump2_gradient_densities(const libint2::BasisSet& obs, cons
                                                         x[spin].nvir) = B;
                            },
                            out.work);
+  for (LargeArray<double>& spin : raw) comm.allreduce_sum(spin.data(), spin.size());
   std::array<SpinDensity, 2> P_mp2;
   for (int spin = 0; spin < 2; ++spin) {
     out.gamma[spin] = budget.allocate<double>(s[spin].naux * s[spin].ov(), std::string("Γ_ia^P, ") + kSpinName[spin]);
@@ -296,21 +306,34 @@ Ump2GradientDensities ump2_gradient_densities(const libint2::BasisSet& obs, cons
     std::array<double, 2> e_same{};
     for (int spin = 0; spin < 2; ++spin)
       e_same[spin] = same_spin_pairs(x[spin], naux, raw[spin].data(), c[spin].data(), out.gamma[spin].data(),
-                                     P_mp2[spin], budget, out.work);
+                                     P_mp2[spin], budget, comm, out.work);
+    // E_αβ, P^α_ij, P^β_ab and both Γ with k of β; P^β_ij and P^α_ab again with k of α.
+    double e_opposite = opposite_spin_pairs(x[0], x[1], naux, raw[0].data(), c[0].data(), c[1].data(), P_mp2[0],
+                                            P_mp2[1], out.gamma[0].data(), out.gamma[1].data(), budget, comm, out.work);
+    opposite_spin_pairs(x[1], x[0], naux, raw[1].data(), c[1].data(), c[0].data(), P_mp2[1], P_mp2[0], nullptr,
+                        nullptr, budget, comm, out.work);
+    comm.allreduce_sum(e_same.data(), e_same.size());
+    comm.allreduce_sum(&e_opposite, 1);
+    for (int spin = 0; spin < 2; ++spin) {
+      comm.allreduce_sum(out.gamma[spin].data(), out.gamma[spin].size());
+      for (Eigen::MatrixXd* m : {&P_mp2[spin].active, &P_mp2[spin].virtuals})
+        comm.allreduce_sum(m->data(), static_cast<std::size_t>(m->size()));
+    }
     out.energy.aa = e_same[0];
     out.energy.bb = e_same[1];
     out.energy.ss = e_same[0] + e_same[1];
-    // E_αβ, P^α_ij, P^β_ab and both Γ with k of β; P^β_ij and P^α_ab again with k of α.
-    out.energy.os = opposite_spin_pairs(x[0], x[1], naux, raw[0].data(), c[0].data(), c[1].data(), P_mp2[0], P_mp2[1],
-                                     out.gamma[0].data(), out.gamma[1].data(), budget, out.work);
-    opposite_spin_pairs(x[1], x[0], naux, raw[1].data(), c[1].data(), c[0].data(), P_mp2[1], P_mp2[0], nullptr,
-                        nullptr, budget, out.work);
+    out.energy.os = e_opposite;
+    // V_PQ, each rank its rows P.
+    const Range rows = share_of(static_cast<std::size_t>(naux), comm.rank(), comm.size());
+    const auto first = static_cast<Eigen::Index>(rows.begin), count = static_cast<Eigen::Index>(rows.size());
     out.metric = Eigen::MatrixXd::Zero(naux, naux);
     for (int spin = 0; spin < 2; ++spin) {
-      out.metric.noalias() += Eigen::Map<const RowMajorMatrix>(c[spin].data(), naux, x[spin].ov()) *
-                              Eigen::Map<const RowMajorMatrix>(out.gamma[spin].data(), naux, x[spin].ov()).transpose();
-      out.work.flops_fp64 += 2.0 * double(naux) * double(naux) * double(x[spin].ov());
+      out.metric.middleRows(first, count).noalias() +=
+          Eigen::Map<const RowMajorMatrix>(c[spin].data(), naux, x[spin].ov()).middleRows(first, count) *
+          Eigen::Map<const RowMajorMatrix>(out.gamma[spin].data(), naux, x[spin].ov()).transpose();
+      out.work.flops_fp64 += 2.0 * double(count) * double(naux) * double(x[spin].ov());
     }
+    comm.allreduce_sum(out.metric.data(), static_cast<std::size_t>(out.metric.size()));
     out.metric = 0.5 * (out.metric + out.metric.transpose()).eval();
   }
   raw = {};
@@ -333,6 +356,7 @@ Ump2GradientDensities ump2_gradient_densities(const libint2::BasisSet& obs, cons
                              out.work.flops_fp64 += 4.0 * double(x[spin].nmo) * double(o) * double(v);
                            },
                            out.work);
+  for (Eigen::MatrixXd* m : {&L1[0], &L1[1], &L2[0], &L2[1]}) comm.allreduce_sum(m->data(), static_cast<std::size_t>(m->size()));
 
   // P in the MO basis, spin by spin: the MP2 blocks, then frozen–active from the SCF's response.
   SpinMatrices P, frozen_active;
@@ -353,8 +377,10 @@ Ump2GradientDensities ump2_gradient_densities(const libint2::BasisSet& obs, cons
   progress.message("MP2 gradient: the orbital Lagrangian's J/K, then the Z-vector");
   SpinMatrices G_unrelaxed;
   {
-    const std::array<Eigen::MatrixXd, 2> alpha = jk.coulomb_exchange_of_symmetric(x[0].C, P[0]),
-                                         beta = jk.coulomb_exchange_of_symmetric(x[1].C, P[1]);
+    std::array<Eigen::MatrixXd, 2> alpha = jk.coulomb_exchange_of_symmetric(x[0].C, P[0]),
+                                   beta = jk.coulomb_exchange_of_symmetric(x[1].C, P[1]);
+    for (Eigen::MatrixXd* m : {&alpha[0], &alpha[1], &beta[0], &beta[1]})  // this rank's Q, summed
+      comm.allreduce_sum(m->data(), static_cast<std::size_t>(m->size()));
     const Eigen::MatrixXd J_total = alpha[0] + beta[0];
     G_unrelaxed[0] = x[0].C.transpose() * (J_total - alpha[1]) * x[0].C_occ;
     G_unrelaxed[1] = x[1].C.transpose() * (J_total - beta[1]) * x[1].C_occ;
@@ -369,7 +395,8 @@ Ump2GradientDensities ump2_gradient_densities(const libint2::BasisSet& obs, cons
     for (Eigen::Index k = 0; k < b.nocc; ++k)
       for (Eigen::Index a = 0; a < b.nvir; ++a) delta[spin](a, k) = b.eps_virtual(a) - b.eps(k);
   }
-  const SpinZVector solution = solve_spin_z_vector(jk, x, delta, rhs, z_convergence, out.cphf_iterations, progress);
+  const SpinZVector solution =
+      solve_spin_z_vector(jk, comm, x, delta, rhs, z_convergence, out.cphf_iterations, progress);
 
   // W^σ: the coefficients of S^x_pq, block by block, as the RHF densities' with X^σ.
   out.energy_weighted = Eigen::MatrixXd::Zero(x[0].C.rows(), x[0].C.rows());

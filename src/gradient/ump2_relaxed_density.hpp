@@ -44,9 +44,9 @@
 namespace dfmp2 {
 
 // The plan for `ram_bytes` of memory, as plan_mp2_gradient's, for the α and β orbitals' sizes
-// (which differ only in nocc).
+// (which differ only in nocc), with batches for each of `ranks` MPI ranks.
 Mp2GradientPlan plan_ump2_gradient(const libint2::BasisSet& ri_aux, const Mp2GradientSizes& alpha,
-                                   const Mp2GradientSizes& beta, std::size_t ram_bytes);
+                                   const Mp2GradientSizes& beta, std::size_t ram_bytes, int ranks);
 
 struct Ump2GradientDensities {
   Mp2EnergyParts energy;
@@ -60,11 +60,14 @@ struct Ump2GradientDensities {
 
 // UHF orbitals (canonical), the lowest plan.sizes.nfrozen of each spin not correlated; the plan
 // must be plan_ump2_gradient's for them. jk: the DF-SCF's J/K (two densities per build), for the
-// Fock-like terms and the Z-vector; single rank. z_convergence: the largest residual element of
-// either spin, as mp2_gradient_densities'.
+// Fock-like terms and the Z-vector (this rank's factors). z_convergence: the largest residual
+// element of either spin, as mp2_gradient_densities'. Collective, as mp2_gradient_densities: the
+// ranks share the RI batches and the occupied orbitals k of the amplitude loops, and every rank
+// returns the whole densities.
 Ump2GradientDensities ump2_gradient_densities(const libint2::BasisSet& obs, const libint2::BasisSet& ri_aux,
                                               const ShellPairs& pairs, DensityFittedFock& jk,
                                               const Orbitals& orbitals, const Mp2GradientPlan& plan,
-                                              MemoryBudget& budget, double z_convergence, Progress& progress);
+                                              MemoryBudget& budget, Communicator& comm, double z_convergence,
+                                              Progress& progress);
 
 }  // namespace dfmp2

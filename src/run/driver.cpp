@@ -110,11 +110,10 @@ void check_energy_from_gradient(kernels::Backend backend, kernels::Precision pre
 void check_gradient_supported(const RunInput& input, const RunOptions& options, const Problem& problem) {
   const auto refuse = [](const std::string& what) {
     throw InputError("--gradient is not available for " + what + " (the DF-MP2 gradient covers RHF and UHF with "
-                     "DF-SCF, with B in memory, UHF on one MPI rank)");
+                     "DF-SCF)");
   };
   if (!problem.jk_aux) refuse("--scf exact");
   if (problem.orbitals_given || input.orbitals) refuse("given orbitals (it needs the SCF run here)");
-  if (problem.unrestricted && Communicator::world().size() > 1) refuse("UHF on more than one MPI rank");
   check_energy_from_gradient(options.backend, options.precision);
 }
 

@@ -272,7 +272,8 @@ RunPlan plan_run(const Problem& problem, const RunContext& context) {
                               plan.density_fitted_scf->tensor.q.size()};
     };
     plan.mp2_gradient = problem.unrestricted
-                            ? plan_ump2_gradient(problem.aux, sizes(problem.nocc), sizes(problem.nocc_beta), room)
+                            ? plan_ump2_gradient(problem.aux, sizes(problem.nocc), sizes(problem.nocc_beta), room,
+                                                 context.comm.size())
                             : plan_mp2_gradient(problem.aux, sizes(problem.nocc), room, context.comm.size());
     add_blocks(gradient, plan.mp2_gradient->densities);
     plan.gradient = std::move(gradient);
