@@ -87,6 +87,16 @@ class ShiftedPairData {
   libint2::ShellPair raised_data_, lowered_data_;
 };
 
+// The shifted pair data ThreeCentreForces takes for orbital shells s1 ≥ s2: d(s1)'s shells beside
+// s2 and, unless they are one shell, d(s2)'s beside s1.
+struct PairShifts {
+  ShiftedPairData a;
+  std::optional<ShiftedPairData> b;
+  PairShifts(const std::vector<CentreDerivative>& d, const libint2::BasisSet& obs, std::size_t s1, std::size_t s2)
+      : a(d[s1], obs[s2]), b(s1 == s2 ? std::nullopt : std::optional<ShiftedPairData>(std::in_place, d[s2], obs[s1])) {}
+  const ShiftedPairData* b_or_null() const { return b ? &*b : nullptr; }
+};
+
 // For one auxiliary shell P and orbital shells a, b: f_a = Σ_Pμν Γ^P_μν (P|∂μ/∂A ν) and
 // f_b = Σ_Pμν Γ^P_μν (P|μ ∂ν/∂B), μ of a on A, ν of b on B, Γ the block [P][μ][ν], from
 // undifferentiated integrals over l ± 1 shells (CentreDifferentiation). The derivative with
@@ -191,9 +201,7 @@ Eigen::MatrixXd three_centre_gradient(const libint2::BasisSet& aux, const libint
       for (std::size_t k = 0; k < pairs.pairs.size(); ++k) {
         const auto [s1, s2] = pairs.pairs[k];
         const double degeneracy = s1 == s2 ? 1.0 : 2.0;  // (P|μν) and (P|νμ)
-        const ShiftedPairData a_data(derivatives[s1], obs[s2]);
-        const std::optional<ShiftedPairData> b_data =
-            s1 == s2 ? std::nullopt : std::optional<ShiftedPairData>(std::in_place, derivatives[s2], obs[s1]);
+        const PairShifts shifts(derivatives, obs, s1, s2);
         for (std::size_t p = batch.first; p < batch.last; ++p) {
           const std::array<std::size_t, 3> centres{aux_atoms[p], obs_atoms[s1], obs_atoms[s2]};
           if (one_atom(centres)) continue;
@@ -201,7 +209,7 @@ Eigen::MatrixXd three_centre_gradient(const libint2::BasisSet& aux, const libint
           gamma.block(p, s1, s2, block.data());
           const auto [f1, f2] =
               forces(engines[static_cast<std::size_t>(omp_get_thread_num())], aux[p], aux_data[p], obs[s1],
-                     derivatives[s1], a_data, obs[s2], derivatives[s2], b_data ? &*b_data : nullptr, block.data());
+                     derivatives[s1], shifts.a, obs[s2], derivatives[s2], shifts.b_or_null(), block.data());
           Eigen::MatrixXd& mine = g.mine();
           mine.row(static_cast<Eigen::Index>(obs_atoms[s1])) += degeneracy * f1.transpose();
           mine.row(static_cast<Eigen::Index>(obs_atoms[s2])) += degeneracy * f2.transpose();
@@ -219,21 +227,21 @@ Eigen::MatrixXd three_centre_gradient(const libint2::BasisSet& aux, const libint
   }
   if (gamma.work != nullptr && !sample.empty()) {
     // The sample's integrals with a zero Γ (its contraction, a few multiply-adds per integral, is
-    // timed with them), on this thread, scaled to every triple and thread.
+    // timed with them; the pair data, made once per pair in the loop above, is not), on this
+    // thread, scaled to every triple and thread.
     Engine& engine = engines[0];
     ThreeCentreForces forces;
     std::vector<double> zeros;
-    const auto start = std::chrono::steady_clock::now();
+    double seconds = 0.0;
     for (const auto& [p, k] : sample) {
       const auto [s1, s2] = pairs.pairs[k];
-      const ShiftedPairData a_data(derivatives[s1], obs[s2]);
-      const std::optional<ShiftedPairData> b_data =
-          s1 == s2 ? std::nullopt : std::optional<ShiftedPairData>(std::in_place, derivatives[s2], obs[s1]);
+      const PairShifts shifts(derivatives, obs, s1, s2);
       zeros.assign(aux[p].size() * obs[s1].size() * obs[s2].size(), 0.0);
-      forces(engine, aux[p], aux_data[p], obs[s1], derivatives[s1], a_data, obs[s2], derivatives[s2],
-             b_data ? &*b_data : nullptr, zeros.data());
+      const auto start = std::chrono::steady_clock::now();
+      forces(engine, aux[p], aux_data[p], obs[s1], derivatives[s1], shifts.a, obs[s2], derivatives[s2],
+             shifts.b_or_null(), zeros.data());
+      seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     }
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     gamma.work->libint_seconds +=
         seconds * double(computed) / double(sample.size()) / double(omp_get_max_threads());
   }
