@@ -63,13 +63,17 @@ def electrons(atoms):
 
 
 def machine_info():
-    model = "unknown"
+    # A virtual machine's model name ("AMD EPYC") can hide the generation; family and model tell it.
+    fields = {}
     try:
         for line in subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines():
-            if line.startswith("Model name:"):
-                model = line.split(":", 1)[1].strip()
+            key, _, value = line.partition(":")
+            fields.setdefault(key.strip(), value.strip())
     except OSError:
         pass
+    model = fields.get("Model name", "unknown")
+    if "CPU family" in fields and "Model" in fields:
+        model += f" (family {fields['CPU family']}, model {fields['Model']})"
     blas = "OpenBLAS (version unknown)"
     try:
         out = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", "libopenblas0-openmp"],

@@ -123,8 +123,13 @@ def markdown(runs, fits, machine, args):
         return "–" if value is None else format(value, spec)
 
     first = runs[0]
+    # Rows of one series can come from sessions on different CPUs: say which ran where.
+    cpus = {}
+    for r in runs:
+        cpus.setdefault(r.get("cpu", "CPU not recorded"), []).append(r["molecule"])
+    cpu = machine["cpu"] if len(cpus) == 1 else "; ".join(f"{c} ({', '.join(m)})" for c, m in cpus.items())
     lines = [f"# Molecules beyond RAM: the scale series ({args.basis})", "",
-             f"`bench/scale.py`; {machine['cpu']}, {machine['cores']} cores, {machine['blas']}, kernels "
+             f"`bench/scale.py`; {cpu}, {machine['cores']} cores, {machine['blas']}, kernels "
              f"{first['blas_kernels']} (OPENBLAS_CORETYPE {amdahl.openblas_coretype() or 'unset'}); "
              f"{args.threads} threads; memory budget {gib(first['memory_limit_bytes'])} GiB "
              f"({'--memory ' + args.memory if args.memory else 'the default, half the RAM'}); one run per molecule, "
@@ -247,6 +252,7 @@ def main():
             print(f"scale.py: dfmp2 on {name}", file=sys.stderr, flush=True)
             run = run_dfmp2(binary, name, args, work)
             run["commit"] = commit
+            run["cpu"] = machine["cpu"]
             if name in args.psi4.split(","):
                 run["psi4"] = run_psi4(name, args)
             runs[name] = run
