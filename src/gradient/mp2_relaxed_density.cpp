@@ -213,7 +213,6 @@ Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const 
                            out.work);
   comm.allreduce_sum(raw.data(), raw.size());
   out.gamma = budget.allocate<double>(s.naux * s.ov(), "Γ_ia^P");
-  const Eigen::Map<const RowMajorMatrix> gamma(out.gamma.data(), naux, ov);
   Amplitudes mp2;
   {
     LargeArray<double> c = budget.allocate<double>(s.naux * s.ov(), "c_ia^P = J⁻¹ (P|ia)");
@@ -224,16 +223,7 @@ Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const 
     progress.begin("MP2 gradient: amplitudes, P and Γ (blocks of occupied orbitals)");
     mp2 = amplitudes_by_occupied(s, plan.amplitude_orbitals, eps, raw.data(), c.data(), out.gamma.data(), budget,
                                  comm, progress, out.work);
-    // V_PQ, each rank its rows P.
-    const Range rows = share_of(s.naux, comm.rank(), comm.size());
-    out.metric = Eigen::MatrixXd::Zero(naux, naux);
-    out.metric.middleRows(static_cast<Eigen::Index>(rows.begin), static_cast<Eigen::Index>(rows.size())).noalias() =
-        Eigen::Map<const RowMajorMatrix>(c.data(), naux, ov)
-            .middleRows(static_cast<Eigen::Index>(rows.begin), static_cast<Eigen::Index>(rows.size())) *
-        gamma.transpose();
-    comm.allreduce_sum(out.metric.data(), static_cast<std::size_t>(out.metric.size()));
-    out.metric = 0.5 * (out.metric + out.metric.transpose()).eval();
-    out.work.flops_fp64 += 2.0 * double(rows.size()) * double(ov) * double(naux);
+    out.metric = metric_lagrangian(naux, {{c.data(), out.gamma.data(), ov}}, comm, out.work);
   }
   raw = LargeArray<double>();
   out.energy.os = mp2.e_os;

@@ -40,6 +40,22 @@ void transform_ri_batch(const kernels::BlockPackedLayout& layout, const double* 
 
 }  // namespace
 
+Eigen::MatrixXd metric_lagrangian(Eigen::Index naux, std::initializer_list<RiAmplitudeFactors> spins,
+                                  Communicator& comm, StageWork& work) {
+  using RowMajorMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  const Range rows = share_of(static_cast<std::size_t>(naux), comm.rank(), comm.size());
+  const auto first = static_cast<Eigen::Index>(rows.begin), count = static_cast<Eigen::Index>(rows.size());
+  Eigen::MatrixXd V = Eigen::MatrixXd::Zero(naux, naux);
+  for (const RiAmplitudeFactors& spin : spins) {
+    V.middleRows(first, count).noalias() +=
+        Eigen::Map<const RowMajorMatrix>(spin.c, naux, spin.ov).middleRows(first, count) *
+        Eigen::Map<const RowMajorMatrix>(spin.gamma, naux, spin.ov).transpose();
+    work.flops_fp64 += 2.0 * double(count) * double(naux) * double(spin.ov);
+  }
+  comm.allreduce_sum(V.data(), static_cast<std::size_t>(V.size()));
+  return 0.5 * (V + V.transpose());
+}
+
 std::size_t ri_fit_bytes(std::size_t naux) { return CoulombFitting::peak_bytes(naux) + sizeof(double) * naux * naux; }
 
 StagePlan ri_pass_plan(const Mp2GradientSizes& s, std::size_t batch_functions, const std::vector<PlannedBlock>& held) {

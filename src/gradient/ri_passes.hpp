@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <initializer_list>
 #include <vector>
 
 #include <Eigen/Core>
@@ -47,6 +48,18 @@ StagePlan ri_pass_plan(const Mp2GradientSizes& sizes, std::size_t batch_function
 std::size_t ri_batch_functions(const libint2::BasisSet& ri_aux, const Mp2GradientSizes& sizes,
                                std::size_t ram_bytes, int ranks,
                                const std::function<RiGradientPhases(std::size_t batch_functions)>& phases);
+
+// One spin's c_ia^P = J⁻¹ (P|ia) and Γ_ia^P, each row-major [P][i·v + a] with `ov` columns.
+struct RiAmplitudeFactors {
+  const double* c;
+  const double* gamma;
+  Eigen::Index ov;
+};
+
+// V_PQ = ½ (V + Vᵀ), V = Σ_spins c Γᵀ: each rank its rows P, summed over the ranks. Adds its
+// flops to `work`.
+Eigen::MatrixXd metric_lagrangian(Eigen::Index naux, std::initializer_list<RiAmplitudeFactors> spins,
+                                  Communicator& comm, StageWork& work);
 
 // One transform of a pass: (P|pq) with p a column of `left`, q of `right` (at most sizes.nmo and
 // sizes.transformed() columns).

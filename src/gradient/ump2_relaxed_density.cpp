@@ -323,18 +323,10 @@ Ump2GradientDensities ump2_gradient_densities(const libint2::BasisSet& obs, cons
     out.energy.bb = e_same[1];
     out.energy.ss = e_same[0] + e_same[1];
     out.energy.os = e_opposite;
-    // V_PQ, each rank its rows P.
-    const Range rows = share_of(static_cast<std::size_t>(naux), comm.rank(), comm.size());
-    const auto first = static_cast<Eigen::Index>(rows.begin), count = static_cast<Eigen::Index>(rows.size());
-    out.metric = Eigen::MatrixXd::Zero(naux, naux);
-    for (int spin = 0; spin < 2; ++spin) {
-      out.metric.middleRows(first, count).noalias() +=
-          Eigen::Map<const RowMajorMatrix>(c[spin].data(), naux, x[spin].ov()).middleRows(first, count) *
-          Eigen::Map<const RowMajorMatrix>(out.gamma[spin].data(), naux, x[spin].ov()).transpose();
-      out.work.flops_fp64 += 2.0 * double(count) * double(naux) * double(x[spin].ov());
-    }
-    comm.allreduce_sum(out.metric.data(), static_cast<std::size_t>(out.metric.size()));
-    out.metric = 0.5 * (out.metric + out.metric.transpose()).eval();
+    out.metric = metric_lagrangian(naux,
+                                   {{c[0].data(), out.gamma[0].data(), x[0].ov()},
+                                    {c[1].data(), out.gamma[1].data(), x[1].ov()}},
+                                   comm, out.work);
   }
   raw = {};
 
