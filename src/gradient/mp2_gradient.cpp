@@ -53,7 +53,7 @@ Mp2Gradient contract(const Mp2GradientInput& in, const Mp2Densities& mp2, Densit
     for (const GammaSpin& spin : mp2.gamma) {
       const auto o = spin.C_active.cols(), v = spin.C_virtual.cols();
       const Eigen::Map<const RowMajorMatrix> gamma_P(spin.gamma + P * o * v, o, v);
-      const Eigen::MatrixXd half = spin.C_active * gamma_P * spin.C_virtual.transpose();
+      const Eigen::MatrixXd half = spin.C_active * (gamma_P * spin.C_virtual.transpose());
       out += 0.5 * mp2.gamma_factor * (half + half.transpose());
     }
   };
@@ -62,10 +62,10 @@ Mp2Gradient contract(const Mp2GradientInput& in, const Mp2Densities& mp2, Densit
     return [&in, stage = "MP2 gradient: " + set + "-set derivative integrals (batches of auxiliary shells)"](
                double done) { done == 0.0 ? in.progress.begin(stage) : in.progress.fraction(done); };
   };
-  // Each Γ^P: C_act Γ^P (2 n·o·v) and that times C_virᵀ (2 n²·v), per spin.
+  // Each Γ^P: Γ^P C_virᵀ (2 o·v·n) and C_act times that (2 n²·o), per spin: o < v, so in this order.
   double square_flops = 0.0;
   for (const GammaSpin& spin : mp2.gamma)
-    square_flops += 2.0 * double(nbf) * double(spin.C_virtual.cols()) * double(spin.C_active.cols() + nbf);
+    square_flops += 2.0 * double(nbf) * double(spin.C_active.cols()) * double(spin.C_virtual.cols() + nbf);
   Mp2Gradient out;
   out.dipole = dipole_moment(in.obs, in.mol, one_electron.total);
   out.gradient = scf_gradient_without_two_electron(in.obs, in.mol, one_electron);

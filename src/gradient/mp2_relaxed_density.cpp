@@ -25,7 +25,8 @@ Eigen::MatrixXd symmetric_fock_response(DensityFittedFock& jk, Communicator& com
 // What the densities hold in the passes over the RI batches (the first holds (P|ia), the second
 // Γ_ia^P: the same size), in the loop over the amplitudes (`block` orbitals k at a time) and in the
 // Z-vector.
-RiGradientPhases gradient_phases(const Mp2GradientSizes& s, std::size_t batch_functions, std::size_t block) {
+RiGradientPhases gradient_phases(const Mp2GradientSizes& s, std::size_t batch_functions, std::size_t block,
+                                 bool keeps_integrals) {
   const std::size_t three_index = MemoryBudget::double_array_bytes(s.naux * s.ov());
   RiGradientPhases ph;
   ph.pass = ri_pass_plan(s, batch_functions, {{"(P|ia), then Γ_ia^P", three_index}});
@@ -33,8 +34,13 @@ RiGradientPhases gradient_phases(const Mp2GradientSizes& s, std::size_t batch_fu
   ph.amplitudes.ram("(P|ia)", three_index);
   ph.amplitudes.ram("c_ia^P = J⁻¹ (P|ia)", three_index);
   ph.amplitudes.ram("Γ_ia^P", three_index);
-  ph.amplitudes.ram("a block of occupied orbitals' I, t and T",
-                    3 * MemoryBudget::double_array_bytes(s.amplitude_block(block)));
+  ph.amplitudes.ram("a block of occupied orbitals' t and T",
+                    2 * MemoryBudget::double_array_bytes(s.amplitude_block(block)));
+  if (keeps_integrals)
+    ph.amplitudes.ram("I_ia,kb for i from k's block on, every block",
+                      MemoryBudget::double_array_bytes(s.integrals_from_blocks(block)));
+  else
+    ph.amplitudes.ram("a block of occupied orbitals' I", MemoryBudget::double_array_bytes(s.amplitude_block(block)));
   ph.z_vector.ram("the RI metric, its fit and V_PQ", ri_fit_bytes(s.naux));
   ph.z_vector.ram("Γ_ia^P", three_index);
   ph.z_vector.ram("the Z-vector's B^Q C_o, C_oᵀ B^Q C_o and buffers",
@@ -51,40 +57,70 @@ struct Amplitudes {
 // `block` occupied orbitals k at a time: I_ia,kb = Σ_P (P|ia) c_kb^P by one GEMM, then t_ik^ab and
 // T_ik^ab, each row-major [i][a][k][b]. A block of k's, not one, gives the GEMMs of I and Γ
 // (whose other dimensions are o·v and naux) k·v columns and reads (P|ia) and Γ once per block.
-// The ranks share the blocks and sum what they make; each adds its GEMMs' flops to `work`.
-Amplitudes amplitudes_by_occupied(const Mp2GradientSizes& s, std::size_t block, const Eigen::VectorXd& eps,
-                                  const double* raw, const double* c, double* gamma, MemoryBudget& budget,
-                                  Communicator& comm, Progress& progress, StageWork& work) {
+// keeps_integrals (one rank): each block's GEMM makes only its rows i ≥ k0, into an array that
+// keeps them, row-major [i − k0][a][k][b]; a later block's rows i of an earlier block are read
+// there transposed, I_ia,kb = I_kb,ia. Otherwise the ranks share the blocks, each block makes all
+// its rows into one reused array, and the ranks sum what they make. Each adds its GEMMs' flops to
+// `work`.
+Amplitudes amplitudes_by_occupied(const Mp2GradientSizes& s, std::size_t block, bool keeps_integrals,
+                                  const Eigen::VectorXd& eps, const double* raw, const double* c, double* gamma,
+                                  MemoryBudget& budget, Communicator& comm, Progress& progress, StageWork& work) {
   const auto o = static_cast<Eigen::Index>(s.active()), v = static_cast<Eigen::Index>(s.nvir()),
              ov = static_cast<Eigen::Index>(s.ov()), naux = static_cast<Eigen::Index>(s.naux),
              nfz = static_cast<Eigen::Index>(s.nfrozen), nocc = static_cast<Eigen::Index>(s.nocc);
+  if (keeps_integrals && comm.size() > 1) throw std::logic_error("I_ia,kb is kept on one rank only");
   const Eigen::Map<const RowMajorMatrix> raw_rows(raw, naux, ov), c_rows(c, naux, ov);
   Eigen::Map<RowMajorMatrix> gamma_rows(gamma, naux, ov);
   gamma_rows.setZero();
-  LargeArray<double> I_block = budget.allocate<double>(s.amplitude_block(block), "a block of orbitals' I_ia,kb");
+  LargeArray<double> integrals =
+      keeps_integrals
+          ? budget.allocate<double>(s.integrals_from_blocks(block), "I_ia,kb for i from k's block on, every block")
+          : budget.allocate<double>(s.amplitude_block(block), "a block of orbitals' I_ia,kb");
   LargeArray<double> t_block = budget.allocate<double>(s.amplitude_block(block), "a block of orbitals' t_ik^ab");
   LargeArray<double> T_block = budget.allocate<double>(s.amplitude_block(block), "a block of orbitals' T_ik^ab");
   Amplitudes out{0.0, 0.0, Eigen::MatrixXd::Zero(o, o), Eigen::MatrixXd::Zero(v, v)};
   const auto step = static_cast<Eigen::Index>(block);
   const Eigen::Index first = step * comm.rank(), stride = step * comm.size();
   const double my_blocks = first < o ? static_cast<double>((o - 1 - first) / stride + 1) : 1.0;
+  // The first row i of block k0's I, and that I: the reused array, or its part of the kept one,
+  // after the (o − k1)·step·v² elements of each block k1 before it.
+  const auto first_row = [&](Eigen::Index k0) { return keeps_integrals ? k0 : Eigen::Index{0}; };
+  const auto integrals_of = [&](Eigen::Index k0) {
+    const Eigen::Index before = keeps_integrals ? k0 / step : 0,
+                       offset = before * o * step - step * step * (before * (before - 1) / 2);
+    return Eigen::Map<RowMajorMatrix>(integrals.data() + offset * v * v, (o - first_row(k0)) * v,
+                                      std::min(step, o - k0) * v);
+  };
   for (Eigen::Index k0 = first; k0 < o; k0 += stride) {
-    const Eigen::Index nk = std::min(static_cast<Eigen::Index>(block), o - k0), kv = nk * v;
-    Eigen::Map<RowMajorMatrix> I(I_block.data(), ov, kv), t(t_block.data(), ov, kv), T(T_block.data(), ov, kv);
+    const Eigen::Index nk = std::min(step, o - k0), kv = nk * v, from = first_row(k0);
+    Eigen::Map<RowMajorMatrix> I = integrals_of(k0), t(t_block.data(), ov, kv), T(T_block.data(), ov, kv);
     const auto c_k = c_rows.middleCols(k0 * v, kv);
-    I.noalias() = raw_rows.transpose() * c_k;
-#pragma omp parallel for collapse(2) schedule(static)
+    I.noalias() = raw_rows.middleCols(from * v, (o - from) * v).transpose() * c_k;
+    // t_ik, T_ik and their energies from I_ik: this block's rows, or, for i before them, an
+    // earlier block's (rows k·v + b, columns i·v + a).
+    const auto amplitudes_of = [&](Eigen::Index i, Eigen::Index k, const auto& I_ik, double& e, double& e_os) {
+      auto t_ik = t.block(i * v, k * v, v, v);
+      for (Eigen::Index a = 0; a < v; ++a)
+        for (Eigen::Index b = 0; b < v; ++b)
+          t_ik(a, b) = I_ik(a, b) / (eps(nfz + i) + eps(nfz + k0 + k) - eps(nocc + a) - eps(nocc + b));
+      auto T_ik = T.block(i * v, k * v, v, v);
+      T_ik = 2.0 * t_ik - t_ik.transpose();
+      e += T_ik.cwiseProduct(I_ik).sum();
+      e_os += t_ik.cwiseProduct(I_ik).sum();
+    };
+    double e = 0.0, e_os = 0.0;
+#pragma omp parallel for collapse(2) schedule(static) reduction(+ : e, e_os)
     for (Eigen::Index i = 0; i < o; ++i)
       for (Eigen::Index k = 0; k < nk; ++k) {
-        const auto I_ik = I.block(i * v, k * v, v, v);
-        auto t_ik = t.block(i * v, k * v, v, v);
-        for (Eigen::Index a = 0; a < v; ++a)
-          for (Eigen::Index b = 0; b < v; ++b)
-            t_ik(a, b) = I_ik(a, b) / (eps(nfz + i) + eps(nfz + k0 + k) - eps(nocc + a) - eps(nocc + b));
-        T.block(i * v, k * v, v, v) = 2.0 * t_ik - t_ik.transpose();
+        if (i >= from) {
+          amplitudes_of(i, k, I.block((i - from) * v, k * v, v, v), e, e_os);
+        } else {
+          const Eigen::Index i0 = i / step * step;
+          amplitudes_of(i, k, integrals_of(i0).block((k0 + k - i0) * v, (i - i0) * v, v, v).transpose(), e, e_os);
+        }
       }
-    out.e_mp2 += T.cwiseProduct(I).sum();
-    out.e_os += t.cwiseProduct(I).sum();
+    out.e_mp2 += e;
+    out.e_os += e_os;
     // Rows i of [a][k][b]: P_ij −= 2 Σ_kab t_ik^ab T_jk^ab.
     const Eigen::Map<const RowMajorMatrix> t_rows(t_block.data(), o, v * kv), T_rows(T_block.data(), o, v * kv);
     out.P_act.noalias() -= 2.0 * t_rows * T_rows.transpose();
@@ -93,8 +129,9 @@ Amplitudes amplitudes_by_occupied(const Mp2GradientSizes& s, std::size_t block, 
     for (Eigen::Index k = 0; k < nk; ++k)
       out.P_vir.noalias() += 2.0 * t.middleCols(k * v, v).transpose() * T.middleCols(k * v, v);
     gamma_rows.noalias() += c_k * T.transpose();  // Γ_ia^P += Σ_kb T_ik^ab c_kb^P
-    // I and Γ: 2 ov·kv·naux each; P_ij: 2 o²·v·kv; P_ab: 2 v²·ov per k.
-    work.flops_fp64 += 2.0 * double(ov) * double(kv) * (2.0 * double(naux) + double(o) + double(v));
+    // I: 2 (o − from)·v·kv·naux; Γ: 2 ov·kv·naux; P_ij: 2 o²·v·kv; P_ab: 2 v²·ov per k.
+    work.flops_fp64 += 2.0 * double(kv) * (double((o - from) * v) * double(naux) +
+                                           double(ov) * (double(naux) + double(o) + double(v)));
     progress.fraction(static_cast<double>((k0 - first) / stride + 1) / my_blocks);
   }
   comm.allreduce_sum(&out.e_mp2, 1);
@@ -169,9 +206,13 @@ Mp2GradientPlan plan_mp2_gradient(const libint2::BasisSet& ri_aux, const Mp2Grad
   p.amplitude_orbitals = std::min(share_of(active, 0, ranks).size(),
                                   (kBlockColumns + sizes.nvir() - 1) / std::max<std::size_t>(sizes.nvir(), 1));
   while (p.amplitude_orbitals > 1 &&
-         gradient_phases(sizes, largest_shell, p.amplitude_orbitals).amplitudes.ram_bytes() > ram_bytes)
+         gradient_phases(sizes, largest_shell, p.amplitude_orbitals, false).amplitudes.ram_bytes() > ram_bytes)
     --p.amplitude_orbitals;
-  const auto phases = [&](std::size_t functions) { return gradient_phases(sizes, functions, p.amplitude_orbitals); };
+  p.keeps_integrals = ranks == 1 && gradient_phases(sizes, largest_shell, p.amplitude_orbitals, true)
+                                                 .amplitudes.ram_bytes() <= ram_bytes;
+  const auto phases = [&](std::size_t functions) {
+    return gradient_phases(sizes, functions, p.amplitude_orbitals, p.keeps_integrals);
+  };
   p.batch_functions = ri_batch_functions(ri_aux, sizes, ram_bytes, ranks, phases);
   p.densities = phases(p.batch_functions).peak();
   return p;
@@ -221,8 +262,8 @@ Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const 
     fit.apply_inverse(c.data(), s.ov());
     out.work.flops_fp64 += 2.0 * fit.flops(s.ov());  // J⁻¹: the fit and its transpose
     progress.begin("MP2 gradient: amplitudes, P and Γ (blocks of occupied orbitals)");
-    mp2 = amplitudes_by_occupied(s, plan.amplitude_orbitals, eps, raw.data(), c.data(), out.gamma.data(), budget,
-                                 comm, progress, out.work);
+    mp2 = amplitudes_by_occupied(s, plan.amplitude_orbitals, plan.keeps_integrals, eps, raw.data(), c.data(),
+                                 out.gamma.data(), budget, comm, progress, out.work);
     out.metric = metric_lagrangian(naux, {{c.data(), out.gamma.data(), ov}}, comm, out.work);
   }
   raw = LargeArray<double>();

@@ -15,12 +15,16 @@
 // Theor. Chem. Acc. 97, 331 (1997); Aikens et al., Theor. Chem. Acc. 110, 233 (2003); Psi4's
 // dfmp2/corr_grad.cc.
 //
-// Memory: nothing O(N⁴) is held. The amplitudes are made a few occupied orbitals k at a time
-// (t_ik^ab and T_ik^ab for every i, a, b), and (P|pq) one batch of RI shells at a time, twice: for (P|ia),
-// then, once Γ exists, for L1 and L2. Every large array is drawn from the run's budget as
-// plan_mp2_gradient planned it.
+// Memory: the amplitudes are made a few occupied orbitals k at a time (t_ik^ab and T_ik^ab for
+// every i, a, b), and (P|pq) one batch of RI shells at a time, twice: for (P|ia), then, once Γ
+// exists, for L1 and L2. P_ij needs every i of a block k at once, so each block's I_ia,kb is made
+// whole; I is symmetric, though, and when the budget holds half of it (o²v²/2, one rank) each
+// block computes only its rows i ≥ k and keeps them, and the blocks after it read their rows i
+// before them there, I_ia,kb = I_kb,ia: half the GEMMs of I. Every large array is drawn from the
+// run's budget as plan_mp2_gradient planned it.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <optional>
 
@@ -53,6 +57,12 @@ struct Mp2GradientSizes {
   std::size_t mo_batch(std::size_t functions) const { return functions * nmo * transformed(); }
   std::size_t thread_buffers() const { return nbf * nbf + nbf * transformed(); }
   std::size_t amplitude_block(std::size_t occupied) const { return ov() * occupied * nvir(); }
+  // Elements of I_ia,kb for i from k's block on, every block of `occupied` orbitals k: about o²v²/2.
+  std::size_t integrals_from_blocks(std::size_t occupied) const {
+    std::size_t from = 0;
+    for (std::size_t k0 = 0; k0 < active(); k0 += occupied) from += (active() - k0) * std::min(occupied, active() - k0);
+    return from * nvir() * nvir();
+  }
 };
 
 struct Mp2GradientPlan {
@@ -60,12 +70,14 @@ struct Mp2GradientPlan {
   std::optional<Mp2GradientSizes> beta;  // UHF's β orbitals' (plan_ump2_gradient)
   std::size_t batch_functions = 0;       // RI functions whose (P|μν) and (P|pq) are held at once
   std::size_t amplitude_orbitals = 1;    // occupied orbitals k whose amplitudes are made at once (RHF)
+  bool keeps_integrals = false;          // I_ia,kb kept for its symmetry (RHF, one rank, when it fits)
   StagePlan densities;                   // what the densities draw at their peak
 };
 
 // The plan for `ram_bytes` of memory (what the budget leaves the densities): amplitude blocks of
-// enough orbitals k for their GEMMs to run at full rate, fewer if they do not fit; then batches of
-// RI shells as large as fit beside the rest, up to what the amplitudes' loop holds. Its RAM
+// enough orbitals k for their GEMMs to run at full rate, fewer if they do not fit; half of I kept
+// if it fits beside them (one rank); then batches of RI shells as large as fit beside the rest, up
+// to what the amplitudes' loop holds. Its RAM
 // exceeds ram_bytes only when that loop with one orbital k or one shell per batch does not fit.
 // Both are small enough for each of `ranks` MPI ranks to have some.
 Mp2GradientPlan plan_mp2_gradient(const libint2::BasisSet& ri_aux, const Mp2GradientSizes& sizes,
