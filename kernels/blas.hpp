@@ -33,14 +33,15 @@ void syrk_lower(std::size_t n, std::size_t k, Real alpha, const Real* X, std::si
     cblas_ssyrk(CblasColMajor, CblasLower, CblasNoTrans, int(n), int(k), alpha, X, int(ldx), beta, C, int(ldc));
 }
 
-// C (m × n) = A B, A symmetric m × m of which only the upper triangle is read.
+// C (m × n) = alpha A B + beta C, A symmetric m × m of which only the upper triangle is read.
 template <typename Real>
 void symm_upper_left(std::size_t m, std::size_t n, const Real* A, std::size_t lda, const Real* B, std::size_t ldb,
-                     Real* C, std::size_t ldc) {
+                     Real* C, std::size_t ldc, Real alpha = 1, Real beta = 0) {
   if constexpr (std::is_same_v<Real, double>)
-    cblas_dsymm(CblasColMajor, CblasLeft, CblasUpper, int(m), int(n), 1.0, A, int(lda), B, int(ldb), 0.0, C, int(ldc));
+    cblas_dsymm(CblasColMajor, CblasLeft, CblasUpper, int(m), int(n), alpha, A, int(lda), B, int(ldb), beta, C,
+                int(ldc));
   else
-    cblas_ssymm(CblasColMajor, CblasLeft, CblasUpper, int(m), int(n), 1.0f, A, int(lda), B, int(ldb), 0.0f, C,
+    cblas_ssymm(CblasColMajor, CblasLeft, CblasUpper, int(m), int(n), alpha, A, int(lda), B, int(ldb), beta, C,
                 int(ldc));
 }
 

@@ -36,6 +36,11 @@ double OccupiedResponse::flops(std::size_t nbf, std::size_t nocc, std::size_t st
   return double(rows) * (2.0 * n * n * o + 6.0 * n * o * o + 4.0 * n * o + double(stored));
 }
 
+double OccupiedResponse::symmetric_flops(std::size_t nbf, std::size_t nocc, std::size_t stored, std::size_t rows) {
+  const double n = double(nbf), o = double(nocc);
+  return double(rows) * (4.0 * n * n * o + 2.0 * n * o + 2.0 * double(stored));
+}
+
 template <typename Visit>
 void OccupiedResponse::for_rows(std::size_t first, std::size_t count, const double* rows, const Visit& visit) {
   if (first + count > rows_) throw std::logic_error("OccupiedResponse: rows beyond those it was made for");
@@ -46,14 +51,14 @@ void OccupiedResponse::for_rows(std::size_t first, std::size_t count, const doub
 #pragma omp for schedule(dynamic, 1)
     for (std::size_t q = 0; q < count; ++q) {
       unpack_upper(layout_, rows + q * stored, t.square.data());
-      visit(t, first + q);
+      visit(t, first + q, rows + q * stored);
     }
   }
 }
 
 void OccupiedResponse::cache(std::size_t first, std::size_t count, const double* rows) {
   const std::size_t n = nbf_, o = nocc_;
-  for_rows(first, count, rows, [&](Thread& t, std::size_t q) {
+  for_rows(first, count, rows, [&](Thread& t, std::size_t q, const double*) {
     double* X_q = cache_ + q * (n * o + o * o);
     symm_upper_left(n, o, t.square.data(), n, C_occ_, n, X_q, n);
     gemm(Transpose::yes, Transpose::no, o, o, n, 1.0, C_occ_, n, X_q, n, 0.0, X_q + n * o, o);
@@ -62,12 +67,28 @@ void OccupiedResponse::cache(std::size_t first, std::size_t count, const double*
 
 void OccupiedResponse::begin(const double* L) {
   L_ = L;
+  D_ = nullptr;
+  for (Thread& t : threads_) std::fill(t.F.begin(), t.F.end(), 0.0);
+}
+
+void OccupiedResponse::begin_symmetric(const double* D) {
+  L_ = nullptr;
+  D_ = D;
+  D_weights_ = pack_weighted(layout_, D);
   for (Thread& t : threads_) std::fill(t.F.begin(), t.F.end(), 0.0);
 }
 
 void OccupiedResponse::add(std::size_t first, std::size_t count, const double* rows) {
   const std::size_t n = nbf_, o = nocc_;
-  for_rows(first, count, rows, [&](Thread& t, std::size_t q) {
+  if (D_ != nullptr) {
+    for_rows(first, count, rows, [&](Thread& t, std::size_t q, const double* row) {
+      gemm(Transpose::no, Transpose::no, n, o, n, 1.0, D_, n, X(q), n, 0.0, t.Y.data(), n);  // Y = D X^Q
+      axpy(n * o, 4.0 * dot(D_weights_.size(), row, D_weights_.data()), X(q), t.F.data());  // 4 γ_Q X^Q
+      symm_upper_left(n, o, t.square.data(), n, t.Y.data(), n, t.F.data(), n, -2.0, 1.0);
+    });
+    return;
+  }
+  for_rows(first, count, rows, [&](Thread& t, std::size_t q, const double*) {
     symm_upper_left(n, o, t.square.data(), n, L_, n, t.Y.data(), n);  // Y = B^Q L
     axpy(n * o, 4.0 * dot(n * o, X(q), L_), X(q), t.F.data());        // 4 γ_Q X^Q
     gemm(Transpose::no, Transpose::no, n, o, o, -1.0, t.Y.data(), n, M(q), o, 1.0, t.F.data(), n);
@@ -80,6 +101,7 @@ void OccupiedResponse::finish(double* FC_occ) {
   std::copy(threads_[0].F.begin(), threads_[0].F.end(), FC_occ);
   for (std::size_t t = 1; t < threads_.size(); ++t) axpy(nbf_ * nocc_, 1.0, threads_[t].F.data(), FC_occ);
   L_ = nullptr;
+  D_ = nullptr;
 }
 
 }  // namespace dfmp2::kernels

@@ -4,7 +4,10 @@
 //   X^Q = B^Q C_o,  M^Q = C_oᵀ B^Q C_o,  Y^Q = B^Q L,  γ_Q = tr(B^Q Z) = Σ_μi X^Q_μi L_μi,
 // the products of the Z-vector (CPHF) equations, whose C_o is fixed. X^Q and M^Q are made once
 // (cache) and kept, so each product costs one SYMM per Q (2 n² o) and three n·o² GEMMs, where a
-// general J/K build of L C_oᵀ costs 6 n² o (two SYMMs and K's GEMM).
+// general J/K build of L C_oᵀ costs 6 n² o (two SYMMs and K's GEMM). The same factors give, for
+// any symmetric D (the MP2 gradient's unrelaxed density),
+//   F(D) C_o = Σ_Q [4 γ_Q X^Q − 2 B^Q (D X^Q)],  γ_Q = Σ_μν B^Q_μν D_μν,
+// at 4 n² o per Q, where J and K of all of D would cost 3 n² rank(D).
 // Threads take rows Q; each sums into its own F, and finish() adds them.
 #pragma once
 
@@ -27,14 +30,17 @@ class OccupiedResponse {
   }
   // Bytes of the threads' buffers.
   static std::size_t workspace_bytes(std::size_t nbf, std::size_t nocc, int threads);
-  // Floating-point work of one product over `rows` rows.
+  // Floating-point work of one product over `rows` rows: of an L, of a symmetric D.
   static double flops(std::size_t nbf, std::size_t nocc, std::size_t stored, std::size_t rows);
+  static double symmetric_flops(std::size_t nbf, std::size_t nocc, std::size_t stored, std::size_t rows);
 
   // Makes X^Q and M^Q of rows [first, first + count) (every row once, before any product).
   void cache(std::size_t first, std::size_t count, const double* rows);
-  // One product: begin with L (nbf × nocc, column-major, living until finish), add every row,
-  // then finish writes F(Z) C_o (nbf × nocc, column-major) summed over these rows.
+  // One product: begin with L (nbf × nocc, column-major, living until finish) or with a symmetric
+  // D (nbf × nbf, column-major, likewise), add every row, then finish writes F(Z) C_o or F(D) C_o
+  // (nbf × nocc, column-major) summed over these rows.
   void begin(const double* L);
+  void begin_symmetric(const double* D);
   void add(std::size_t first, std::size_t count, const double* rows);
   void finish(double* FC_occ);
 
@@ -52,6 +58,8 @@ class OccupiedResponse {
   std::size_t nbf_, nocc_, rows_;
   double* cache_;
   const double* L_ = nullptr;
+  const double* D_ = nullptr;
+  std::vector<double> D_weights_;  // pack_weighted(D): γ_Q is its dot product with a stored row
   std::vector<Thread> threads_;
 };
 

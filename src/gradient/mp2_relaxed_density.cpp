@@ -13,15 +13,6 @@ namespace {
 
 using RowMajorMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
-// (4J − 2K)(C P Cᵀ) for a symmetric P, summed over the ranks.
-Eigen::MatrixXd symmetric_fock_response(DensityFittedFock& jk, Communicator& comm, const Eigen::MatrixXd& C,
-                                        const Eigen::MatrixXd& P) {
-  const std::array<Eigen::MatrixXd, 2> JK = jk.coulomb_exchange_of_symmetric(C, P);
-  Eigen::MatrixXd F = 4.0 * JK[0] - 2.0 * JK[1];
-  comm.allreduce_sum(F.data(), static_cast<std::size_t>(F.size()));
-  return F;
-}
-
 // What the densities hold in the passes over the RI batches (the first holds (P|ia), the second
 // Γ_ia^P: the same size), in the loop over the amplitudes (`block` orbitals k at a time) and in the
 // Z-vector.
@@ -299,14 +290,17 @@ Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const 
 
   // The orbital Lagrangian X_ak − X_ka and the Z-vector.
   progress.message("MP2 gradient: the orbital Lagrangian's J/K, then the Z-vector");
-  // Only the occupied columns of Cᵀ (4J − 2K)(P) C are used: its vo block here, its oo block in W.
-  const Eigen::MatrixXd G_unrelaxed = C.transpose() * symmetric_fock_response(jk, comm, C, P) * C_occ;
+  // Only the occupied columns of Cᵀ (4J − 2K)(P) C are used: its vo block here, its oo block in W;
+  // the Z-vector's factors give them.
+  OccupiedFockResponse response(jk, C_occ, budget);
+  Eigen::MatrixXd FC_occ = response.of_symmetric(C * P * C.transpose());
+  comm.allreduce_sum(FC_occ.data(), static_cast<std::size_t>(FC_occ.size()));
+  const Eigen::MatrixXd G_unrelaxed = C.transpose() * FC_occ;
   Eigen::MatrixXd lagrangian = G_unrelaxed.bottomRows(v) - L2.topRows(nocc).transpose();
   lagrangian.rightCols(o) += L1.bottomRows(v);
   Eigen::MatrixXd delta(v, nocc);
   for (Eigen::Index k = 0; k < nocc; ++k)
     for (Eigen::Index a = 0; a < v; ++a) delta(a, k) = eps(nocc + a) - eps(k);
-  OccupiedFockResponse response(jk, C_occ, budget);
   const ZVector solution =
       solve_z_vector(response, comm, C_occ, C_vir, delta, -lagrangian, z_convergence, out.cphf_iterations, progress);
   const Eigen::MatrixXd& z = solution.z;

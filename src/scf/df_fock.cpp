@@ -231,13 +231,23 @@ std::size_t OccupiedFockResponse::bytes(std::size_t nbf, std::size_t nocc, std::
 }
 
 Eigen::MatrixXd OccupiedFockResponse::operator()(const Eigen::MatrixXd& L) {
-  Eigen::MatrixXd FC_occ(C_occ_.rows(), C_occ_.cols());
   response_.begin(L.data());
+  return product(kernels::OccupiedResponse::flops(jk_.nbf_, std::size_t(C_occ_.cols()), jk_.layout_.size(),
+                                                  jk_.store_.rows()));
+}
+
+Eigen::MatrixXd OccupiedFockResponse::of_symmetric(const Eigen::MatrixXd& D) {
+  response_.begin_symmetric(D.data());
+  return product(kernels::OccupiedResponse::symmetric_flops(jk_.nbf_, std::size_t(C_occ_.cols()), jk_.layout_.size(),
+                                                            jk_.store_.rows()));
+}
+
+Eigen::MatrixXd OccupiedFockResponse::product(double flops) {
+  Eigen::MatrixXd FC_occ(C_occ_.rows(), C_occ_.cols());
   jk_.store_.for_each_block(
       [&](std::size_t first, std::size_t count, const double* rows) { response_.add(first, count, rows); });
   response_.finish(FC_occ.data());
-  jk_.work_.flops_fp64 += kernels::OccupiedResponse::flops(jk_.nbf_, std::size_t(C_occ_.cols()), jk_.layout_.size(),
-                                                           jk_.store_.rows());
+  jk_.work_.flops_fp64 += flops;
   return FC_occ;
 }
 

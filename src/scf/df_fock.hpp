@@ -89,8 +89,13 @@ class OccupiedFockResponse {
   // What it draws for `rows` rows Q: the kept products and the threads' buffers.
   static std::size_t bytes(std::size_t nbf, std::size_t nocc, std::size_t rows);
   Eigen::MatrixXd operator()(const Eigen::MatrixXd& L);
+  // (4J − 2K)(D) C_o of a symmetric D (nbf × nbf), this rank's part likewise.
+  Eigen::MatrixXd of_symmetric(const Eigen::MatrixXd& D);
 
  private:
+  // The begun product over every row of the store, counting `flops`.
+  Eigen::MatrixXd product(double flops);
+
   DensityFittedFock& jk_;
   Eigen::MatrixXd C_occ_;
   LargeArray<double> cache_;

@@ -196,27 +196,40 @@ TEST_CASE("J and K of several densities in one pass equal their definitions, in 
   omp_set_num_threads(saved_threads);
 }
 
-TEST_CASE("the occupied-projected response (4J − 2K)(Z) C_o equals it from J and K's definitions") {
+TEST_CASE("the occupied-projected response (4J − 2K)(D) C_o equals it from J and K's definitions, for Z and any "
+          "symmetric D") {
   const int saved_threads = omp_get_max_threads();
   const k::BlockPackedLayout layout = random_layout(13, 0.6, 21);
   const std::size_t n = layout.n(), naux = 29, nocc = 4;
   std::mt19937 rng(17);
   const auto [rows, full] = random_rows(layout, naux, rng);
   const Factors occupied = random_factors(n, nocc, true, rng);
-  // Z = ½ (L C_oᵀ + C_o Lᵀ): (4J − 2K)(Z) = 4 J(L C_oᵀ) − K(L C_oᵀ) − K(L C_oᵀ)ᵀ, J seeing only D's
-  // symmetric part.
+  // D = ½ (L Rᵀ + R Lᵀ): (4J − 2K)(D) = 4 J(L Rᵀ) − K(L Rᵀ) − K(L Rᵀ)ᵀ, J seeing only the symmetric
+  // part; Z is R = C_o.
+  const auto response_of = [&](const Factors& pair) {
+    std::vector<double> J_ref, K_ref;
+    reference_jk(full, n, pair, J_ref, K_ref);
+    std::vector<double> FC(n * nocc, 0.0);
+    for (std::size_t i = 0; i < nocc; ++i)
+      for (std::size_t m = 0; m < n; ++m)
+        for (std::size_t c = 0; c < n; ++c)
+          FC[i * n + m] += (4.0 * J_ref[c * n + m] - K_ref[c * n + m] - K_ref[m * n + c]) * occupied.left[i * n + c];
+    return FC;
+  };
   Factors pair = random_factors(n, nocc, false, rng);
   pair.right = occupied.left;
-  std::vector<double> J_ref, K_ref;
-  reference_jk(full, n, pair, J_ref, K_ref);
-  std::vector<double> expected(n * nocc, 0.0);
-  for (std::size_t i = 0; i < nocc; ++i)
-    for (std::size_t m = 0; m < n; ++m)
-      for (std::size_t c = 0; c < n; ++c)
-        expected[i * n + m] +=
-            (4.0 * J_ref[c * n + m] - K_ref[c * n + m] - K_ref[m * n + c]) * occupied.left[i * n + c];
+  const std::vector<double> expected = response_of(pair);
+  const Factors general = random_factors(n, 6, false, rng);
+  const std::vector<double> expected_general = response_of(general);
+  std::vector<double> D(n * n, 0.0);  // ½ (L Rᵀ + R Lᵀ) of `general`, column-major
+  for (std::size_t m = 0; m < n; ++m)
+    for (std::size_t c = 0; c < n; ++c)
+      for (std::size_t i = 0; i < general.columns; ++i)
+        D[c * n + m] += 0.5 * (general.left[i * n + m] * general.right[i * n + c] +
+                               general.right[i * n + m] * general.left[i * n + c]);
   double scale = 1.0;
   for (double v : expected) scale = std::max(scale, std::abs(v));
+  for (double v : expected_general) scale = std::max(scale, std::abs(v));
   for (int threads : {1, 3})
     for (std::size_t block : {naux, std::size_t(7)}) {
       INFO("threads " << threads << " block " << block);
@@ -232,6 +245,11 @@ TEST_CASE("the occupied-projected response (4J − 2K)(Z) C_o equals it from J a
           response.add(first, std::min(block, naux - first), rows.data() + first * layout.size());
         response.finish(FC.data());
         for (std::size_t x = 0; x < n * nocc; ++x) CHECK(std::abs(FC[x] - expected[x]) <= 1e-12 * scale);
+        response.begin_symmetric(D.data());
+        for (std::size_t first = 0; first < naux; first += block)
+          response.add(first, std::min(block, naux - first), rows.data() + first * layout.size());
+        response.finish(FC.data());
+        for (std::size_t x = 0; x < n * nocc; ++x) CHECK(std::abs(FC[x] - expected_general[x]) <= 1e-12 * scale);
       }
     }
   omp_set_num_threads(saved_threads);
