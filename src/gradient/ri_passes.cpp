@@ -18,22 +18,30 @@ std::size_t ri_transform_workspace(const Mp2GradientSizes& s) {
 }
 
 // C_leftᵀ (P|μν) C_right for `count` rows of block-packed (P|μν): row P − first of mo, column-major
-// (C_left's columns) × (C_right's). workspace: every thread's buffers.
+// (C_left's columns) × (C_right's). The square times the narrower factor first: (P|ia) costs
+// 2n²o + 2nov, not 2n²v + 2nov. workspace: every thread's buffers (n² and n × the narrower's columns).
 void transform_ri_batch(const kernels::BlockPackedLayout& layout, const double* ao, std::size_t count,
                         const Eigen::Ref<const Eigen::MatrixXd>& C_left,
                         const Eigen::Ref<const Eigen::MatrixXd>& C_right, double* workspace, double* mo) {
   const Eigen::Index nbf = C_left.rows(), p = C_left.cols(), q = C_right.cols();
+  const bool left_first = p < q;
 #pragma omp parallel
   {
     const auto thread = static_cast<std::size_t>(omp_get_thread_num());
-    double* square = workspace + thread * static_cast<std::size_t>(nbf * (nbf + q));
+    double* square = workspace + thread * static_cast<std::size_t>(nbf * (nbf + std::min(p, q)));
     const Eigen::Map<const Eigen::MatrixXd> B(square, nbf, nbf);
-    Eigen::Map<Eigen::MatrixXd> half(square + nbf * nbf, nbf, q);
+    Eigen::Map<Eigen::MatrixXd> half(square + nbf * nbf, nbf, std::min(p, q));
 #pragma omp for schedule(dynamic)
     for (std::size_t P = 0; P < count; ++P) {
       kernels::unpack_symmetric(layout, ao + P * layout.size(), square);
-      half.noalias() = B * C_right;
-      Eigen::Map<Eigen::MatrixXd>(mo + P * static_cast<std::size_t>(p * q), p, q).noalias() = C_left.transpose() * half;
+      Eigen::Map<Eigen::MatrixXd> out(mo + P * static_cast<std::size_t>(p * q), p, q);
+      if (left_first) {
+        half.noalias() = B * C_left;  // (P|μν) is symmetric in μν
+        out.noalias() = half.transpose() * C_right;
+      } else {
+        half.noalias() = B * C_right;
+        out.noalias() = C_left.transpose() * half;
+      }
     }
   }
 }
@@ -105,7 +113,7 @@ void RiPasses::for_each_function(
       transform_ri_batch(pairs.layout, ao.data(), count, left, right, workspace.data(), mo.data());
       const auto nbf = static_cast<double>(left.rows()), p = static_cast<double>(left.cols()),
                  q = static_cast<double>(right.cols());
-      work.flops_fp64 += static_cast<double>(count) * (2.0 * nbf * nbf * q + 2.0 * nbf * p * q);
+      work.flops_fp64 += static_cast<double>(count) * (2.0 * nbf * nbf * std::min(p, q) + 2.0 * nbf * p * q);
       const auto block = static_cast<std::size_t>(left.cols() * right.cols());
       for (std::size_t f = 0; f < count; ++f)
         use(t, static_cast<Eigen::Index>(first + f),
