@@ -115,10 +115,10 @@ Amplitudes amplitudes_by_occupied(const Mp2GradientSizes& s, std::size_t block, 
     // Rows i of [a][k][b]: P_ij −= 2 Σ_kab t_ik^ab T_jk^ab.
     const Eigen::Map<const RowMajorMatrix> t_rows(t_block.data(), o, v * kv), T_rows(T_block.data(), o, v * kv);
     out.P_act.noalias() -= 2.0 * t_rows * T_rows.transpose();
-    // P_ab = 2 Σ_ijc t_ij^ac T_ij^bc is, summed over every k, 2 Σ_ic t_ik^ca T_ik^cb (t_ik^ca =
-    // t_ki^ac): one product per k.
-    for (Eigen::Index k = 0; k < nk; ++k)
-      out.P_vir.noalias() += 2.0 * t.middleCols(k * v, v).transpose() * T.middleCols(k * v, v);
+    // P_ab = 2 Σ_ijc t_ij^ac T_ij^bc is, summed over every k, 2 Σ_ick t_ik^ca T_ik^cb (t_ik^ca =
+    // t_ki^ac): rows [i][c][k] of [b], one product.
+    const Eigen::Map<const RowMajorMatrix> t_by_b(t_block.data(), ov * nk, v), T_by_b(T_block.data(), ov * nk, v);
+    out.P_vir.noalias() += 2.0 * t_by_b.transpose() * T_by_b;
     gamma_rows.noalias() += c_k * T.transpose();  // Γ_ia^P += Σ_kb T_ik^ab c_kb^P
     // I: 2 (o − from)·v·kv·naux; Γ: 2 ov·kv·naux; P_ij: 2 o²·v·kv; P_ab: 2 v²·ov per k.
     work.flops_fp64 += 2.0 * double(kv) * (double((o - from) * v) * double(naux) +
@@ -263,19 +263,21 @@ Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const 
   const Eigen::MatrixXd& P_act = mp2.P_act;
   const Eigen::MatrixXd& P_vir = mp2.P_vir;
 
-  // L1_pi = 4 Σ_aP (P|pa) Γ_ia^P (i active), L2_pa = 4 Σ_iP (P|pi) Γ_ia^P, p every orbital.
-  Eigen::MatrixXd L1 = Eigen::MatrixXd::Zero(nmo, o), L2 = Eigen::MatrixXd::Zero(nmo, v);
-  progress.begin("MP2 gradient: (P|pq) and the Lagrangian (batches of RI shells)");
-  passes.for_each_function({{C, C.rightCols(m)}},
-                           [&](std::size_t, Eigen::Index P, const Eigen::Map<const Eigen::MatrixXd>& B) {
-                             const Eigen::Map<const RowMajorMatrix> gamma_P(out.gamma.data() + P * ov, o, v);
-                             L1.noalias() += 4.0 * B.rightCols(v) * gamma_P.transpose();
-                             L2.noalias() += 4.0 * B.leftCols(o) * gamma_P;
-                             out.work.flops_fp64 += 4.0 * double(nmo) * double(o) * double(v);
-                           },
-                           out.work);
-  comm.allreduce_sum(L1.data(), static_cast<std::size_t>(L1.size()));
-  comm.allreduce_sum(L2.data(), static_cast<std::size_t>(L2.size()));
+  // L1_pi = 4 Σ_aP (P|pa) Γ_ia^P = 4 [Cᵀ Σ_P (P|μν) C_v Γ^Pᵀ]_pi (i active) and
+  // L2_pa = 4 Σ_iP (P|pi) Γ_ia^P = 4 [Cᵀ Σ_P (P|μν) C_act Γ^P]_pa, p every orbital.
+  progress.begin("MP2 gradient: Σ (P|μν) Γ^P and the Lagrangian (batches of RI shells)");
+  const Eigen::MatrixXd C_act = C.middleCols(nfz, o);
+  Eigen::MatrixXd sum = passes.sum_of_products(
+      {m},
+      [&](std::size_t, Eigen::Index P, double* R) {
+        const Eigen::Map<const RowMajorMatrix> gamma_P(out.gamma.data() + P * ov, o, v);
+        Eigen::Map<Eigen::MatrixXd> R_P(R, C.rows(), m);
+        R_P.leftCols(o).noalias() = C_vir * gamma_P.transpose();
+        R_P.rightCols(v).noalias() = C_act * gamma_P;
+      },
+      {4.0 * double(C.rows()) * double(ov)}, out.work)[0];
+  comm.allreduce_sum(sum.data(), static_cast<std::size_t>(sum.size()));
+  const Eigen::MatrixXd L1 = 4.0 * C.transpose() * sum.leftCols(o), L2 = 4.0 * C.transpose() * sum.rightCols(v);
 
   // P in the MO basis: the MP2 blocks, then frozen–active from the SCF's response.
   Eigen::MatrixXd P = Eigen::MatrixXd::Zero(nmo, nmo);

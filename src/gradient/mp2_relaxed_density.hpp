@@ -16,8 +16,8 @@
 // dfmp2/corr_grad.cc.
 //
 // Memory: the amplitudes are made a few occupied orbitals k at a time (t_ik^ab and T_ik^ab for
-// every i, a, b), and (P|pq) one batch of RI shells at a time, twice: for (P|ia), then, once Γ
-// exists, for L1 and L2. P_ij needs every i of a block k at once, so each block's I_ia,kb is made
+// every i, a, b), and (P|μν) one batch of RI shells at a time, twice: for (P|ia), then, once Γ
+// exists, for L1 and L2 (from Σ_P (P|μν) times Γ^P back-transformed). P_ij needs every i of a block k at once, so each block's I_ia,kb is made
 // whole; I is symmetric, though, and when the budget holds half of it (o²v²/2, one rank) each
 // block computes only its rows i ≥ k and keeps them, and the blocks after it read their rows i
 // before them there, I_ia,kb = I_kb,ia: half the GEMMs of I. Every large array is drawn from the

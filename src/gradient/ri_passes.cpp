@@ -91,36 +91,82 @@ std::size_t ri_batch_functions(const libint2::BasisSet& ri_aux, const Mp2Gradien
   return std::clamp(fit, largest_shell, std::max(largest_shell, share));
 }
 
-void RiPasses::for_each_function(
-    const std::vector<RiTransform>& transforms,
-    const std::function<void(std::size_t t, Eigen::Index P, const Eigen::Map<const Eigen::MatrixXd>& B)>& use,
-    StageWork& work) const {
+void RiPasses::for_each_batch(const std::function<void(std::size_t first, std::size_t count, const double* ao)>& use,
+                              StageWork& work) const {
   const ThreeIndexIntegrals integrals(ri_aux, obs, pairs, metric);
   LargeArray<double> ao =
       budget.allocate<double>(sizes.ao_batch(batch_functions), "the RI integrals (P|μν) of a batch");
-  LargeArray<double> mo = budget.allocate<double>(sizes.mo_batch(batch_functions), "(P|pq) of a batch");
-  LargeArray<double> workspace =
-      budget.allocate<double>(ri_transform_workspace(sizes), "the transform's per-thread buffers");
   const std::vector<ShellRange> mine =
       round_robin_share(shell_batches(ri_aux, {0, ri_aux.size()}, batch_functions), comm.rank(), comm.size());
   for (std::size_t b = 0; b < mine.size(); ++b) {
     const ShellRange& batch = mine[b];
-    const std::size_t first = first_function(ri_aux, batch.first), count = function_count(ri_aux, batch);
     integrals.compute(batch, {0, obs.size()}, ao.data());
     work.libint_seconds += integrals.libint_seconds(batch, {0, obs.size()});
-    for (std::size_t t = 0; t < transforms.size(); ++t) {
-      const Eigen::MatrixXd &left = transforms[t].left, &right = transforms[t].right;
-      transform_ri_batch(pairs.layout, ao.data(), count, left, right, workspace.data(), mo.data());
-      const auto nbf = static_cast<double>(left.rows()), p = static_cast<double>(left.cols()),
-                 q = static_cast<double>(right.cols());
-      work.flops_fp64 += static_cast<double>(count) * (2.0 * nbf * nbf * std::min(p, q) + 2.0 * nbf * p * q);
-      const auto block = static_cast<std::size_t>(left.cols() * right.cols());
-      for (std::size_t f = 0; f < count; ++f)
-        use(t, static_cast<Eigen::Index>(first + f),
-            Eigen::Map<const Eigen::MatrixXd>(mo.data() + f * block, left.cols(), right.cols()));
-    }
+    use(first_function(ri_aux, batch.first), function_count(ri_aux, batch), ao.data());
     if (progress) progress(static_cast<double>(b + 1) / static_cast<double>(mine.size()));
   }
+}
+
+std::vector<Eigen::MatrixXd> RiPasses::sum_of_products(
+    const std::vector<Eigen::Index>& columns,
+    const std::function<void(std::size_t s, Eigen::Index P, double* R)>& right,
+    const std::vector<double>& right_flops, StageWork& work) const {
+  const auto nbf = static_cast<Eigen::Index>(obs.nbf());
+  LargeArray<double> workspace =
+      budget.allocate<double>(ri_transform_workspace(sizes), "the transform's per-thread buffers");
+  // Each thread's sums: nbf × columns each, O(nbf²).
+  std::vector<std::vector<Eigen::MatrixXd>> sums(static_cast<std::size_t>(omp_get_max_threads()));
+  for (std::vector<Eigen::MatrixXd>& mine : sums)
+    for (Eigen::Index c : columns) mine.push_back(Eigen::MatrixXd::Zero(nbf, c));
+  for_each_batch(
+      [&](std::size_t first, std::size_t count, const double* ao) {
+#pragma omp parallel
+        {
+          const auto thread = static_cast<std::size_t>(omp_get_thread_num());
+          double* square = workspace.data() + thread * sizes.thread_buffers();
+          double* R = square + nbf * nbf;
+          const Eigen::Map<const Eigen::MatrixXd> B(square, nbf, nbf);
+#pragma omp for schedule(dynamic)
+          for (std::size_t f = 0; f < count; ++f) {
+            kernels::unpack_symmetric(pairs.layout, ao + f * pairs.layout.size(), square);
+            for (std::size_t s = 0; s < columns.size(); ++s) {
+              right(s, static_cast<Eigen::Index>(first + f), R);
+              sums[thread][s].noalias() += B * Eigen::Map<const Eigen::MatrixXd>(R, nbf, columns[s]);
+            }
+          }
+        }
+        for (std::size_t s = 0; s < columns.size(); ++s)
+          work.flops_fp64 +=
+              static_cast<double>(count) * (right_flops[s] + 2.0 * double(nbf * nbf) * double(columns[s]));
+      },
+      work);
+  for (std::size_t t = 1; t < sums.size(); ++t)
+    for (std::size_t s = 0; s < columns.size(); ++s) sums[0][s] += sums[t][s];
+  return sums[0];
+}
+
+void RiPasses::for_each_function(
+    const std::vector<RiTransform>& transforms,
+    const std::function<void(std::size_t t, Eigen::Index P, const Eigen::Map<const Eigen::MatrixXd>& B)>& use,
+    StageWork& work) const {
+  LargeArray<double> mo = budget.allocate<double>(sizes.mo_batch(batch_functions), "(P|pq) of a batch");
+  LargeArray<double> workspace =
+      budget.allocate<double>(ri_transform_workspace(sizes), "the transform's per-thread buffers");
+  for_each_batch(
+      [&](std::size_t first, std::size_t count, const double* ao) {
+        for (std::size_t t = 0; t < transforms.size(); ++t) {
+          const Eigen::MatrixXd &left = transforms[t].left, &right = transforms[t].right;
+          transform_ri_batch(pairs.layout, ao, count, left, right, workspace.data(), mo.data());
+          const auto nbf = static_cast<double>(left.rows()), p = static_cast<double>(left.cols()),
+                     q = static_cast<double>(right.cols());
+          work.flops_fp64 += static_cast<double>(count) * (2.0 * nbf * nbf * std::min(p, q) + 2.0 * nbf * p * q);
+          const auto block = static_cast<std::size_t>(left.cols() * right.cols());
+          for (std::size_t f = 0; f < count; ++f)
+            use(t, static_cast<Eigen::Index>(first + f),
+                Eigen::Map<const Eigen::MatrixXd>(mo.data() + f * block, left.cols(), right.cols()));
+        }
+      },
+      work);
 }
 
 }  // namespace dfmp2

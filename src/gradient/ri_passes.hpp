@@ -1,5 +1,5 @@
 // What the RHF and UHF DF-MP2 gradient densities (mp2_relaxed_density.hpp,
-// ump2_relaxed_density.hpp) share in the RI set: passes over (P|pq), one batch of RI shells at a
+// ump2_relaxed_density.hpp) share in the RI set: passes over (P|μν), one batch of RI shells at a
 // time, with its AO integrals computed anew in each pass, and the planning of those batches.
 #pragma once
 
@@ -82,14 +82,27 @@ struct RiPasses {
 
   // use(t, P, B) for every RI function P of this rank's batches (every size-th) and every transform t, B = leftᵀ (P|μν) right
   // (left.cols() × right.cols()), one batch of RI shells at a time: each batch's integrals are
-  // computed once for all transforms, and anew in each pass: keeping every batch's for the second
-  // would hold the naux × nmo² this avoids, and the integrals (naux·nbf² elements) cost less than
-  // their transform (naux·nbf²·nmo multiply-adds). Adds the integrals' libint2 time and the
-  // transforms' flops to `work`.
+  // computed once for all transforms, and anew in each pass (keeping them for the next would hold
+  // naux·nbf² doubles). Adds the integrals' libint2 time and the transforms' flops to `work`.
   void for_each_function(
       const std::vector<RiTransform>& transforms,
       const std::function<void(std::size_t t, Eigen::Index P, const Eigen::Map<const Eigen::MatrixXd>& B)>& use,
       StageWork& work) const;
+
+  // S_s = Σ_P (P|μν) R_s(P) (nbf × columns[s]) over the RI functions P of this rank's batches (not
+  // summed over the ranks), likewise: right(s, P, R) writes R_s(P) into R (nbf × columns[s],
+  // column-major; called from several threads at once) in right_flops[s] flops. The Lagrangian's
+  // terms with Γ back-transformed into R: 2 nbf²·columns per P, where transforming (P|pq) first
+  // costs 2 nbf²·q + 2 nbf·p·q. Every columns[s] at most sizes.transformed().
+  std::vector<Eigen::MatrixXd> sum_of_products(const std::vector<Eigen::Index>& columns,
+                                               const std::function<void(std::size_t s, Eigen::Index P, double* R)>& right,
+                                               const std::vector<double>& right_flops, StageWork& work) const;
+
+ private:
+  // use(first, count, ao) for each of this rank's batches, ao its (P|μν) block-packed row by row;
+  // progress after each.
+  void for_each_batch(const std::function<void(std::size_t first, std::size_t count, const double* ao)>& use,
+                      StageWork& work) const;
 };
 
 }  // namespace dfmp2

@@ -330,25 +330,25 @@ Ump2GradientDensities ump2_gradient_densities(const libint2::BasisSet& obs, cons
   }
   raw = {};
 
-  // L1_pi = 2 Σ_aP (P|pa) Γ_ia^P (i active), L2_pa = 2 Σ_iP (P|pi) Γ_ia^P, p every orbital of the spin.
+  // L1_pi = 2 Σ_aP (P|pa) Γ_ia^P = 2 [Cᵀ Σ_P (P|μν) C_v Γ^Pᵀ]_pi (i active) and
+  // L2_pa = 2 Σ_iP (P|pi) Γ_ia^P = 2 [Cᵀ Σ_P (P|μν) C_act Γ^P]_pa, p every orbital of the spin.
+  progress.begin("MP2 gradient: Σ (P|μν) Γ^P and the Lagrangian, α and β (batches of RI shells)");
+  std::vector<Eigen::MatrixXd> sums = passes.sum_of_products(
+      {m, m},
+      [&](std::size_t spin, Eigen::Index P, double* R) {
+        const SpinBlocks& b = x[spin];
+        const Eigen::Map<const RowMajorMatrix> gamma_P(out.gamma[spin].data() + P * b.ov(), b.active, b.nvir);
+        Eigen::Map<Eigen::MatrixXd> R_P(R, b.C.rows(), m);
+        R_P.leftCols(b.active).noalias() = b.C_vir * gamma_P.transpose();
+        R_P.rightCols(b.nvir).noalias() = b.C.middleCols(nfz, b.active) * gamma_P;
+      },
+      {4.0 * double(x[0].C.rows()) * double(x[0].ov()), 4.0 * double(x[1].C.rows()) * double(x[1].ov())}, out.work);
   SpinMatrices L1, L2;
-  std::vector<RiTransform> all_transformed;
   for (int spin = 0; spin < 2; ++spin) {
-    L1[spin] = Eigen::MatrixXd::Zero(x[spin].nmo, x[spin].active);
-    L2[spin] = Eigen::MatrixXd::Zero(x[spin].nmo, x[spin].nvir);
-    all_transformed.push_back({x[spin].C, x[spin].C.rightCols(m)});
+    comm.allreduce_sum(sums[spin].data(), static_cast<std::size_t>(sums[spin].size()));
+    L1[spin] = 2.0 * x[spin].C.transpose() * sums[spin].leftCols(x[spin].active);
+    L2[spin] = 2.0 * x[spin].C.transpose() * sums[spin].rightCols(x[spin].nvir);
   }
-  progress.begin("MP2 gradient: (P|pq) and the Lagrangian, α and β (batches of RI shells)");
-  passes.for_each_function(all_transformed,
-                           [&](std::size_t spin, Eigen::Index P, const Eigen::Map<const Eigen::MatrixXd>& B) {
-                             const Eigen::Index o = x[spin].active, v = x[spin].nvir;
-                             const Eigen::Map<const RowMajorMatrix> gamma_P(out.gamma[spin].data() + P * o * v, o, v);
-                             L1[spin].noalias() += 2.0 * B.rightCols(v) * gamma_P.transpose();
-                             L2[spin].noalias() += 2.0 * B.leftCols(o) * gamma_P;
-                             out.work.flops_fp64 += 4.0 * double(x[spin].nmo) * double(o) * double(v);
-                           },
-                           out.work);
-  for (Eigen::MatrixXd* m : {&L1[0], &L1[1], &L2[0], &L2[1]}) comm.allreduce_sum(m->data(), static_cast<std::size_t>(m->size()));
 
   // P in the MO basis, spin by spin: the MP2 blocks, then frozen–active from the SCF's response.
   SpinMatrices P, frozen_active;
