@@ -116,14 +116,21 @@ Eigen::MatrixXd density_fitted_two_electron_gradient(const libint2::BasisSet& ob
         densities.exchange_partners[s] * Eigen::Map<const Eigen::MatrixXd>(cC[s].data(), nbf, columns);
   }
   Eigen::MatrixXd metric_weights = -0.5 * (d_A * d_D.transpose() + d_D * d_A.transpose());
-  // Σ_s tr(c^P A_s c^Q C_s C_sᵀ), each rank its rows P.
-  const Range rows = share_of(static_cast<std::size_t>(naux), comm.rank(), comm.size());
-  const auto first_row = static_cast<Eigen::Index>(rows.begin), row_count = static_cast<Eigen::Index>(rows.size());
+  // Σ_s tr(c^P A_s c^Q C_s C_sᵀ), symmetric in P and Q as c^P, c^Q and A_s are: its lower triangle
+  // by blocks of rows P, dealt round-robin to the ranks, then mirrored.
+  constexpr Eigen::Index kExchangeRows = 256;
   Eigen::MatrixXd exchange = Eigen::MatrixXd::Zero(naux, naux);
-  for (std::size_t s = 0; s < cC.size(); ++s)
-    exchange.middleRows(first_row, row_count).noalias() += AcC[s].middleCols(first_row, row_count).transpose() * cC[s];
+  double exchange_elements = 0.0;  // this rank's P, Q ≤ its block's last
+  for (Eigen::Index first = kExchangeRows * comm.rank(); first < naux; first += kExchangeRows * comm.size()) {
+    const Eigen::Index count = std::min(kExchangeRows, naux - first);
+    for (std::size_t s = 0; s < cC.size(); ++s)
+      exchange.block(first, 0, count, first + count).noalias() +=
+          AcC[s].middleCols(first, count).transpose() * cC[s].leftCols(first + count);
+    exchange_elements += double(count) * double(first + count);
+  }
   comm.allreduce_sum(exchange.data(), static_cast<std::size_t>(exchange.size()));
-  metric_weights += 0.5 * (exchange + exchange.transpose());  // symmetric but for rounding
+  exchange.triangularView<Eigen::StrictlyUpper>() = exchange.transpose().eval();
+  metric_weights += exchange;
   // Per spin: c^P C_s (2 n² nocc per row Q) and its fit, A_s c^P C_s, the exchange weights; each
   // Γ^P two n × nocc × n products.
   double square_flops = 0.0;
@@ -131,7 +138,7 @@ Eigen::MatrixXd density_fitted_two_electron_gradient(const libint2::BasisSet& ob
     for (const Eigen::MatrixXd& C : densities.occupied) {
       const double n = double(nbf), o = double(C.cols()), columns = n * o;
       work->flops_fp64 += 2.0 * n * columns * double(factors.q().size()) + fit.flops(C.size()) +
-                          2.0 * n * columns * double(naux) + 2.0 * double(row_count) * double(naux) * columns;
+                          2.0 * n * columns * double(naux) + 2.0 * exchange_elements * columns;
       square_flops += 4.0 * n * columns;
     }
 
