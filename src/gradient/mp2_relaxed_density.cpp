@@ -72,10 +72,17 @@ Amplitudes amplitudes_by_occupied(const Mp2GradientSizes& s, std::size_t block, 
   Amplitudes out{0.0, 0.0, Eigen::MatrixXd::Zero(o, o), Eigen::MatrixXd::Zero(v, v)};
   const auto step = static_cast<Eigen::Index>(block);
   const Eigen::Index first = step * comm.rank(), stride = step * comm.size();
-  const double my_blocks = first < o ? static_cast<double>((o - 1 - first) / stride + 1) : 1.0;
   // The first row i of block k0's I, and that I: the reused array, or its part of the kept one,
   // after the (o − k1)·step·v² elements of each block k1 before it.
   const auto first_row = [&](Eigen::Index k0) { return keeps_integrals ? k0 : Eigen::Index{0}; };
+  // A block's GEMMs: I, 2 (o − from)·v·kv·naux; Γ, 2 ov·kv·naux; P_ij, 2 o²·v·kv; P_ab, 2 v²·ov·nk.
+  // Progress counts them: with half of I kept, the later blocks make fewer rows.
+  const auto block_flops = [&](Eigen::Index k0) {
+    const double kv = double(std::min(step, o - k0) * v);
+    return 2.0 * kv * (double((o - first_row(k0)) * v) * double(naux) + double(ov) * double(naux + o + v));
+  };
+  double my_flops = 0.0, done_flops = 0.0;
+  for (Eigen::Index k0 = first; k0 < o; k0 += stride) my_flops += block_flops(k0);
   const auto integrals_of = [&](Eigen::Index k0) {
     const Eigen::Index before = keeps_integrals ? k0 / step : 0,
                        offset = before * o * step - step * step * (before * (before - 1) / 2);
@@ -120,10 +127,9 @@ Amplitudes amplitudes_by_occupied(const Mp2GradientSizes& s, std::size_t block, 
     const Eigen::Map<const RowMajorMatrix> t_by_b(t_block.data(), ov * nk, v), T_by_b(T_block.data(), ov * nk, v);
     out.P_vir.noalias() += 2.0 * t_by_b.transpose() * T_by_b;
     gamma_rows.noalias() += c_k * T.transpose();  // Γ_ia^P += Σ_kb T_ik^ab c_kb^P
-    // I: 2 (o − from)·v·kv·naux; Γ: 2 ov·kv·naux; P_ij: 2 o²·v·kv; P_ab: 2 v²·ov per k.
-    work.flops_fp64 += 2.0 * double(kv) * (double((o - from) * v) * double(naux) +
-                                           double(ov) * (double(naux) + double(o) + double(v)));
-    progress.fraction(static_cast<double>((k0 - first) / stride + 1) / my_blocks);
+    work.flops_fp64 += block_flops(k0);
+    done_flops += block_flops(k0);
+    progress.fraction(done_flops / my_flops);
   }
   comm.allreduce_sum(&out.e_mp2, 1);
   comm.allreduce_sum(&out.e_os, 1);
