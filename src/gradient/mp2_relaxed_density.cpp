@@ -75,6 +75,12 @@ Amplitudes amplitudes_by_occupied(const Mp2GradientSizes& s, std::size_t block, 
   // The first row i of block k0's I, and that I: the reused array, or its part of the kept one,
   // after the (o − k1)·step·v² elements of each block k1 before it.
   const auto first_row = [&](Eigen::Index k0) { return keeps_integrals ? k0 : Eigen::Index{0}; };
+  const auto integrals_of = [&](Eigen::Index k0) {
+    const Eigen::Index before = keeps_integrals ? k0 / step : 0,
+                       offset = before * o * step - step * step * (before * (before - 1) / 2);
+    return Eigen::Map<RowMajorMatrix>(integrals.data() + offset * v * v, (o - first_row(k0)) * v,
+                                      std::min(step, o - k0) * v);
+  };
   // A block's GEMMs: I, 2 (o − from)·v·kv·naux; Γ, 2 ov·kv·naux; P_ij, 2 o²·v·kv; P_ab, 2 v²·ov·nk.
   // Progress counts them: with half of I kept, the later blocks make fewer rows.
   const auto block_flops = [&](Eigen::Index k0) {
@@ -83,12 +89,6 @@ Amplitudes amplitudes_by_occupied(const Mp2GradientSizes& s, std::size_t block, 
   };
   double my_flops = 0.0, done_flops = 0.0;
   for (Eigen::Index k0 = first; k0 < o; k0 += stride) my_flops += block_flops(k0);
-  const auto integrals_of = [&](Eigen::Index k0) {
-    const Eigen::Index before = keeps_integrals ? k0 / step : 0,
-                       offset = before * o * step - step * step * (before * (before - 1) / 2);
-    return Eigen::Map<RowMajorMatrix>(integrals.data() + offset * v * v, (o - first_row(k0)) * v,
-                                      std::min(step, o - k0) * v);
-  };
   for (Eigen::Index k0 = first; k0 < o; k0 += stride) {
     const Eigen::Index nk = std::min(step, o - k0), kv = nk * v, from = first_row(k0);
     Eigen::Map<RowMajorMatrix> I = integrals_of(k0), t(t_block.data(), ov, kv), T(T_block.data(), ov, kv);
