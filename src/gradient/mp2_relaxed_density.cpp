@@ -28,8 +28,8 @@ RiGradientPhases gradient_phases(const Mp2GradientSizes& s, std::size_t batch_fu
   ph.amplitudes.ram("a block of occupied orbitals' t and T",
                     2 * MemoryBudget::double_array_bytes(s.amplitude_block(block)));
   if (keeps_integrals)
-    ph.amplitudes.ram("I_ia,kb for i from k's block on, every block",
-                      MemoryBudget::double_array_bytes(s.integrals_from_blocks(block)));
+    ph.amplitudes.ram("I_ia,kb of the block pairs still to be read",
+                      MemoryBudget::double_array_bytes(s.kept_integrals(block)));
   else
     ph.amplitudes.ram("a block of occupied orbitals' I", MemoryBudget::double_array_bytes(s.amplitude_block(block)));
   ph.z_vector.ram("the RI metric, its fit and V_PQ", ri_fit_bytes(s.naux));
@@ -48,11 +48,11 @@ struct Amplitudes {
 // `block` occupied orbitals k at a time: I_ia,kb = Σ_P (P|ia) c_kb^P by one GEMM, then t_ik^ab and
 // T_ik^ab, each row-major [i][a][k][b]. A block of k's, not one, gives the GEMMs of I and Γ
 // (whose other dimensions are o·v and naux) k·v columns and reads (P|ia) and Γ once per block.
-// keeps_integrals (one rank): each block's GEMM makes only its rows i ≥ k0, into an array that
-// keeps them, row-major [i − k0][a][k][b]; a later block's rows i of an earlier block are read
-// there transposed, I_ia,kb = I_kb,ia. Otherwise the ranks share the blocks, each block makes all
-// its rows into one reused array, and the ranks sum what they make. Each adds its GEMMs' flops to
-// `work`.
+// keeps_integrals (one rank): block b's GEMMs make only its rows i of blocks b2 ≥ b, each block
+// pair (b, b2) into a slot of an array that keeps it until block b2 has read its rows i of block b
+// there, transposed (I_ia,kb = I_kb,ia); at most (b + 1)(m − b) pairs of the m blocks are kept at
+// once. Otherwise the ranks share the blocks, each block makes all its rows into one reused
+// array, and the ranks sum what they make. Each adds its GEMMs' flops to `work`.
 Amplitudes amplitudes_by_occupied(const Mp2GradientSizes& s, std::size_t block, bool keeps_integrals,
                                   const Eigen::VectorXd& eps, const double* raw, const double* c, double* gamma,
                                   MemoryBudget& budget, Communicator& comm, Progress& progress, StageWork& work) {
@@ -64,25 +64,30 @@ Amplitudes amplitudes_by_occupied(const Mp2GradientSizes& s, std::size_t block, 
   Eigen::Map<RowMajorMatrix> gamma_rows(gamma, naux, ov);
   gamma_rows.setZero();
   LargeArray<double> integrals =
-      keeps_integrals
-          ? budget.allocate<double>(s.integrals_from_blocks(block), "I_ia,kb for i from k's block on, every block")
-          : budget.allocate<double>(s.amplitude_block(block), "a block of orbitals' I_ia,kb");
+      keeps_integrals ? budget.allocate<double>(s.kept_integrals(block), "I_ia,kb of the block pairs still to be read")
+                      : budget.allocate<double>(s.amplitude_block(block), "a block of orbitals' I_ia,kb");
   LargeArray<double> t_block = budget.allocate<double>(s.amplitude_block(block), "a block of orbitals' t_ik^ab");
   LargeArray<double> T_block = budget.allocate<double>(s.amplitude_block(block), "a block of orbitals' T_ik^ab");
   Amplitudes out{0.0, 0.0, Eigen::MatrixXd::Zero(o, o), Eigen::MatrixXd::Zero(v, v)};
   const auto step = static_cast<Eigen::Index>(block);
-  const Eigen::Index first = step * comm.rank(), stride = step * comm.size();
-  // The first row i of block k0's I, and that I: the reused array, or its part of the kept one,
-  // after the (o − k1)·step·v² elements of each block k1 before it.
-  const auto first_row = [&](Eigen::Index k0) { return keeps_integrals ? k0 : Eigen::Index{0}; };
-  const auto integrals_of = [&](Eigen::Index k0) {
-    const Eigen::Index before = keeps_integrals ? k0 / step : 0,
-                       offset = before * o * step - step * step * (before * (before - 1) / 2);
-    return Eigen::Map<RowMajorMatrix>(integrals.data() + offset * v * v, (o - first_row(k0)) * v,
-                                      std::min(step, o - k0) * v);
+  const Eigen::Index first = step * comm.rank(), stride = step * comm.size(), blocks = (o + step - 1) / step;
+  // The kept slots, (step·v)² elements each: which holds block pair (b, b2), and which are free.
+  const auto slot_size = static_cast<std::size_t>(step * v * step * v);
+  std::vector<Eigen::Index> slot_of(static_cast<std::size_t>(blocks * blocks), -1), free_slots;
+  if (keeps_integrals)
+    for (auto slot = static_cast<Eigen::Index>(s.kept_integrals(block) / slot_size); slot-- > 0;)
+      free_slots.push_back(slot);
+  const auto width = [&](Eigen::Index b) { return std::min(step, o - b * step) * v; };
+  // Block b's I rows i of block b2 (b2·step ≤ i < b2·step + step), row-major [i][a][k][b]: a kept
+  // slot, or rows of the reused array.
+  const auto integrals_of = [&](Eigen::Index b, Eigen::Index b2) {
+    double* rows = keeps_integrals ? integrals.data() + slot_of[static_cast<std::size_t>(b * blocks + b2)] * slot_size
+                                   : integrals.data() + b2 * step * v * width(b);
+    return Eigen::Map<RowMajorMatrix>(rows, width(b2), width(b));
   };
   // A block's GEMMs: I, 2 (o − from)·v·kv·naux; Γ, 2 ov·kv·naux; P_ij, 2 o²·v·kv; P_ab, 2 v²·ov·nk.
-  // Progress counts them: with half of I kept, the later blocks make fewer rows.
+  // Progress counts them: with I kept, the later blocks make fewer rows.
+  const auto first_row = [&](Eigen::Index k0) { return keeps_integrals ? k0 : Eigen::Index{0}; };
   const auto block_flops = [&](Eigen::Index k0) {
     const double kv = double(std::min(step, o - k0) * v);
     return 2.0 * kv * (double((o - first_row(k0)) * v) * double(naux) + double(ov) * double(naux + o + v));
@@ -90,10 +95,18 @@ Amplitudes amplitudes_by_occupied(const Mp2GradientSizes& s, std::size_t block, 
   double my_flops = 0.0, done_flops = 0.0;
   for (Eigen::Index k0 = first; k0 < o; k0 += stride) my_flops += block_flops(k0);
   for (Eigen::Index k0 = first; k0 < o; k0 += stride) {
-    const Eigen::Index nk = std::min(step, o - k0), kv = nk * v, from = first_row(k0);
-    Eigen::Map<RowMajorMatrix> I = integrals_of(k0), t(t_block.data(), ov, kv), T(T_block.data(), ov, kv);
+    const Eigen::Index nk = std::min(step, o - k0), kv = nk * v, b = k0 / step;
+    Eigen::Map<RowMajorMatrix> t(t_block.data(), ov, kv), T(T_block.data(), ov, kv);
     const auto c_k = c_rows.middleCols(k0 * v, kv);
-    I.noalias() = raw_rows.middleCols(from * v, (o - from) * v).transpose() * c_k;
+    if (keeps_integrals) {
+      for (Eigen::Index b2 = b; b2 < blocks; ++b2) {
+        slot_of[static_cast<std::size_t>(b * blocks + b2)] = free_slots.back();
+        free_slots.pop_back();
+        integrals_of(b, b2).noalias() = raw_rows.middleCols(b2 * step * v, width(b2)).transpose() * c_k;
+      }
+    } else {
+      Eigen::Map<RowMajorMatrix>(integrals.data(), ov, kv).noalias() = raw_rows.transpose() * c_k;
+    }
     // t_ik, T_ik and their energies from I_ik: this block's rows, or, for i before them, an
     // earlier block's (rows k·v + b, columns i·v + a).
     const auto amplitudes_of = [&](Eigen::Index i, Eigen::Index k, const auto& I_ik, double& e, double& e_os) {
@@ -110,15 +123,16 @@ Amplitudes amplitudes_by_occupied(const Mp2GradientSizes& s, std::size_t block, 
 #pragma omp parallel for collapse(2) schedule(static) reduction(+ : e, e_os)
     for (Eigen::Index i = 0; i < o; ++i)
       for (Eigen::Index k = 0; k < nk; ++k) {
-        if (i >= from) {
-          amplitudes_of(i, k, I.block((i - from) * v, k * v, v, v), e, e_os);
-        } else {
-          const Eigen::Index i0 = i / step * step;
-          amplitudes_of(i, k, integrals_of(i0).block((k0 + k - i0) * v, (i - i0) * v, v, v).transpose(), e, e_os);
-        }
+        const Eigen::Index b2 = i / step, i_in = (i - b2 * step) * v;
+        if (b2 >= b || !keeps_integrals)
+          amplitudes_of(i, k, integrals_of(b, b2).block(i_in, k * v, v, v), e, e_os);
+        else
+          amplitudes_of(i, k, integrals_of(b2, b).block(k * v, i_in, v, v).transpose(), e, e_os);
       }
     out.e_mp2 += e;
     out.e_os += e_os;
+    if (keeps_integrals)  // block b has read every pair (b2 ≤ b, b)
+      for (Eigen::Index b2 = 0; b2 <= b; ++b2) free_slots.push_back(slot_of[static_cast<std::size_t>(b2 * blocks + b)]);
     // Rows i of [a][k][b]: P_ij −= 2 Σ_kab t_ik^ab T_jk^ab.
     const Eigen::Map<const RowMajorMatrix> t_rows(t_block.data(), o, v * kv), T_rows(T_block.data(), o, v * kv);
     out.P_act.noalias() -= 2.0 * t_rows * T_rows.transpose();

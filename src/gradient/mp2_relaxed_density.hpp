@@ -18,10 +18,10 @@
 // Memory: the amplitudes are made a few occupied orbitals k at a time (t_ik^ab and T_ik^ab for
 // every i, a, b), and (P|μν) one batch of RI shells at a time, twice: for (P|ia), then, once Γ
 // exists, for L1 and L2 (from Σ_P (P|μν) times Γ^P back-transformed). P_ij needs every i of a block k at once, so each block's I_ia,kb is made
-// whole; I is symmetric, though, and when the budget holds half of it (o²v²/2, one rank) each
-// block computes only its rows i ≥ k and keeps them, and the blocks after it read their rows i
-// before them there, I_ia,kb = I_kb,ia: half the GEMMs of I. Every large array is drawn from the
-// run's budget as plan_mp2_gradient planned it.
+// whole; I is symmetric, though, and when the budget holds a quarter of it (o²v²/4, one rank)
+// each block computes only its rows i ≥ k and keeps them until the blocks after it have read
+// their rows i before them there, I_ia,kb = I_kb,ia: half the GEMMs of I. Every large array is
+// drawn from the run's budget as plan_mp2_gradient planned it.
 #pragma once
 
 #include <algorithm>
@@ -57,11 +57,13 @@ struct Mp2GradientSizes {
   std::size_t mo_batch(std::size_t functions) const { return functions * nmo * transformed(); }
   std::size_t thread_buffers() const { return nbf * nbf + nbf * transformed(); }
   std::size_t amplitude_block(std::size_t occupied) const { return ov() * occupied * nvir(); }
-  // Elements of I_ia,kb for i from k's block on, every block of `occupied` orbitals k: about o²v²/2.
-  std::size_t integrals_from_blocks(std::size_t occupied) const {
-    std::size_t from = 0;
-    for (std::size_t k0 = 0; k0 < active(); k0 += occupied) from += (active() - k0) * std::min(occupied, active() - k0);
-    return from * nvir() * nvir();
+  // Elements of I_ia,kb kept for blocks of `occupied` orbitals k that still read it: while block b
+  // of m is made, (b + 1)(m − b) block pairs of (occupied·v)² each at most; about o²v²/4.
+  std::size_t kept_integrals(std::size_t occupied) const {
+    const std::size_t blocks = (active() + occupied - 1) / occupied;
+    std::size_t pairs = 0;
+    for (std::size_t b = 0; b < blocks; ++b) pairs = std::max(pairs, (b + 1) * (blocks - b));
+    return pairs * occupied * occupied * nvir() * nvir();
   }
 };
 
@@ -75,8 +77,8 @@ struct Mp2GradientPlan {
 };
 
 // The plan for `ram_bytes` of memory (what the budget leaves the densities): amplitude blocks of
-// enough orbitals k for their GEMMs to run at full rate, fewer if they do not fit; half of I kept
-// if it fits beside them (one rank); then batches of RI shells as large as fit beside the rest, up
+// enough orbitals k for their GEMMs to run at full rate, fewer if they do not fit; a quarter of I
+// kept if it fits beside them (one rank); then batches of RI shells as large as fit beside the rest, up
 // to what the amplitudes' loop holds. Its RAM
 // exceeds ram_bytes only when that loop with one orbital k or one shell per batch does not fit.
 // Both are small enough for each of `ranks` MPI ranks to have some.

@@ -153,14 +153,15 @@ TEST_CASE("the gradient stage (--gradient) draws what its plan says, and a run i
   CHECK(r.err.find("raise --memory to at least") != std::string::npos);
 }
 
-TEST_CASE("the RHF gradient keeps half of I_ia,kb when its budget holds it, and gives the same gradient without") {
+TEST_CASE("the RHF gradient keeps I_ia,kb for its symmetry when its budget holds it, and gives the same gradient "
+          "without") {
   // Benzene's amplitudes take two blocks of occupied orbitals, so the second reads its rows i of
-  // the first from the kept half. A budget 2 MiB short of that plan makes every block compute all
-  // its rows instead (and holds one block's I, 4 MiB less). The SCF in fp64 to 1e-10, so that the
-  // budget's other choices (its batches) do not move the orbitals the gradients are of.
+  // the first from the kept block pairs. A budget 1 MiB short of that plan makes every block
+  // compute all its rows instead (and hold one block's I, 2.4 MiB less). The SCF in fp64 to 1e-10,
+  // so that the budget's other choices (its batches) do not move the orbitals the gradients are of.
   TempDir dir;
   const std::string args = kBenzeneCcPvdz + " --gradient --fp32-until 0 --d-convergence 1e-10";
-  const std::string kept_name = "I_ia,kb for i from k's block on, every block";
+  const std::string kept_name = "I_ia,kb of the block pairs still to be read";
   const auto holds = [&](const nlohmann::json& run, const std::string& what) {
     for (const auto& block : planned_stage(run, "gradient")["blocks"])
       if (block["what"] == what) return true;
@@ -170,7 +171,7 @@ TEST_CASE("the RHF gradient keeps half of I_ia,kb when its budget holds it, and 
   REQUIRE(holds(kept, kept_name));
   check_drawn_as_planned(kept);
   const long limit = static_cast<long>(kept["memory"]["baseline_bytes"].get<double>() + planned_ram(kept, "gradient")) -
-                     2 * long(MiB);
+                     long(MiB);
   const auto computed = run_json(dir, args + " --memory " + std::to_string(limit));
   REQUIRE(holds(computed, "a block of occupied orbitals' I"));
   REQUIRE_FALSE(holds(computed, kept_name));
