@@ -48,10 +48,10 @@ struct Amplitudes {
 // `block` occupied orbitals k at a time: I_ia,kb = Σ_P (P|ia) c_kb^P by one GEMM, then t_ik^ab and
 // T_ik^ab, each row-major [i][a][k][b]. A block of k's, not one, gives the GEMMs of I and Γ
 // (whose other dimensions are o·v and naux) k·v columns and reads (P|ia) and Γ once per block.
-// keeps_integrals (one rank): block b's GEMMs make only its rows i of blocks b2 ≥ b, each block
-// pair (b, b2) into a slot of an array that keeps it until block b2 has read its rows i of block b
-// there, transposed (I_ia,kb = I_kb,ia); at most (b + 1)(m − b) pairs of the m blocks are kept at
-// once. Otherwise the ranks share the blocks, each block makes all its rows into one reused
+// keeps_integrals (one rank): block kb's GEMMs make only its rows i of blocks ib ≥ kb, each block
+// pair (kb, ib) into a slot of an array that keeps it until block ib has read its rows i of block
+// kb there, transposed (I_ia,kb = I_kb,ia); at most (kb + 1)(m − kb) pairs of the m blocks are kept
+// at once. Otherwise the ranks share the blocks, each block makes all its rows into one reused
 // array, and the ranks sum what they make. Each adds its GEMMs' flops to `work`.
 Amplitudes amplitudes_by_occupied(const Mp2GradientSizes& s, std::size_t block, bool keeps_integrals,
                                   const Eigen::VectorXd& eps, const double* raw, const double* c, double* gamma,
@@ -71,19 +71,19 @@ Amplitudes amplitudes_by_occupied(const Mp2GradientSizes& s, std::size_t block, 
   Amplitudes out{0.0, 0.0, Eigen::MatrixXd::Zero(o, o), Eigen::MatrixXd::Zero(v, v)};
   const auto step = static_cast<Eigen::Index>(block);
   const Eigen::Index first = step * comm.rank(), stride = step * comm.size(), blocks = (o + step - 1) / step;
-  // The kept slots, (step·v)² elements each: which holds block pair (b, b2), and which are free.
+  // The kept slots, (step·v)² elements each: which holds block pair (kb, ib), and which are free.
   const auto slot_size = static_cast<std::size_t>(step * v * step * v);
   std::vector<Eigen::Index> slot_of(static_cast<std::size_t>(blocks * blocks), -1), free_slots;
   if (keeps_integrals)
     for (auto slot = static_cast<Eigen::Index>(s.kept_integrals(block) / slot_size); slot-- > 0;)
       free_slots.push_back(slot);
-  const auto width = [&](Eigen::Index b) { return std::min(step, o - b * step) * v; };
-  // Block b's I rows i of block b2 (b2·step ≤ i < b2·step + step), row-major [i][a][k][b]: a kept
+  const auto width = [&](Eigen::Index block_index) { return std::min(step, o - block_index * step) * v; };
+  // Block kb's I rows i of block ib (ib·step ≤ i < ib·step + step), row-major [i][a][k][b]: a kept
   // slot, or rows of the reused array.
-  const auto integrals_of = [&](Eigen::Index b, Eigen::Index b2) {
-    double* rows = keeps_integrals ? integrals.data() + slot_of[static_cast<std::size_t>(b * blocks + b2)] * slot_size
-                                   : integrals.data() + b2 * step * v * width(b);
-    return Eigen::Map<RowMajorMatrix>(rows, width(b2), width(b));
+  const auto integrals_of = [&](Eigen::Index kb, Eigen::Index ib) {
+    double* rows = keeps_integrals ? integrals.data() + slot_of[static_cast<std::size_t>(kb * blocks + ib)] * slot_size
+                                   : integrals.data() + ib * step * v * width(kb);
+    return Eigen::Map<RowMajorMatrix>(rows, width(ib), width(kb));
   };
   // A block's GEMMs: I, 2 (o − from)·v·kv·naux; Γ, 2 ov·kv·naux; P_ij, 2 o²·v·kv; P_ab, 2 v²·ov·nk.
   // Progress counts them: with I kept, the later blocks make fewer rows.
@@ -95,14 +95,14 @@ Amplitudes amplitudes_by_occupied(const Mp2GradientSizes& s, std::size_t block, 
   double my_flops = 0.0, done_flops = 0.0;
   for (Eigen::Index k0 = first; k0 < o; k0 += stride) my_flops += block_flops(k0);
   for (Eigen::Index k0 = first; k0 < o; k0 += stride) {
-    const Eigen::Index nk = std::min(step, o - k0), kv = nk * v, b = k0 / step;
+    const Eigen::Index nk = std::min(step, o - k0), kv = nk * v, kb = k0 / step;
     Eigen::Map<RowMajorMatrix> t(t_block.data(), ov, kv), T(T_block.data(), ov, kv);
     const auto c_k = c_rows.middleCols(k0 * v, kv);
     if (keeps_integrals) {
-      for (Eigen::Index b2 = b; b2 < blocks; ++b2) {
-        slot_of[static_cast<std::size_t>(b * blocks + b2)] = free_slots.back();
+      for (Eigen::Index ib = kb; ib < blocks; ++ib) {
+        slot_of[static_cast<std::size_t>(kb * blocks + ib)] = free_slots.back();
         free_slots.pop_back();
-        integrals_of(b, b2).noalias() = raw_rows.middleCols(b2 * step * v, width(b2)).transpose() * c_k;
+        integrals_of(kb, ib).noalias() = raw_rows.middleCols(ib * step * v, width(ib)).transpose() * c_k;
       }
     } else {
       Eigen::Map<RowMajorMatrix>(integrals.data(), ov, kv).noalias() = raw_rows.transpose() * c_k;
@@ -123,16 +123,17 @@ Amplitudes amplitudes_by_occupied(const Mp2GradientSizes& s, std::size_t block, 
 #pragma omp parallel for collapse(2) schedule(static) reduction(+ : e, e_os)
     for (Eigen::Index i = 0; i < o; ++i)
       for (Eigen::Index k = 0; k < nk; ++k) {
-        const Eigen::Index b2 = i / step, i_in = (i - b2 * step) * v;
-        if (b2 >= b || !keeps_integrals)
-          amplitudes_of(i, k, integrals_of(b, b2).block(i_in, k * v, v, v), e, e_os);
+        const Eigen::Index ib = i / step, i_in = (i - ib * step) * v;
+        if (ib >= kb || !keeps_integrals)
+          amplitudes_of(i, k, integrals_of(kb, ib).block(i_in, k * v, v, v), e, e_os);
         else
-          amplitudes_of(i, k, integrals_of(b2, b).block(k * v, i_in, v, v).transpose(), e, e_os);
+          amplitudes_of(i, k, integrals_of(ib, kb).block(k * v, i_in, v, v).transpose(), e, e_os);
       }
     out.e_mp2 += e;
     out.e_os += e_os;
-    if (keeps_integrals)  // block b has read every pair (b2 ≤ b, b)
-      for (Eigen::Index b2 = 0; b2 <= b; ++b2) free_slots.push_back(slot_of[static_cast<std::size_t>(b2 * blocks + b)]);
+    if (keeps_integrals)  // block kb has read every pair (ib ≤ kb, kb)
+      for (Eigen::Index ib = 0; ib <= kb; ++ib)
+        free_slots.push_back(slot_of[static_cast<std::size_t>(ib * blocks + kb)]);
     // Rows i of [a][k][b]: P_ij −= 2 Σ_kab t_ik^ab T_jk^ab.
     const Eigen::Map<const RowMajorMatrix> t_rows(t_block.data(), o, v * kv), T_rows(T_block.data(), o, v * kv);
     out.P_act.noalias() -= 2.0 * t_rows * T_rows.transpose();

@@ -17,11 +17,12 @@
 //
 // Memory: the amplitudes are made a few occupied orbitals k at a time (t_ik^ab and T_ik^ab for
 // every i, a, b), and (P|μν) one batch of RI shells at a time, twice: for (P|ia), then, once Γ
-// exists, for L1 and L2 (from Σ_P (P|μν) times Γ^P back-transformed). P_ij needs every i of a block k at once, so each block's I_ia,kb is made
-// whole; I is symmetric, though, and when the budget holds a quarter of it (o²v²/4, one rank)
-// each block computes only its rows i ≥ k and keeps them until the blocks after it have read
-// their rows i before them there, I_ia,kb = I_kb,ia: half the GEMMs of I. Every large array is
-// drawn from the run's budget as plan_mp2_gradient planned it.
+// exists, for L1 and L2 (from Σ_P (P|μν) times Γ^P back-transformed). P_ij needs every i of a
+// block k at once, so each block's I_ia,kb is made whole; I is symmetric, though, and when the
+// budget holds a quarter of it (o²v²/4, one rank) each block computes only its rows i ≥ k and
+// keeps them until the blocks after it have read their rows i before them there,
+// I_ia,kb = I_kb,ia: half the GEMMs of I. Every large array is drawn from the run's budget as
+// plan_mp2_gradient planned it.
 #pragma once
 
 #include <algorithm>
@@ -78,9 +79,9 @@ struct Mp2GradientPlan {
 
 // The plan for `ram_bytes` of memory (what the budget leaves the densities): amplitude blocks of
 // enough orbitals k for their GEMMs to run at full rate, fewer if they do not fit; a quarter of I
-// kept if it fits beside them (one rank); then batches of RI shells as large as fit beside the rest, up
-// to what the amplitudes' loop holds. Its RAM
-// exceeds ram_bytes only when that loop with one orbital k or one shell per batch does not fit.
+// kept if it fits beside them (one rank); then batches of RI shells as large as fit beside the
+// rest, up to what the amplitudes' loop holds. Its RAM exceeds ram_bytes only when that loop with
+// one orbital k or one shell per batch does not fit.
 // Both are small enough for each of `ranks` MPI ranks to have some.
 Mp2GradientPlan plan_mp2_gradient(const libint2::BasisSet& ri_aux, const Mp2GradientSizes& sizes,
                                   std::size_t ram_bytes, int ranks);
