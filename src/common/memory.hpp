@@ -28,7 +28,7 @@ std::size_t current_rss_bytes();
 class MemoryBudget;
 
 // An uninitialised array drawn from a MemoryBudget. Its pages come from the budget's pool,
-// mapped once with transparent huge pages requested, and go back to the pool when the array
+// mapped once, and go back to the pool when the array
 // dies, so a later stage reuses them without new page faults (an array that fits in no free
 // piece has the free pieces returned to the system before new pages are mapped).
 template <typename T>
@@ -99,7 +99,7 @@ class MemoryBudget {
   static std::size_t array_bytes(std::size_t bytes);
   static std::size_t double_array_bytes(std::size_t count) { return array_bytes(sizeof(double) * count); }
   // Room a plan keeps beside an array for its being rounded up to whole pages.
-  static constexpr std::size_t kPageSlack = std::size_t(2) << 20;
+  static constexpr std::size_t kPageSlack = std::size_t(4) << 10;
 
   template <typename T>
   LargeArray<T> allocate(std::size_t count, const std::string& what) {
