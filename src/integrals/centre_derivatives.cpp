@@ -41,44 +41,53 @@ CentreDerivative::CentreDerivative(const libint2::Shell& shell)
   if (shell.contr[0].l > 0) lowered = cartesian_shell(shell, shell.contr[0].l - 1, shell.contr[0].coeff);
 }
 
-void CentreDifferentiation::start(const libint2::Shell& a, std::size_t outer, std::size_t inner) {
-  a_ = &a;
+void CentreContraction::start(const libint2::Shell& a, std::size_t outer, std::size_t inner, const double* w) {
+  l_ = a.contr[0].l;
   outer_ = outer;
   inner_ = inner;
-  cartesian_.assign(3 * outer * cartesian_count(a.contr[0].l) * inner, 0.0);
+  if (!a.contr[0].pure) {
+    cartesian_weights_ = w;
+    return;
+  }
+  // Σ_s w_s φ_s = Σ_c (Σ_s T_sc w_s) φ_c for solid harmonics φ_s = Σ_c T_sc φ_c.
+  const auto& T = libint2::solidharmonics::SolidHarmonicsCoefficients<double>::instance(static_cast<unsigned>(l_));
+  const std::size_t ncart = cartesian_count(l_), npure = static_cast<std::size_t>(2 * l_ + 1);
+  transformed_.assign(outer * ncart * inner, 0.0);
+  for (std::size_t s = 0; s < npure; ++s)
+    for (std::size_t k = 0; k < T.nnz(s); ++k) {
+      const std::size_t c = T.row_idx(s)[k];
+      const double coefficient = T.row_values(s)[k];
+      for (std::size_t o = 0; o < outer; ++o) {
+        const double* from = w + (o * npure + s) * inner;
+        double* to = transformed_.data() + (o * ncart + c) * inner;
+        for (std::size_t i = 0; i < inner; ++i) to[i] += coefficient * from[i];
+      }
+    }
+  cartesian_weights_ = transformed_.data();
 }
 
-void CentreDifferentiation::add(const double* values, int step) {
+void CentreContraction::add(const double* values, int step, Eigen::Vector3d& f) const {
   if (values == nullptr) return;  // screened: all zero
-  const int l = a_->contr[0].l;
-  const std::size_t ncart = cartesian_count(l), nshifted = cartesian_count(l + step);
-  for (int i = l, f = 0; i >= 0; --i)
-    for (int j = l - i; j >= 0; --j, ++f) {
-      const int exponents[3] = {i, j, l - i - j};
+  const std::size_t ncart = cartesian_count(l_), nshifted = cartesian_count(l_ + step);
+  for (int i = l_, c = 0; i >= 0; --i)
+    for (int j = l_ - i; j >= 0; --j, ++c) {
+      const int exponents[3] = {i, j, l_ - i - j};
       for (int k = 0; k < 3; ++k) {
         int shifted[3] = {exponents[0], exponents[1], exponents[2]};
         shifted[k] += step;
         if (shifted[k] < 0) continue;
         const double factor = step > 0 ? 1.0 : -exponents[k];
-        const auto g = static_cast<std::size_t>(libint2::INT_CARTINDEX(static_cast<unsigned>(l + step), shifted[0], shifted[1]));
+        const auto g = static_cast<std::size_t>(
+            libint2::INT_CARTINDEX(static_cast<unsigned>(l_ + step), shifted[0], shifted[1]));
+        double sum = 0.0;
         for (std::size_t o = 0; o < outer_; ++o) {
-          const double* in = values + (o * nshifted + g) * inner_;
-          double* out = cartesian_.data() + ((k * outer_ + o) * ncart + static_cast<std::size_t>(f)) * inner_;
-          for (std::size_t n = 0; n < inner_; ++n) out[n] += factor * in[n];
+          const double* w = cartesian_weights_ + (o * ncart + static_cast<std::size_t>(c)) * inner_;
+          const double* v = values + (o * nshifted + g) * inner_;
+          for (std::size_t n = 0; n < inner_; ++n) sum += w[n] * v[n];
         }
+        f(k) += factor * sum;
       }
     }
-}
-
-const std::vector<double>& CentreDifferentiation::finish() {
-  if (!a_->contr[0].pure) return cartesian_;
-  const auto l = static_cast<std::size_t>(a_->contr[0].l);
-  const std::size_t ncart = cartesian_count(a_->contr[0].l), npure = 2 * l + 1;
-  spherical_.resize(3 * outer_ * npure * inner_);
-  for (std::size_t k = 0; k < 3; ++k)
-    libint2::solidharmonics::transform_inner(outer_, l, inner_, cartesian_.data() + k * outer_ * ncart * inner_,
-                                             spherical_.data() + k * outer_ * npure * inner_);
-  return spherical_;
 }
 
 }  // namespace dfmp2

@@ -1,6 +1,6 @@
-// Integrals differentiated with respect to the centre of one of their shells, from libint2's
-// undifferentiated integrals over shells of l ± 1. Debian's libint2 2.7.2 has no one-body
-// derivative integrals, and its three-centre first-derivative engine (BraKet::xs_xx, deriv 1)
+// Integrals differentiated with respect to the centre of one of their shells, contracted with a
+// density, from libint2's undifferentiated integrals over shells of l ± 1. Debian's libint2 2.7.2
+// has no one-body derivative integrals, and its three-centre first-derivative engine (BraKet::xs_xx, deriv 1)
 // picks the wrong generated function for every shell triplet above (s|ss): its index into the
 // build functions takes the ket dimension of the undifferentiated table (8, not 6), because the
 // Boost.PP test for centre-dependent limits fails inside its macro. So both come from here.
@@ -15,6 +15,7 @@
 #include <optional>
 #include <vector>
 
+#include <Eigen/Core>
 #include <libint2/basis.h>
 #include <libint2/shell.h>
 
@@ -34,32 +35,36 @@ struct CentreDerivative {
   std::optional<libint2::Shell> lowered;  // l − 1, coefficients c_k; none for an s shell
 };
 
-class CentreDifferentiation {
+// Σ_{o,f,i} w[o][f][i] ∂/∂A_k v[o][f][i] (k = x, y, z) for a block of integrals v in which shell a
+// (on A, with derivative da) stands between `outer` and `inner` other functions, without making
+// the derivatives: w is taken to a's Cartesian functions once (the transpose of the solid-harmonic
+// transform, when a is spherical) and dotted with the integrals over da's shells, each
+// Cartesian function's derivative being two of their functions.
+class CentreContraction {
  public:
-  // ∂/∂A_k (k = x, y, z) of a block of integrals in which shell a (on A, with derivative da)
-  // stands between `outer` and `inner` other functions: values(shifted) gives the block with a
-  // replaced by `shifted` (one of da's shells), row-major [outer][shifted's functions][inner], or
-  // nullptr when all are zero. Returns [3][outer][a's functions][inner], a's functions solid
-  // harmonics when it is spherical; valid until the next call.
+  // w: row-major [outer][a's functions][inner]; values(shifted) gives the block with a replaced by
+  // `shifted` (one of da's shells), row-major [outer][shifted's functions][inner], or nullptr
+  // when all are zero.
   template <typename Values>
-  const std::vector<double>& operator()(const libint2::Shell& a, const CentreDerivative& da, std::size_t outer,
-                                        std::size_t inner, Values&& values) {
-    start(a, outer, inner);
-    add(values(da.raised), +1);
-    if (da.lowered) add(values(*da.lowered), -1);
-    return finish();
+  Eigen::Vector3d operator()(const libint2::Shell& a, const CentreDerivative& da, std::size_t outer,
+                             std::size_t inner, const double* w, Values&& values) {
+    start(a, outer, inner, w);
+    Eigen::Vector3d f = Eigen::Vector3d::Zero();
+    add(values(da.raised), +1, f);
+    if (da.lowered) add(values(*da.lowered), -1, f);
+    return f;
   }
 
  private:
-  void start(const libint2::Shell& a, std::size_t outer, std::size_t inner);
-  // Adds the shifted shell's values to the Cartesian derivatives: φ⁺_(i+1)jm for step +1,
-  // −i φ⁻_(i−1)jm for step −1 (x; y, z alike).
-  void add(const double* values, int step);
-  const std::vector<double>& finish();
+  void start(const libint2::Shell& a, std::size_t outer, std::size_t inner, const double* w);
+  // Adds the shifted shell's share to f: its function φ⁺_(i+1)jm to x's (step +1), −i φ⁻_(i−1)jm
+  // (step −1; y, z alike).
+  void add(const double* values, int step, Eigen::Vector3d& f) const;
 
-  const libint2::Shell* a_ = nullptr;
+  int l_ = 0;
   std::size_t outer_ = 0, inner_ = 0;
-  std::vector<double> cartesian_, spherical_;
+  const double* cartesian_weights_ = nullptr;  // [outer][a's Cartesian functions][inner]
+  std::vector<double> transformed_;            // its storage when a is spherical
 };
 
 }  // namespace dfmp2

@@ -21,19 +21,19 @@ using libint2::Operator;
 Eigen::Vector3d shell_force(Engine& engine, const libint2::BasisSet& obs, std::size_t a, const CentreDerivative& da,
                             const Eigen::MatrixXd& D) {
   const auto& shell2bf = obs.shell2bf();
-  CentreDifferentiation differentiate;
+  CentreContraction contract;
+  std::vector<double> weights;
   Eigen::Vector3d force = Eigen::Vector3d::Zero();
   const std::size_t na = obs[a].size();
   for (std::size_t b = 0; b < obs.size(); ++b) {
     const std::size_t nb = obs[b].size();
-    const std::vector<double>& d = differentiate(obs[a], da, 1, nb, [&](const libint2::Shell& shifted) {
+    weights.resize(na * nb);
+    for (std::size_t fa = 0; fa < na; ++fa)
+      for (std::size_t fb = 0; fb < nb; ++fb) weights[fa * nb + fb] = D(shell2bf[a] + fa, shell2bf[b] + fb);
+    force += contract(obs[a], da, 1, nb, weights.data(), [&](const libint2::Shell& shifted) {
       engine.compute(shifted, obs[b]);
       return engine.results()[0];
     });
-    for (std::size_t k = 0; k < 3; ++k)
-      for (std::size_t fa = 0; fa < na; ++fa)
-        for (std::size_t fb = 0; fb < nb; ++fb)
-          force(k) += D(shell2bf[a] + fa, shell2bf[b] + fb) * d[(k * na + fa) * nb + fb];
   }
   return 2.0 * force;
 }

@@ -99,7 +99,7 @@ struct PairShifts {
 
 // For one auxiliary shell P and orbital shells a, b: f_a = Σ_Pμν Γ^P_μν (P|∂μ/∂A ν) and
 // f_b = Σ_Pμν Γ^P_μν (P|μ ∂ν/∂B), μ of a on A, ν of b on B, Γ the block [P][μ][ν], from
-// undifferentiated integrals over l ± 1 shells (CentreDifferentiation). The derivative with
+// undifferentiated integrals over l ± 1 shells (CentreContraction). The derivative with
 // respect to P's centre is −(f_a + f_b), by translational invariance. P_data: (P|unit)'s pair
 // data; a_data and b_data: da's shells beside b and db's beside a (b_data unused when a is b).
 class ThreeCentreForces {
@@ -118,28 +118,19 @@ class ThreeCentreForces {
         return engine.results()[0];
       };
     };
-    const Eigen::Vector3d fa = contract(gamma, differentiate_(a, da, nP, nb, beside(b, a_data)), nP, na, nb, false);
+    const Eigen::Vector3d fa = contract_(a, da, nP, nb, gamma, beside(b, a_data));
     if (&a == &b) return {fa, fa};  // one shell: (P|μ ∂ν) is (P|∂μ ν) transposed, Γ^P symmetric
-    const Eigen::Vector3d fb = contract(gamma, differentiate_(b, db, nP, na, beside(a, *b_data)), nP, na, nb, true);
+    transposed_.resize(nP * nb * na);  // Γ as [P][ν][μ], b's functions between P's and a's
+    for (std::size_t p = 0; p < nP; ++p)
+      for (std::size_t m = 0; m < na; ++m)
+        for (std::size_t v = 0; v < nb; ++v) transposed_[(p * nb + v) * na + m] = gamma[(p * na + m) * nb + v];
+    const Eigen::Vector3d fb = contract_(b, db, nP, na, transposed_.data(), beside(a, *b_data));
     return {fa, fb};
   }
 
  private:
-  // Σ_Pμν Γ^P_μν d_k[P][μ][ν] (d_k[P][ν][μ] when transposed), k = x, y, z.
-  static Eigen::Vector3d contract(const double* gamma, const std::vector<double>& d, std::size_t nP, std::size_t na,
-                                  std::size_t nb, bool transposed) {
-    Eigen::Vector3d f = Eigen::Vector3d::Zero();
-    const std::size_t n = nP * na * nb;
-    for (std::size_t k = 0; k < 3; ++k)
-      for (std::size_t P = 0; P < nP; ++P)
-        for (std::size_t m = 0; m < na; ++m)
-          for (std::size_t v = 0; v < nb; ++v)
-            f(static_cast<Eigen::Index>(k)) += gamma[(P * na + m) * nb + v] *
-                                               d[k * n + (transposed ? (P * nb + v) * na + m : (P * na + m) * nb + v)];
-    return f;
-  }
-
-  CentreDifferentiation differentiate_;
+  CentreContraction contract_;
+  std::vector<double> transposed_;
 };
 
 }  // namespace
