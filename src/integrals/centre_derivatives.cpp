@@ -1,6 +1,7 @@
 #include "src/integrals/centre_derivatives.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include <libint2/cgshell_ordering.h>
@@ -39,6 +40,33 @@ void require_max_l(const libint2::BasisSet& basis, int max_l, const char* what) 
 CentreDerivative::CentreDerivative(const libint2::Shell& shell)
     : raised(cartesian_shell(shell, shell.contr[0].l + 1, twice_alpha_times_coefficients(shell))) {
   if (shell.contr[0].l > 0) lowered = cartesian_shell(shell, shell.contr[0].l - 1, shell.contr[0].coeff);
+}
+
+double derivative_norm_bound(libint2::Engine& engine, const libint2::Shell& a, const CentreDerivative& da,
+                             const libint2::Shell& b) {
+  using libint2::BraKet;
+  using libint2::Operator;
+  const auto largest_norm = [&](const libint2::Shell& x) {  // max over x's functions and b's of ‖φ_x φ_b‖
+    engine.compute2<Operator::coulomb, BraKet::xx_xx, 0>(x, b, x, b);
+    const double* values = engine.results()[0];
+    if (values == nullptr) return 0.0;
+    const std::size_t n = x.size() * b.size();
+    double largest = 0.0;
+    for (std::size_t f = 0; f < n; ++f) largest = std::max(largest, values[f * n + f]);
+    return std::sqrt(largest);
+  };
+  const int l = a.contr[0].l;
+  double transform = 1.0;
+  if (a.contr[0].pure) {
+    const auto& T = libint2::solidharmonics::SolidHarmonicsCoefficients<double>::instance(static_cast<unsigned>(l));
+    transform = 0.0;
+    for (std::size_t s = 0; s < static_cast<std::size_t>(2 * l + 1); ++s) {
+      double row = 0.0;
+      for (std::size_t k = 0; k < T.nnz(s); ++k) row += std::abs(T.row_values(s)[k]);
+      transform = std::max(transform, row);
+    }
+  }
+  return transform * (largest_norm(da.raised) + (da.lowered ? l * largest_norm(*da.lowered) : 0.0));
 }
 
 void CentreContraction::start(const libint2::Shell& a, std::size_t outer, std::size_t inner, const double* w) {

@@ -17,6 +17,7 @@
 
 #include <Eigen/Core>
 #include <libint2/basis.h>
+#include <libint2/engine.h>
 #include <libint2/shell.h>
 
 namespace dfmp2 {
@@ -40,6 +41,14 @@ struct CentreDerivative {
 // the derivatives: w is taken to a's Cartesian functions once (the transpose of the solid-harmonic
 // transform, when a is spherical) and dotted with the integrals over da's shells, each
 // Cartesian function's derivative being two of their functions.
+// A bound on the derivatives of the integrals (X|μν) over any X, μ of shell a (derivative da), ν
+// of b: |∂(X|μν)/∂A_k| ≤ sqrt((X|X)) times it, by Cauchy–Schwarz in the Coulomb metric with the
+// Coulomb norms ‖φ φ'‖ = sqrt((φφ'|φφ')) of the l ± 1 shells' products: t_l (max ‖φ⁺φ_ν‖ + l max
+// ‖φ⁻φ_ν‖), t_l the largest Σ_c |T_sc| of a's solid-harmonic transform (1 if Cartesian).
+// `engine`: four-centre Coulomb, l up to a's + 1, precision 0.
+double derivative_norm_bound(libint2::Engine& engine, const libint2::Shell& a, const CentreDerivative& da,
+                             const libint2::Shell& b);
+
 class CentreContraction {
  public:
   // w: row-major [outer][a's functions][inner]; values(shifted) gives the block with a replaced by

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cmath>
+#include <numeric>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -171,21 +173,53 @@ Eigen::MatrixXd three_centre_gradient(const libint2::BasisSet& aux, const libint
   const std::vector<CentreDerivative> derivatives(obs.begin(), obs.end());
   std::vector<libint2::ShellPair> aux_data;
   for (const libint2::Shell& P : aux) aux_data.push_back(shell_pair_data(P, libint2::Shell::unit()));
+  // The screening's bounds: sqrt(max (P|P)) per auxiliary shell, the larger of the two shells'
+  // derivative_norm_bound per orbital pair.
+  std::vector<double> aux_bound(aux.size()), pair_bound(pairs.pairs.size());
+  {
+    auto two_centre = engines_per_thread(coulomb_engine(aux.max_nprim(), aux.max_l(), BraKet::xs_xs));
+    auto four_centre = engines_per_thread(Engine(Operator::coulomb, obs.max_nprim(), obs.max_l() + 1));
+    for (Engine& engine : two_centre) engine.set_precision(0.0);  // bounds must not be screened
+    for (Engine& engine : four_centre) engine.set_precision(0.0);
+#pragma omp parallel
+    {
+      const auto thread = static_cast<std::size_t>(omp_get_thread_num());
+#pragma omp for schedule(dynamic, 16)
+      for (std::size_t p = 0; p < aux.size(); ++p) {
+        two_centre[thread].compute2<Operator::coulomb, BraKet::xs_xs, 0>(aux[p], libint2::Shell::unit(), aux[p],
+                                                                         libint2::Shell::unit());
+        const double* values = two_centre[thread].results()[0];
+        const std::size_t n = aux[p].size();
+        double largest = 0.0;
+        for (std::size_t f = 0; values != nullptr && f < n; ++f) largest = std::max(largest, values[f * n + f]);
+        aux_bound[p] = std::sqrt(largest);
+      }
+#pragma omp for schedule(dynamic, 16)
+      for (std::size_t k = 0; k < pairs.pairs.size(); ++k) {
+        const auto [s1, s2] = pairs.pairs[k];
+        Engine& engine = four_centre[thread];
+        pair_bound[k] = derivative_norm_bound(engine, obs[s1], derivatives[s1], obs[s2]);
+        if (s1 != s2)
+          pair_bound[k] = std::max(pair_bound[k], derivative_norm_bound(engine, obs[s2], derivatives[s2], obs[s1]));
+      }
+    }
+  }
   auto engines = engines_per_thread(coulomb_engine(std::max(aux.max_nprim(), obs.max_nprim()),
                                                    std::max(aux.max_l(), obs.max_l() + 1), BraKet::xs_xx));
   ThreadGradients g(mol.atoms.size());
-  // The triples libint2's time is sampled on: one in kLibintSampleStride of those computed.
+  // The triples libint2's time is sampled on: one in kLibintSampleStride of those each thread computes.
   struct Triple {
     std::size_t p, pair;
   };
-  std::vector<Triple> sample;
-  std::size_t computed = 0;
+  std::vector<std::vector<Triple>> samples(engines.size());
+  std::vector<std::size_t> computed(engines.size(), 0);
   if (gamma.progress) gamma.progress(0.0);
   for (std::size_t b = 0; b < gamma.batches.size(); ++b) {
     const ShellRange batch = gamma.batches[b];
     gamma.load(batch);
 #pragma omp parallel
     {
+      const auto thread = static_cast<std::size_t>(omp_get_thread_num());
       ThreeCentreForces forces;
       std::vector<double> block;
 #pragma omp for schedule(dynamic)
@@ -198,9 +232,12 @@ Eigen::MatrixXd three_centre_gradient(const libint2::BasisSet& aux, const libint
           if (one_atom(centres)) continue;
           block.resize(aux[p].size() * obs[s1].size() * obs[s2].size());
           gamma.block(p, s1, s2, block.data());
-          const auto [f1, f2] =
-              forces(engines[static_cast<std::size_t>(omp_get_thread_num())], aux[p], aux_data[p], obs[s1],
-                     derivatives[s1], shifts.a, obs[s2], derivatives[s2], shifts.b_or_null(), block.data());
+          double largest = 0.0;
+          for (const double value : block) largest = std::max(largest, std::abs(value));
+          if (largest * aux_bound[p] * pair_bound[k] < gamma.threshold) continue;
+          if (gamma.work != nullptr && computed[thread]++ % kLibintSampleStride == 0) samples[thread].push_back({p, k});
+          const auto [f1, f2] = forces(engines[thread], aux[p], aux_data[p], obs[s1], derivatives[s1], shifts.a,
+                                       obs[s2], derivatives[s2], shifts.b_or_null(), block.data());
           Eigen::MatrixXd& mine = g.mine();
           mine.row(static_cast<Eigen::Index>(obs_atoms[s1])) += degeneracy * f1.transpose();
           mine.row(static_cast<Eigen::Index>(obs_atoms[s2])) += degeneracy * f2.transpose();
@@ -209,32 +246,30 @@ Eigen::MatrixXd three_centre_gradient(const libint2::BasisSet& aux, const libint
       }
     }
     if (gamma.progress) gamma.progress(static_cast<double>(b + 1) / static_cast<double>(gamma.batches.size()));
-    if (gamma.work != nullptr)
-      for (std::size_t k = 0; k < pairs.pairs.size(); ++k)
-        for (std::size_t p = batch.first; p < batch.last; ++p)
-          if (!one_atom(std::array{aux_atoms[p], obs_atoms[pairs.pairs[k].first], obs_atoms[pairs.pairs[k].second]}) &&
-              computed++ % kLibintSampleStride == 0)
-            sample.push_back({p, k});
   }
-  if (gamma.work != nullptr && !sample.empty()) {
+  if (gamma.work != nullptr) {
     // The sample's integrals with a zero Γ (its contraction, a few multiply-adds per integral, is
     // timed with them; the pair data, made once per pair in the loop above, is not), on this
-    // thread, scaled to every triple and thread.
+    // thread, scaled to every triple computed and to the threads.
     Engine& engine = engines[0];
     ThreeCentreForces forces;
     std::vector<double> zeros;
     double seconds = 0.0;
-    for (const auto& [p, k] : sample) {
-      const auto [s1, s2] = pairs.pairs[k];
-      const PairShifts shifts(derivatives, obs, s1, s2);
-      zeros.assign(aux[p].size() * obs[s1].size() * obs[s2].size(), 0.0);
-      const auto start = std::chrono::steady_clock::now();
-      forces(engine, aux[p], aux_data[p], obs[s1], derivatives[s1], shifts.a, obs[s2], derivatives[s2],
-             shifts.b_or_null(), zeros.data());
-      seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    }
-    gamma.work->libint_seconds +=
-        seconds * double(computed) / double(sample.size()) / double(omp_get_max_threads());
+    std::size_t sampled = 0;
+    for (const std::vector<Triple>& sample : samples)
+      for (const auto& [p, k] : sample) {
+        const auto [s1, s2] = pairs.pairs[k];
+        const PairShifts shifts(derivatives, obs, s1, s2);
+        zeros.assign(aux[p].size() * obs[s1].size() * obs[s2].size(), 0.0);
+        const auto start = std::chrono::steady_clock::now();
+        forces(engine, aux[p], aux_data[p], obs[s1], derivatives[s1], shifts.a, obs[s2], derivatives[s2],
+               shifts.b_or_null(), zeros.data());
+        seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        ++sampled;
+      }
+    const std::size_t total = std::accumulate(computed.begin(), computed.end(), std::size_t(0));
+    if (sampled > 0)
+      gamma.work->libint_seconds += seconds * double(total) / double(sampled) / double(omp_get_max_threads());
   }
   return g.sum();
 }

@@ -22,6 +22,8 @@ namespace dfmp2 {
 // Σ_PQ M_PQ ∂(P|Q)/∂R_A over the auxiliary basis, M symmetric.
 Eigen::MatrixXd metric_gradient(const libint2::BasisSet& aux, const Molecule& mol, const Eigen::MatrixXd& M);
 
+inline constexpr double kThreeCentreDerivativeThreshold = 1e-11;
+
 // Γ^P_μν for three_centre_gradient, served a batch of auxiliary shells at a time from wherever the
 // caller keeps it (memory, disk), in the caller's own layout. Γ^P must be symmetric in μν: the
 // integrals are, so only the symmetric part of a Γ would count.
@@ -38,6 +40,9 @@ struct ThreeCentreDensity {
   // Optional: libint2's time for the derivative integrals is added to it, from a sample of the
   // shell triples timed on one thread.
   StageWork* work = nullptr;
+  // Shell triples P, μν whose largest |Γ^P_μν| times the bound of their derivative integrals,
+  // sqrt((P|P)) derivative_norm_bound(…) over both orbital shells, is below it are skipped.
+  double threshold = kThreeCentreDerivativeThreshold;
 };
 
 // Σ_Pμν Γ^P_μν ∂(P|μν)/∂R_A, μν over every orbital function pair (both orders), from the shell

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -429,6 +430,74 @@ TEST_CASE("metric and three-centre derivatives are the central differences of Σ
   check_no_net_force(dB, 1e-10);
   REQUIRE(loaded.size() == 2);  // each batch loaded once, in order
   CHECK((loaded[0].first == 0 && loaded[0].last == loaded[1].first && loaded[1].last == aux.size()));
+}
+
+TEST_CASE("three-centre derivatives: the screening's bound holds, and the triples it skips barely move the gradient") {
+  const Libint2Session session;
+  const Molecule mol = distorted_water();
+  const BasisSetData orbital = load_basis("cc-pvdz", BasisRole::orbital),
+                     fitting = load_basis("cc-pvdz-jkfit", BasisRole::auxiliary);
+  const libint2::BasisSet obs = place_on(orbital, mol), aux = place_on(fitting, mol);
+  const std::vector<std::size_t> aux_atoms = shell_atoms(aux, mol), obs_atoms = shell_atoms(obs, mol);
+  const libint2::Shell& unit = libint2::Shell::unit();
+  libint2::Engine three = coulomb_engine(std::max(aux.max_nprim(), obs.max_nprim()),
+                                         std::max(aux.max_l(), obs.max_l()), libint2::BraKet::xs_xx);
+  libint2::Engine four(libint2::Operator::coulomb, obs.max_nprim(), obs.max_l() + 1);
+  four.set_precision(0.0);
+  // |∂(P|μν)/∂A_k| against sqrt((P|P)) derivative_norm_bound for P, μ, ν on three atoms, where
+  // moving μ's atom moves μ alone: the derivative is the central difference of the integrals.
+  const double h = 1e-4;
+  double closest = 0.0;  // the largest derivative over its bound
+  for (std::size_t p = 0; p < aux.size(); ++p) {
+    const Eigen::MatrixXd PP = coulomb_metric(libint2::BasisSet(std::vector<libint2::Shell>{aux[p]}));
+    const double aux_bound = std::sqrt(PP.diagonal().maxCoeff());
+    for (std::size_t s1 = 0; s1 < obs.size(); ++s1)
+      for (std::size_t s2 = 0; s2 < obs.size(); ++s2) {
+        const std::array<std::size_t, 3> atoms{aux_atoms[p], obs_atoms[s1], obs_atoms[s2]};
+        if (atoms[0] == atoms[1] || atoms[0] == atoms[2] || atoms[1] == atoms[2]) continue;
+        const double bound = aux_bound * derivative_norm_bound(four, obs[s1], CentreDerivative(obs[s1]), obs[s2]);
+        const std::size_t n = aux[p].size() * obs[s1].size() * obs[s2].size();
+        for (int k = 0; k < 3; ++k) {
+          std::vector<double> moved[2];
+          for (int side = 0; side < 2; ++side) {
+            libint2::Shell shifted = obs[s1];
+            std::array<double, 3> centre = shifted.O;
+            centre[static_cast<std::size_t>(k)] += side == 0 ? h : -h;
+            shifted.move(centre);
+            three.compute(aux[p], unit, shifted, obs[s2]);
+            const double* v = three.results()[0];
+            moved[side].assign(n, 0.0);
+            if (v != nullptr) std::copy(v, v + n, moved[side].begin());
+          }
+          for (std::size_t f = 0; f < n; ++f)
+            closest = std::max(closest, std::abs(moved[0][f] - moved[1][f]) / (2.0 * h) / bound);
+        }
+      }
+  }
+  std::printf("three-centre derivatives: at most %.3f of their bound\n", closest);
+  CHECK(closest > 1e-3);  // the triples were visited
+  CHECK(closest <= 1.0 + 1e-6);
+
+  // Γ spread over many decades by auxiliary function, so that the screening skips triples.
+  const std::size_t nbf = obs.nbf(), naux = aux.nbf();
+  std::vector<double> gamma(naux * nbf * nbf);
+  std::srand(12);
+  for (std::size_t P = 0; P < naux; ++P)
+    for (std::size_t m = 0; m < nbf; ++m)
+      for (std::size_t n = 0; n <= m; ++n)
+        gamma[(P * nbf + m) * nbf + n] = gamma[(P * nbf + n) * nbf + m] =
+            std::pow(10.0, -16.0 * double(P) / double(naux)) * (2.0 * std::rand() / RAND_MAX - 1.0);
+  std::vector<ShellRange> loaded;
+  const ShellPairs pairs = significant_shell_pairs(obs);
+  ThreeCentreDensity unscreened = served_whole(aux, obs, gamma, loaded);
+  unscreened.threshold = 0.0;
+  const Eigen::MatrixXd all = three_centre_gradient(aux, obs, pairs, mol, unscreened);
+  const Eigen::MatrixXd screened = three_centre_gradient(aux, obs, pairs, mol, served_whole(aux, obs, gamma, loaded));
+  const double moved = (screened - all).cwiseAbs().maxCoeff();
+  std::printf("three-centre derivatives: the screening moved the gradient by %.2e\n", moved);
+  CHECK(moved > 0.0);  // something was skipped
+  CHECK(moved < 1e-10);
+  check_no_net_force(screened, 1e-10);
 }
 
 TEST_CASE("four-centre derivatives are the central differences of the exact two-electron energy (RHF, UHF)") {
