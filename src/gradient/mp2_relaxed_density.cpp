@@ -15,13 +15,14 @@ using RowMajorMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eig
 
 // What the densities hold in the passes over the RI batches (the first holds (P|ia), the second
 // Γ_ia^P: the same size), in the loop over the amplitudes (`block` orbitals k at a time) and in the
-// Z-vector.
+// Z-vector; keeps_ao: the passes' (P|μν) kept from the first to the second, through the amplitudes.
 RiGradientPhases gradient_phases(const Mp2GradientSizes& s, std::size_t batch_functions, std::size_t block,
-                                 bool keeps_integrals) {
+                                 bool keeps_integrals, bool keeps_ao) {
   const std::size_t three_index = MemoryBudget::double_array_bytes(s.naux * s.ov());
   RiGradientPhases ph;
-  ph.pass = ri_pass_plan(s, batch_functions, {{"(P|ia), then Γ_ia^P", three_index}});
+  ph.pass = ri_pass_plan(s, batch_functions, {{"(P|ia), then Γ_ia^P", three_index}}, keeps_ao);
   ph.amplitudes.ram("the RI metric, its fit and V_PQ", ri_fit_bytes(s.naux));
+  if (keeps_ao) ph.amplitudes.ram(kKeptRiIntegrals, MemoryBudget::double_array_bytes(s.ao_batch(s.naux)));
   ph.amplitudes.ram("(P|ia)", three_index);
   ph.amplitudes.ram("c_ia^P = J⁻¹ (P|ia)", three_index);
   ph.amplitudes.ram("Γ_ia^P", three_index);
@@ -218,14 +219,17 @@ Mp2GradientPlan plan_mp2_gradient(const libint2::BasisSet& ri_aux, const Mp2Grad
   p.amplitude_orbitals = std::min(share_of(active, 0, ranks).size(),
                                   (kBlockColumns + sizes.nvir() - 1) / std::max<std::size_t>(sizes.nvir(), 1));
   while (p.amplitude_orbitals > 1 &&
-         gradient_phases(sizes, largest_shell, p.amplitude_orbitals, false).amplitudes.ram_bytes() > ram_bytes)
+         gradient_phases(sizes, largest_shell, p.amplitude_orbitals, false, false).amplitudes.ram_bytes() > ram_bytes)
     --p.amplitude_orbitals;
-  p.keeps_integrals = ranks == 1 && gradient_phases(sizes, largest_shell, p.amplitude_orbitals, true)
+  p.keeps_integrals = ranks == 1 && gradient_phases(sizes, largest_shell, p.amplitude_orbitals, true, false)
                                                  .amplitudes.ram_bytes() <= ram_bytes;
+  // Then, with the room left, the RI integrals between the passes (the kept I saves more).
+  p.keeps_ri_integrals = ranks == 1 && gradient_phases(sizes, largest_shell, p.amplitude_orbitals,
+                                                       p.keeps_integrals, true).peak().ram_bytes() <= ram_bytes;
   const auto phases = [&](std::size_t functions) {
-    return gradient_phases(sizes, functions, p.amplitude_orbitals, p.keeps_integrals);
+    return gradient_phases(sizes, functions, p.amplitude_orbitals, p.keeps_integrals, p.keeps_ri_integrals);
   };
-  p.batch_functions = ri_batch_functions(ri_aux, sizes, ram_bytes, ranks, phases);
+  p.batch_functions = ri_batch_functions(ri_aux, sizes, ram_bytes, ranks, phases, p.keeps_ri_integrals);
   p.densities = phases(p.batch_functions).peak();
   return p;
 }
@@ -253,8 +257,12 @@ Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const 
   const StageWork jk_before = jk.work();
   const auto fit_memory = budget.reserve(ri_fit_bytes(s.naux), "the RI metric, its fit and V_PQ");
   const Eigen::MatrixXd metric = coulomb_metric(ri_aux);
+  if (plan.keeps_ri_integrals && comm.size() > 1) throw std::logic_error("the RI integrals are kept on one rank only");
+  KeptRiIntegrals kept;
+  if (plan.keeps_ri_integrals) kept.rows = budget.allocate<double>(s.ao_batch(s.naux), kKeptRiIntegrals);
   const RiPasses passes{obs, ri_aux, pairs, metric, s, plan.batch_functions, budget, comm,
-                        [&progress](double done) { progress.fraction(done); }};
+                        [&progress](double done) { progress.fraction(done); },
+                        plan.keeps_ri_integrals ? &kept : nullptr};
   // (P|ia) and c_ia^P = Σ_Q [J⁻¹]_PQ (Q|ia), row-major [P][i·v + a].
   LargeArray<double> raw = budget.allocate<double>(s.naux * s.ov(), "(P|ia)");
   if (comm.size() > 1) std::fill(raw.begin(), raw.end(), 0.0);  // other ranks' rows, for the sum
@@ -297,6 +305,7 @@ Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const 
         R_P.rightCols(v).noalias() = C_act * gamma_P;
       },
       {4.0 * double(C.rows()) * double(ov)}, out.work)[0];
+  kept.rows = LargeArray<double>();
   comm.allreduce_sum(sum.data(), static_cast<std::size_t>(sum.size()));
   const Eigen::MatrixXd L1 = 4.0 * C.transpose() * sum.leftCols(o), L2 = 4.0 * C.transpose() * sum.rightCols(v);
 

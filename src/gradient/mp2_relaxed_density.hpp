@@ -74,6 +74,7 @@ struct Mp2GradientPlan {
   std::size_t batch_functions = 0;       // RI functions whose (P|μν) and (P|pq) are held at once
   std::size_t amplitude_orbitals = 1;    // occupied orbitals k whose amplitudes are made at once (RHF)
   bool keeps_integrals = false;          // I_ia,kb kept for its symmetry (RHF, one rank, when it fits)
+  bool keeps_ri_integrals = false;       // (P|μν) kept between the RI passes (RHF, one rank, when it also fits)
   StagePlan densities;                   // what the densities draw at their peak
 };
 

@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "kernels/block_packed.hpp"
 #include "src/integrals/density_fitting.hpp"
@@ -66,26 +67,33 @@ Eigen::MatrixXd metric_lagrangian(Eigen::Index naux, std::initializer_list<RiAmp
 
 std::size_t ri_fit_bytes(std::size_t naux) { return CoulombFitting::peak_bytes(naux) + sizeof(double) * naux * naux; }
 
-StagePlan ri_pass_plan(const Mp2GradientSizes& s, std::size_t batch_functions, const std::vector<PlannedBlock>& held) {
+StagePlan ri_pass_plan(const Mp2GradientSizes& s, std::size_t batch_functions, const std::vector<PlannedBlock>& held,
+                       bool keeps_ao) {
   StagePlan pass;
   pass.ram("the RI metric, its fit and V_PQ", ri_fit_bytes(s.naux));
   pass.blocks.insert(pass.blocks.end(), held.begin(), held.end());
-  pass.ram("the RI integrals (P|μν) of a batch", MemoryBudget::double_array_bytes(s.ao_batch(batch_functions)));
+  if (keeps_ao)
+    pass.ram(kKeptRiIntegrals, MemoryBudget::double_array_bytes(s.ao_batch(s.naux)));
+  else
+    pass.ram("the RI integrals (P|μν) of a batch", MemoryBudget::double_array_bytes(s.ao_batch(batch_functions)));
   pass.ram("(P|pq) of a batch", MemoryBudget::double_array_bytes(s.mo_batch(batch_functions)));
   pass.ram("the transform's per-thread buffers", MemoryBudget::double_array_bytes(ri_transform_workspace(s)));
   return pass;
 }
 
 std::size_t ri_batch_functions(const libint2::BasisSet& ri_aux, const Mp2GradientSizes& sizes, std::size_t ram_bytes,
-                               int ranks, const std::function<RiGradientPhases(std::size_t batch_functions)>& phases) {
+                               int ranks, const std::function<RiGradientPhases(std::size_t batch_functions)>& phases,
+                               bool keeps_ao) {
   std::size_t largest_shell = 1;
   for (const libint2::Shell& shell : ri_aux) largest_shell = std::max(largest_shell, shell.size());
   const RiGradientPhases smallest_batches = phases(largest_shell);
   const std::size_t room = std::min(ram_bytes, smallest_batches.amplitudes.ram_bytes());
-  const std::size_t smallest = MemoryBudget::double_array_bytes(sizes.ao_batch(largest_shell)) +
+  // What grows with the batch: its (P|pq), and its (P|μν) unless all of them are kept anyway.
+  const std::size_t ao_per_function = keeps_ao ? 0 : sizes.ao_batch(1);
+  const std::size_t smallest = MemoryBudget::double_array_bytes(ao_per_function * largest_shell) +
                                MemoryBudget::double_array_bytes(sizes.mo_batch(largest_shell));
   const std::size_t other = smallest_batches.pass.ram_bytes() - smallest + 2 * MemoryBudget::kPageSlack;
-  const std::size_t per_function = sizeof(double) * (sizes.ao_batch(1) + sizes.mo_batch(1));
+  const std::size_t per_function = sizeof(double) * (ao_per_function + sizes.mo_batch(1));
   const std::size_t fit = room > other ? (room - other) / per_function : 0;
   const std::size_t share = share_of(sizes.naux, 0, ranks).size();  // the largest
   return std::clamp(fit, largest_shell, std::max(largest_shell, share));
@@ -93,18 +101,28 @@ std::size_t ri_batch_functions(const libint2::BasisSet& ri_aux, const Mp2Gradien
 
 void RiPasses::for_each_batch(const std::function<void(std::size_t first, std::size_t count, const double* ao)>& use,
                               StageWork& work) const {
-  const ThreeIndexIntegrals integrals(ri_aux, obs, pairs, metric);
-  LargeArray<double> ao =
-      budget.allocate<double>(sizes.ao_batch(batch_functions), "the RI integrals (P|μν) of a batch");
   const std::vector<ShellRange> mine =
       round_robin_share(shell_batches(ri_aux, {0, ri_aux.size()}, batch_functions), comm.rank(), comm.size());
+  const bool made = kept != nullptr && kept->made;
+  const std::optional<ThreeIndexIntegrals> integrals =
+      made ? std::nullopt : std::optional<ThreeIndexIntegrals>(std::in_place, ri_aux, obs, pairs, metric);
+  LargeArray<double> ao = kept != nullptr ? LargeArray<double>()
+                                          : budget.allocate<double>(sizes.ao_batch(batch_functions),
+                                                                    "the RI integrals (P|μν) of a batch");
+  double* kept_rows = kept != nullptr ? kept->rows.data() : nullptr;
   for (std::size_t b = 0; b < mine.size(); ++b) {
     const ShellRange& batch = mine[b];
-    integrals.compute(batch, {0, obs.size()}, ao.data());
-    work.libint_seconds += integrals.libint_seconds(batch, {0, obs.size()});
-    use(first_function(ri_aux, batch.first), function_count(ri_aux, batch), ao.data());
+    const std::size_t count = function_count(ri_aux, batch);
+    double* rows = kept != nullptr ? kept_rows : ao.data();
+    if (!made) {
+      integrals->compute(batch, {0, obs.size()}, rows);
+      work.libint_seconds += integrals->libint_seconds(batch, {0, obs.size()});
+    }
+    use(first_function(ri_aux, batch.first), count, rows);
+    if (kept != nullptr) kept_rows += sizes.ao_batch(count);
     if (progress) progress(static_cast<double>(b + 1) / static_cast<double>(mine.size()));
   }
+  if (kept != nullptr) kept->made = true;
 }
 
 std::vector<Eigen::MatrixXd> RiPasses::sum_of_products(

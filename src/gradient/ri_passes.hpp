@@ -34,10 +34,13 @@ struct RiGradientPhases {
   }
 };
 
-// A pass's blocks: the fit, `held` (the three-index arrays kept through it), a batch's (P|μν) and
-// (P|pq), every thread's transform buffers. Only sizes.naux, nbf, nmo, nfrozen and stored count.
+// A pass's blocks: the fit, `held` (the three-index arrays kept through it), a batch's (P|μν) (all
+// of them when keeps_ao: KeptRiIntegrals) and (P|pq), every thread's transform buffers. Only
+// sizes.naux, nbf, nmo, nfrozen and stored count.
 StagePlan ri_pass_plan(const Mp2GradientSizes& sizes, std::size_t batch_functions,
-                       const std::vector<PlannedBlock>& held);
+                       const std::vector<PlannedBlock>& held, bool keeps_ao = false);
+// What KeptRiIntegrals holds, as the plans name it.
+inline constexpr const char* kKeptRiIntegrals = "the RI integrals (P|μν), kept from the first pass to the second";
 
 // RI functions per batch: as many as fit in ram_bytes beside the rest of the pass (phases(n) is
 // what a batch of n functions makes the densities hold), at least the largest shell, and never
@@ -47,7 +50,8 @@ StagePlan ri_pass_plan(const Mp2GradientSizes& sizes, std::size_t batch_function
 // every rank has a batch.
 std::size_t ri_batch_functions(const libint2::BasisSet& ri_aux, const Mp2GradientSizes& sizes,
                                std::size_t ram_bytes, int ranks,
-                               const std::function<RiGradientPhases(std::size_t batch_functions)>& phases);
+                               const std::function<RiGradientPhases(std::size_t batch_functions)>& phases,
+                               bool keeps_ao = false);
 
 // One spin's c_ia^P = J⁻¹ (P|ia) and Γ_ia^P, each row-major [P][i·v + a] with `ov` columns.
 struct RiAmplitudeFactors {
@@ -67,6 +71,14 @@ struct RiTransform {
   Eigen::MatrixXd left, right;
 };
 
+// This rank's (P|μν), made by the first pass over the batches and read by the later ones instead of
+// computed anew: sizes.ao_batch(its functions) doubles, held between the passes when the plan has
+// room (an RI pass's integrals take about as long as its transforms).
+struct KeptRiIntegrals {
+  LargeArray<double> rows;  // row P: its stored μν, this rank's batches in order
+  bool made = false;
+};
+
 // The passes over (P|pq) of one set of orbital and RI bases, with the batches of a plan, each rank
 // its share of the batches.
 struct RiPasses {
@@ -79,11 +91,12 @@ struct RiPasses {
   MemoryBudget& budget;
   Communicator& comm;
   std::function<void(double done)> progress;  // optional: the share of this rank's batches done, after each
+  KeptRiIntegrals* kept = nullptr;            // optional: the integrals kept between the passes
 
   // use(t, P, B) for every RI function P of this rank's batches (every size-th) and every transform t, B = leftᵀ (P|μν) right
   // (left.cols() × right.cols()), one batch of RI shells at a time: each batch's integrals are
-  // computed once for all transforms, and anew in each pass (keeping them for the next would hold
-  // naux·nbf² doubles). Adds the integrals' libint2 time and the transforms' flops to `work`.
+  // computed once for all transforms, and anew in each pass unless `kept` holds them. Adds the
+  // integrals' libint2 time and the transforms' flops to `work`.
   void for_each_function(
       const std::vector<RiTransform>& transforms,
       const std::function<void(std::size_t t, Eigen::Index P, const Eigen::Map<const Eigen::MatrixXd>& B)>& use,
@@ -99,8 +112,8 @@ struct RiPasses {
                                                const std::vector<double>& right_flops, StageWork& work) const;
 
  private:
-  // use(first, count, ao) for each of this rank's batches, ao its (P|μν) block-packed row by row;
-  // progress after each.
+  // use(first, count, ao) for each of this rank's batches, ao its (P|μν) block-packed row by row
+  // (from `kept` once made); progress after each.
   void for_each_batch(const std::function<void(std::size_t first, std::size_t count, const double* ao)>& use,
                       StageWork& work) const;
 };

@@ -12,6 +12,7 @@
 
 #include "src/common/errors.hpp"
 #include "src/common/memory.hpp"
+#include "src/gradient/ri_passes.hpp"
 #include "tests/src/run_json.hpp"
 
 using namespace dfmp2;
@@ -153,31 +154,43 @@ TEST_CASE("the gradient stage (--gradient) draws what its plan says, and a run i
   CHECK(r.err.find("raise --memory to at least") != std::string::npos);
 }
 
-TEST_CASE("the RHF gradient keeps I_ia,kb for its symmetry when its budget holds it, and gives the same gradient "
-          "without") {
+TEST_CASE("the RHF gradient keeps I_ia,kb for its symmetry, then the RI integrals between its passes, when its "
+          "budget holds them, and gives the same gradient without") {
   // Benzene's amplitudes take two blocks of occupied orbitals, so the second reads its rows i of
-  // the first from the kept block pairs. A budget 1 MiB short of that plan makes every block
-  // compute all its rows instead (and hold one block's I, 2.4 MiB less). The SCF in fp64 to 1e-10,
-  // so that the budget's other choices (its batches) do not move the orbitals the gradients are of.
+  // the first from the kept block pairs. A budget 1 MiB short of that plan drops the kept RI
+  // integrals (about 22 MiB; the RI passes compute them anew); 1 MiB short of that one, the kept I
+  // too (every block computes all its rows instead, and holds one block's I, 2.4 MiB less). The
+  // SCF in fp64 to 1e-10, so that the budget's other choices (its batches) do not move the
+  // orbitals the gradients are of.
   TempDir dir;
   const std::string args = kBenzeneCcPvdz + " --gradient --fp32-until 0 --d-convergence 1e-10";
-  const std::string kept_name = "I_ia,kb of the block pairs still to be read";
+  const std::string kept_I = "I_ia,kb of the block pairs still to be read";
   const auto holds = [&](const nlohmann::json& run, const std::string& what) {
     for (const auto& block : planned_stage(run, "gradient")["blocks"])
       if (block["what"] == what) return true;
     return false;
   };
-  const auto kept = run_json(dir, args);
-  REQUIRE(holds(kept, kept_name));
-  check_drawn_as_planned(kept);
-  const long limit = static_cast<long>(kept["memory"]["baseline_bytes"].get<double>() + planned_ram(kept, "gradient")) -
-                     long(MiB);
-  const auto computed = run_json(dir, args + " --memory " + std::to_string(limit));
-  REQUIRE(holds(computed, "a block of occupied orbitals' I"));
-  REQUIRE_FALSE(holds(computed, kept_name));
-  check_drawn_as_planned(computed);
-  CHECK(std::abs(kept["e_total"].get<double>() - computed["e_total"].get<double>()) < 1e-10);
-  for (std::size_t atom = 0; atom < kept["gradient"].size(); ++atom)
-    for (std::size_t k = 0; k < 3; ++k)
-      CHECK(std::abs(kept["gradient"][atom][k].get<double>() - computed["gradient"][atom][k].get<double>()) < 1e-10);
+  const auto short_of = [&](const nlohmann::json& run) {
+    return " --memory " + std::to_string(static_cast<long>(run["memory"]["baseline_bytes"].get<double>() +
+                                                           planned_ram(run, "gradient")) - long(MiB));
+  };
+  const auto both = run_json(dir, args);
+  REQUIRE(holds(both, kept_I));
+  REQUIRE(holds(both, kKeptRiIntegrals));
+  check_drawn_as_planned(both);
+  const auto kept_I_only = run_json(dir, args + short_of(both));
+  REQUIRE(holds(kept_I_only, kept_I));
+  REQUIRE_FALSE(holds(kept_I_only, kKeptRiIntegrals));
+  check_drawn_as_planned(kept_I_only);
+  const auto neither = run_json(dir, args + short_of(kept_I_only));
+  REQUIRE(holds(neither, "a block of occupied orbitals' I"));
+  REQUIRE_FALSE(holds(neither, kept_I));
+  REQUIRE_FALSE(holds(neither, kKeptRiIntegrals));
+  check_drawn_as_planned(neither);
+  for (const nlohmann::json* run : {&kept_I_only, &neither}) {
+    CHECK(std::abs(both["e_total"].get<double>() - (*run)["e_total"].get<double>()) < 1e-10);
+    for (std::size_t atom = 0; atom < both["gradient"].size(); ++atom)
+      for (std::size_t k = 0; k < 3; ++k)
+        CHECK(std::abs(both["gradient"][atom][k].get<double>() - (*run)["gradient"][atom][k].get<double>()) < 1e-10);
+  }
 }
