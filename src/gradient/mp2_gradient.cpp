@@ -70,9 +70,10 @@ Mp2Gradient contract(const Mp2GradientInput& in, const Mp2Densities& mp2, Densit
   out.dipole = dipole_moment(in.obs, in.mol, one_electron.total);
   out.gradient = scf_gradient_without_two_electron(in.obs, in.mol, one_electron);
   in.progress.message("MP2 gradient: JK-set fitted coefficients and metric terms");
-  out.gradient += density_fitted_two_electron_gradient(in.obs, in.jk_aux, in.pairs, jk.factors(), in.mol, separable,
-                                                       comm, derivative_integrals("JK"), &out.work);
-  out.gradient += three_centre_gradient_of_squares(in.ri_aux, in.obs, in.pairs, in.mol, gamma, comm,
+  const ThreeCentreScreening screening(in.obs, in.pairs);  // for both sets
+  out.gradient += density_fitted_two_electron_gradient(in.obs, in.jk_aux, in.pairs, screening, jk.factors(), in.mol,
+                                                       separable, comm, derivative_integrals("JK"), &out.work);
+  out.gradient += three_centre_gradient_of_squares(in.ri_aux, in.obs, in.pairs, screening, in.mol, gamma, comm,
                                                    derivative_integrals("RI"), &out.work, square_flops) +
                   metric_gradient(in.ri_aux, in.mol, mp2.metric);
   return out;

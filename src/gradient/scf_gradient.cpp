@@ -48,8 +48,8 @@ Eigen::MatrixXd density_fitted_scf_gradient(const libint2::BasisSet& obs, const 
                                             const Orbitals& orbitals, Communicator& comm) {
   const ScfDensities densities = scf_densities(orbitals);
   return scf_gradient_without_two_electron(obs, mol, densities) +
-         density_fitted_two_electron_gradient(obs, jk_aux, pairs, factors, mol, scf_separable_densities(densities),
-                                              comm);
+         density_fitted_two_electron_gradient(obs, jk_aux, pairs, ThreeCentreScreening(obs, pairs), factors, mol,
+                                              scf_separable_densities(densities), comm);
 }
 
 }  // namespace dfmp2

@@ -22,7 +22,8 @@ std::size_t functions_per_batch(std::size_t row_elements, std::size_t naux, cons
 }  // namespace
 
 Eigen::MatrixXd three_centre_gradient_of_squares(const libint2::BasisSet& aux, const libint2::BasisSet& obs,
-                                                 const ShellPairs& pairs, const Molecule& mol,
+                                                 const ShellPairs& pairs, const ThreeCentreScreening& screening,
+                                                 const Molecule& mol,
                                                  const std::function<void(Eigen::Index P, double* square)>& gamma,
                                                  Communicator& comm, const std::function<void(double done)>& progress,
                                                  StageWork* work, double square_flops) {
@@ -51,13 +52,14 @@ Eigen::MatrixXd three_centre_gradient_of_squares(const libint2::BasisSet& aux, c
   };
   density.progress = progress;
   density.work = work;
-  Eigen::MatrixXd gradient = three_centre_gradient(aux, obs, pairs, mol, density);
+  Eigen::MatrixXd gradient = three_centre_gradient(aux, obs, pairs, screening, mol, density);
   comm.allreduce_sum(gradient.data(), static_cast<std::size_t>(gradient.size()));
   return gradient;
 }
 
 Eigen::MatrixXd density_fitted_two_electron_gradient(const libint2::BasisSet& obs, const libint2::BasisSet& aux,
-                                                     const ShellPairs& pairs, FittedTensorStore& factors,
+                                                     const ShellPairs& pairs, const ThreeCentreScreening& screening,
+                                                     FittedTensorStore& factors,
                                                      const Molecule& mol, const SeparableDensities& densities,
                                                      Communicator& comm,
                                                      const std::function<void(double done)>& progress,
@@ -142,7 +144,7 @@ Eigen::MatrixXd density_fitted_two_electron_gradient(const libint2::BasisSet& ob
       square_flops += 4.0 * n * columns;
     }
 
-  const Eigen::MatrixXd three_centre = three_centre_gradient_of_squares(aux, obs, pairs, mol, [&](Eigen::Index P, double* square) {
+  const auto gamma = [&](Eigen::Index P, double* square) {
     Eigen::Map<Eigen::MatrixXd> gamma_P(square, nbf, nbf);
     gamma_P = d_D(P) * A + d_A(P) * D;
     for (std::size_t s = 0; s < cC.size(); ++s) {
@@ -151,7 +153,9 @@ Eigen::MatrixXd density_fitted_two_electron_gradient(const libint2::BasisSet& ob
       gamma_P.noalias() -= AcC_P * C.transpose();
       gamma_P.noalias() -= C * AcC_P.transpose();
     }
-  }, comm, progress, work, square_flops);
+  };
+  const Eigen::MatrixXd three_centre =
+      three_centre_gradient_of_squares(aux, obs, pairs, screening, mol, gamma, comm, progress, work, square_flops);
   return three_centre + metric_gradient(aux, mol, metric_weights);
 }
 

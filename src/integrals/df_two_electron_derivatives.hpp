@@ -27,6 +27,7 @@
 #include "src/common/stage_work.hpp"
 #include "src/integrals/df_tensor_store.hpp"
 #include "src/integrals/shell_pairs.hpp"
+#include "src/integrals/two_electron_derivatives.hpp"
 #include "src/molecule/molecule.hpp"
 
 namespace dfmp2 {
@@ -40,7 +41,8 @@ struct SeparableDensities {
 
 // natom × 3 (x, y, z).
 Eigen::MatrixXd density_fitted_two_electron_gradient(const libint2::BasisSet& obs, const libint2::BasisSet& aux,
-                                                     const ShellPairs& pairs, FittedTensorStore& factors,
+                                                     const ShellPairs& pairs, const ThreeCentreScreening& screening,
+                                                     FittedTensorStore& factors,
                                                      const Molecule& mol, const SeparableDensities& densities,
                                                      Communicator& comm,
                                                      const std::function<void(double done)>& progress = {},
@@ -50,7 +52,8 @@ Eigen::MatrixXd density_fitted_two_electron_gradient(const libint2::BasisSet& ob
 // nbf × nbf square: gamma(P, square) writes Γ^P (called from several threads at once), in
 // square_flops floating-point operations, which `work` counts with libint2's time.
 Eigen::MatrixXd three_centre_gradient_of_squares(const libint2::BasisSet& aux, const libint2::BasisSet& obs,
-                                                 const ShellPairs& pairs, const Molecule& mol,
+                                                 const ShellPairs& pairs, const ThreeCentreScreening& screening,
+                                                 const Molecule& mol,
                                                  const std::function<void(Eigen::Index P, double* square)>& gamma,
                                                  Communicator& comm,
                                                  const std::function<void(double done)>& progress = {},

@@ -166,42 +166,44 @@ Eigen::MatrixXd metric_gradient(const libint2::BasisSet& aux, const Molecule& mo
   return g.sum();
 }
 
+ThreeCentreScreening::ThreeCentreScreening(const libint2::BasisSet& obs, const ShellPairs& pairs, double threshold)
+    : pair_bounds(pairs.pairs.size()), threshold(threshold) {
+  const std::vector<CentreDerivative> derivatives(obs.begin(), obs.end());
+  auto engines = engines_per_thread(Engine(Operator::coulomb, obs.max_nprim(), obs.max_l() + 1));
+  for (Engine& engine : engines) engine.set_precision(0.0);  // bounds must not be screened
+#pragma omp parallel for schedule(dynamic, 16)
+  for (std::size_t k = 0; k < pairs.pairs.size(); ++k) {
+    const auto [s1, s2] = pairs.pairs[k];
+    Engine& engine = engines[static_cast<std::size_t>(omp_get_thread_num())];
+    pair_bounds[k] = derivative_norm_bound(engine, obs[s1], derivatives[s1], obs[s2]);
+    if (s1 != s2)
+      pair_bounds[k] = std::max(pair_bounds[k], derivative_norm_bound(engine, obs[s2], derivatives[s2], obs[s1]));
+  }
+}
+
 Eigen::MatrixXd three_centre_gradient(const libint2::BasisSet& aux, const libint2::BasisSet& obs,
-                                      const ShellPairs& pairs, const Molecule& mol, const ThreeCentreDensity& gamma) {
+                                      const ShellPairs& pairs, const ThreeCentreScreening& screening,
+                                      const Molecule& mol, const ThreeCentreDensity& gamma) {
   require_max_l(obs, max_differentiable_l(), "the three-centre derivative");
   const std::vector<std::size_t> aux_atoms = shell_atoms(aux, mol), obs_atoms = shell_atoms(obs, mol);
   const std::vector<CentreDerivative> derivatives(obs.begin(), obs.end());
   std::vector<libint2::ShellPair> aux_data;
   for (const libint2::Shell& P : aux) aux_data.push_back(shell_pair_data(P, libint2::Shell::unit()));
-  // The screening's bounds: sqrt(max (P|P)) per auxiliary shell, the larger of the two shells'
-  // derivative_norm_bound per orbital pair.
-  std::vector<double> aux_bound(aux.size()), pair_bound(pairs.pairs.size());
+  // sqrt(max (P|P)) per auxiliary shell, for the screening.
+  std::vector<double> aux_bound(aux.size());
   {
     auto two_centre = engines_per_thread(coulomb_engine(aux.max_nprim(), aux.max_l(), BraKet::xs_xs));
-    auto four_centre = engines_per_thread(Engine(Operator::coulomb, obs.max_nprim(), obs.max_l() + 1));
-    for (Engine& engine : two_centre) engine.set_precision(0.0);  // bounds must not be screened
-    for (Engine& engine : four_centre) engine.set_precision(0.0);
-#pragma omp parallel
-    {
-      const auto thread = static_cast<std::size_t>(omp_get_thread_num());
-#pragma omp for schedule(dynamic, 16)
-      for (std::size_t p = 0; p < aux.size(); ++p) {
-        two_centre[thread].compute2<Operator::coulomb, BraKet::xs_xs, 0>(aux[p], libint2::Shell::unit(), aux[p],
-                                                                         libint2::Shell::unit());
-        const double* values = two_centre[thread].results()[0];
-        const std::size_t n = aux[p].size();
-        double largest = 0.0;
-        for (std::size_t f = 0; values != nullptr && f < n; ++f) largest = std::max(largest, values[f * n + f]);
-        aux_bound[p] = std::sqrt(largest);
-      }
-#pragma omp for schedule(dynamic, 16)
-      for (std::size_t k = 0; k < pairs.pairs.size(); ++k) {
-        const auto [s1, s2] = pairs.pairs[k];
-        Engine& engine = four_centre[thread];
-        pair_bound[k] = derivative_norm_bound(engine, obs[s1], derivatives[s1], obs[s2]);
-        if (s1 != s2)
-          pair_bound[k] = std::max(pair_bound[k], derivative_norm_bound(engine, obs[s2], derivatives[s2], obs[s1]));
-      }
+    for (Engine& engine : two_centre) engine.set_precision(0.0);
+#pragma omp parallel for schedule(dynamic, 16)
+    for (std::size_t p = 0; p < aux.size(); ++p) {
+      Engine& engine = two_centre[static_cast<std::size_t>(omp_get_thread_num())];
+      engine.compute2<Operator::coulomb, BraKet::xs_xs, 0>(aux[p], libint2::Shell::unit(), aux[p],
+                                                           libint2::Shell::unit());
+      const double* values = engine.results()[0];
+      const std::size_t n = aux[p].size();
+      double largest = 0.0;
+      for (std::size_t f = 0; values != nullptr && f < n; ++f) largest = std::max(largest, values[f * n + f]);
+      aux_bound[p] = std::sqrt(largest);
     }
   }
   auto engines = engines_per_thread(coulomb_engine(std::max(aux.max_nprim(), obs.max_nprim()),
@@ -234,7 +236,7 @@ Eigen::MatrixXd three_centre_gradient(const libint2::BasisSet& aux, const libint
           gamma.block(p, s1, s2, block.data());
           double largest = 0.0;
           for (const double value : block) largest = std::max(largest, std::abs(value));
-          if (largest * aux_bound[p] * pair_bound[k] < gamma.threshold) continue;
+          if (largest * aux_bound[p] * screening.pair_bounds[k] < screening.threshold) continue;
           if (gamma.work != nullptr && computed[thread]++ % kLibintSampleStride == 0) samples[thread].push_back({p, k});
           const auto [f1, f2] = forces(engines[thread], aux[p], aux_data[p], obs[s1], derivatives[s1], shifts.a,
                                        obs[s2], derivatives[s2], shifts.b_or_null(), block.data());

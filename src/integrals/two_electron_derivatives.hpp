@@ -24,6 +24,17 @@ Eigen::MatrixXd metric_gradient(const libint2::BasisSet& aux, const Molecule& mo
 
 inline constexpr double kThreeCentreDerivativeThreshold = 1e-11;
 
+// What three_centre_gradient screens by: a shell triple P, μν is skipped when its largest
+// |Γ^P_μν| times the bound of its derivative integrals, sqrt((P|P)) times the pair's bound (the
+// larger of its two shells' derivative_norm_bound), is below `threshold`. The pairs' bounds are
+// made once per orbital basis, for every auxiliary set's terms.
+struct ThreeCentreScreening {
+  ThreeCentreScreening(const libint2::BasisSet& obs, const ShellPairs& pairs,
+                       double threshold = kThreeCentreDerivativeThreshold);
+  std::vector<double> pair_bounds;  // one per pair of `pairs`
+  double threshold;
+};
+
 // Γ^P_μν for three_centre_gradient, served a batch of auxiliary shells at a time from wherever the
 // caller keeps it (memory, disk), in the caller's own layout. Γ^P must be symmetric in μν: the
 // integrals are, so only the symmetric part of a Γ would count.
@@ -40,15 +51,13 @@ struct ThreeCentreDensity {
   // Optional: libint2's time for the derivative integrals is added to it, from a sample of the
   // shell triples timed on one thread.
   StageWork* work = nullptr;
-  // Shell triples P, μν whose largest |Γ^P_μν| times the bound of their derivative integrals,
-  // sqrt((P|P)) derivative_norm_bound(…) over both orbital shells, is below it are skipped.
-  double threshold = kThreeCentreDerivativeThreshold;
 };
 
 // Σ_Pμν Γ^P_μν ∂(P|μν)/∂R_A, μν over every orbital function pair (both orders), from the shell
-// pairs `pairs` holds (those outside are taken as zero).
+// pairs `pairs` holds (those outside are taken as zero), screened by `screening` (of these pairs).
 Eigen::MatrixXd three_centre_gradient(const libint2::BasisSet& aux, const libint2::BasisSet& obs,
-                                      const ShellPairs& pairs, const Molecule& mol, const ThreeCentreDensity& gamma);
+                                      const ShellPairs& pairs, const ThreeCentreScreening& screening,
+                                      const Molecule& mol, const ThreeCentreDensity& gamma);
 
 // The two-electron part of an SCF gradient with exact integrals, Σ_μνλσ Γ_μνλσ ∂(μν|λσ)/∂R_A with
 // Γ_μνλσ = ½ D_μν D_λσ − ½ Σ_s D^s_μλ D^s_νσ: D_spins as for exact_two_electron_fock (one, a closed

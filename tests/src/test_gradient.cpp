@@ -415,14 +415,15 @@ TEST_CASE("metric and three-centre derivatives are the central differences of Σ
   check_no_net_force(dJ, 1e-10);
 
   std::vector<double> gamma(naux * nbf * nbf);  // symmetric in μν
+  const ShellPairs pairs = significant_shell_pairs(obs);
   std::srand(4);
   for (std::size_t P = 0; P < naux; ++P)
     for (std::size_t m = 0; m < nbf; ++m)
       for (std::size_t n = 0; n <= m; ++n)
         gamma[(P * nbf + m) * nbf + n] = gamma[(P * nbf + n) * nbf + m] = 2.0 * std::rand() / RAND_MAX - 1.0;
   std::vector<ShellRange> loaded;
-  const Eigen::MatrixXd dB =
-      three_centre_gradient(aux, obs, significant_shell_pairs(obs), mol, served_whole(aux, obs, gamma, loaded));
+  const Eigen::MatrixXd dB = three_centre_gradient(aux, obs, pairs, ThreeCentreScreening(obs, pairs), mol,
+                                                   served_whole(aux, obs, gamma, loaded));
   const auto three_centre = [&](const Molecule& m) {
     return three_centre_sum(place_on(fitting, m), place_on(orbital, m), gamma);
   };
@@ -489,10 +490,10 @@ TEST_CASE("three-centre derivatives: the screening's bound holds, and the triple
             std::pow(10.0, -16.0 * double(P) / double(naux)) * (2.0 * std::rand() / RAND_MAX - 1.0);
   std::vector<ShellRange> loaded;
   const ShellPairs pairs = significant_shell_pairs(obs);
-  ThreeCentreDensity unscreened = served_whole(aux, obs, gamma, loaded);
-  unscreened.threshold = 0.0;
-  const Eigen::MatrixXd all = three_centre_gradient(aux, obs, pairs, mol, unscreened);
-  const Eigen::MatrixXd screened = three_centre_gradient(aux, obs, pairs, mol, served_whole(aux, obs, gamma, loaded));
+  const Eigen::MatrixXd all = three_centre_gradient(aux, obs, pairs, ThreeCentreScreening(obs, pairs, 0.0), mol,
+                                                    served_whole(aux, obs, gamma, loaded));
+  const Eigen::MatrixXd screened = three_centre_gradient(aux, obs, pairs, ThreeCentreScreening(obs, pairs), mol,
+                                                         served_whole(aux, obs, gamma, loaded));
   const double moved = (screened - all).cwiseAbs().maxCoeff();
   std::printf("three-centre derivatives: the screening moved the gradient by %.2e\n", moved);
   CHECK(moved > 0.0);  // something was skipped
