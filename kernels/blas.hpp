@@ -47,6 +47,8 @@ void symm_upper_left(std::size_t m, std::size_t n, const Real* A, std::size_t ld
 
 // Σ_i x_i y_i and y += alpha x, n elements each.
 inline double dot(std::size_t n, const double* x, const double* y) { return cblas_ddot(int(n), x, 1, y, 1); }
+inline float dot(std::size_t n, const float* x, const float* y) { return cblas_sdot(int(n), x, 1, y, 1); }
 inline void axpy(std::size_t n, double alpha, const double* x, double* y) { cblas_daxpy(int(n), alpha, x, 1, y, 1); }
+inline void axpy(std::size_t n, float alpha, const float* x, float* y) { cblas_saxpy(int(n), alpha, x, 1, y, 1); }
 
 }  // namespace dfmp2::kernels

@@ -75,7 +75,8 @@ RunOptionsCli::RunOptionsCli(CLI::App& app, bool energy_choices) {
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();
   app.add_option("--fp32-until", options_.scf.fp32_until_gradient,
-                 "DF-SCF builds the exchange in fp32 until the orbital-gradient RMS falls below this (0: never)")
+                 "DF-SCF builds the exchange in fp32 until the orbital-gradient RMS falls below this, and the "
+                 "MP2 gradient's Z-vector makes its inner iterations in fp32 (0: neither)")
       ->check(finite_number(true))
       ->capture_default_str();
 }

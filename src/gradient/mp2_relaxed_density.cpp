@@ -14,21 +14,22 @@ namespace {
 using RowMajorMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
 // What the densities hold in the passes over the RI batches (the first holds (P|ia), the second
-// Γ_ia^P: the same size), in the loop over the amplitudes (`block` orbitals k at a time) and in the
-// Z-vector; keeps_ao: the passes' (P|μν) kept from the first to the second, through the amplitudes.
-RiGradientPhases gradient_phases(const Mp2GradientSizes& s, std::size_t batch_functions, std::size_t block,
-                                 bool keeps_integrals, bool keeps_ao) {
+// Γ_ia^P: the same size), in the loop over the amplitudes (p.amplitude_orbitals k at a time) and in
+// the Z-vector, with the plan p's choices (its other fields are not read).
+RiGradientPhases gradient_phases(const Mp2GradientSizes& s, std::size_t batch_functions, const Mp2GradientPlan& p) {
   const std::size_t three_index = MemoryBudget::double_array_bytes(s.naux * s.ov());
+  const std::size_t block = p.amplitude_orbitals;
   RiGradientPhases ph;
-  ph.pass = ri_pass_plan(s, batch_functions, {{"(P|ia), then Γ_ia^P", three_index}}, keeps_ao);
+  ph.pass = ri_pass_plan(s, batch_functions, {{"(P|ia), then Γ_ia^P", three_index}}, p.keeps_ri_integrals);
   ph.amplitudes.ram("the RI metric, its fit and V_PQ", ri_fit_bytes(s.naux));
-  if (keeps_ao) ph.amplitudes.ram(kKeptRiIntegrals, MemoryBudget::double_array_bytes(s.ao_batch(s.naux)));
+  if (p.keeps_ri_integrals)
+    ph.amplitudes.ram(kKeptRiIntegrals, MemoryBudget::double_array_bytes(s.ao_batch(s.naux)));
   ph.amplitudes.ram("(P|ia)", three_index);
   ph.amplitudes.ram("c_ia^P = J⁻¹ (P|ia)", three_index);
   ph.amplitudes.ram("Γ_ia^P", three_index);
   ph.amplitudes.ram("a block of occupied orbitals' t and T",
                     2 * MemoryBudget::double_array_bytes(s.amplitude_block(block)));
-  if (keeps_integrals)
+  if (p.keeps_integrals)
     ph.amplitudes.ram("I_ia,kb of the block pairs still to be read",
                       MemoryBudget::double_array_bytes(s.kept_integrals(block)));
   else
@@ -36,7 +37,7 @@ RiGradientPhases gradient_phases(const Mp2GradientSizes& s, std::size_t batch_fu
   ph.z_vector.ram("the RI metric, its fit and V_PQ", ri_fit_bytes(s.naux));
   ph.z_vector.ram("Γ_ia^P", three_index);
   ph.z_vector.ram("the Z-vector's B^Q C_o, C_oᵀ B^Q C_o and buffers",
-                  OccupiedFockResponse::bytes(s.nbf, s.nocc, s.jk_rows));
+                  OccupiedFockResponse::bytes(s.nbf, s.nocc, s.jk_rows, p.fp32_z_vector));
   return ph;
 }
 
@@ -163,51 +164,89 @@ struct ZVector {
 // Solves (Δ + A) z = b by conjugate gradients preconditioned with Δ⁻¹, Δ_ak = ε_a − ε_k > 0 and
 // A z = C_vᵀ (4J − 2K)(Z) C_o (positive definite for a stable RHF solution), until every residual
 // element is below `convergence`. Each product's occupied block is summed with z's own
-// coefficients, so (4J − 2K)(Z)'s is had without another build.
+// coefficients, so (4J − 2K)(Z)'s is had without another build. fp32 (the response made with
+// it): by iterative refinement, each correction solved in fp32 products to kFp32Reduction of the
+// residual, then the residual and (4J − 2K)(Z)'s occupied block from one fp64 product of z; the
+// fp64 iterations take over if a round gains less than a decade.
 ZVector solve_z_vector(OccupiedFockResponse& response, Communicator& comm, const Eigen::MatrixXd& C_occ,
                        const Eigen::MatrixXd& C_vir, const Eigen::MatrixXd& delta, const Eigen::MatrixXd& b,
-                       double convergence, int& iterations, const Progress& progress) {
+                       double convergence, bool fp32, int& iterations, const Progress& progress) {
+  using kernels::Precision;
   Eigen::MatrixXd occupied_block;
-  const auto apply = [&](const Eigen::MatrixXd& z) -> Eigen::MatrixXd {
-    Eigen::MatrixXd F_occ = response(C_vir * z);  // (4J − 2K)(Z) C_o
+  const auto apply = [&](const Eigen::MatrixXd& z, Precision precision) -> Eigen::MatrixXd {
+    Eigen::MatrixXd F_occ = response(C_vir * z, precision);  // (4J − 2K)(Z) C_o
     comm.allreduce_sum(F_occ.data(), static_cast<std::size_t>(F_occ.size()));
     occupied_block = C_occ.transpose() * F_occ;
     return delta.cwiseProduct(z) + C_vir.transpose() * F_occ;
   };
-  ZVector out{b.cwiseQuotient(delta), {}};
-  Eigen::MatrixXd& z = out.z;
-  Eigen::MatrixXd r = b - apply(z);
-  out.occupied_response = occupied_block;
-  Eigen::MatrixXd s = r.cwiseQuotient(delta), p = s;
-  double rs = r.cwiseProduct(s).sum();
   // Root's residual decides for every rank, so that all stop together even if their sums differ
   // in the last bits.
-  const auto converged = [&] {
+  const auto largest = [&](const Eigen::MatrixXd& r) {
     double residual = r.cwiseAbs().maxCoeff();
     comm.broadcast(&residual, 1, 0);
-    report_z_vector_iteration(progress, iterations, residual);
-    return residual < convergence;
+    return residual;
   };
   constexpr int kMaxIterations = 100;
-  for (iterations = 0; !converged(); ++iterations) {
-    if (iterations == kMaxIterations) throw ConvergenceError("the MP2 gradient's Z-vector equations did not converge");
-    const Eigen::MatrixXd Ap = apply(p);
-    const double alpha = rs / p.cwiseProduct(Ap).sum();
-    z += alpha * p;
-    out.occupied_response += alpha * occupied_block;
-    r -= alpha * Ap;
-    s = r.cwiseQuotient(delta);
-    const double rs_next = r.cwiseProduct(s).sum();
-    p = s + (rs_next / rs) * p;
-    rs = rs_next;
+  iterations = 0;
+  // From x with residual r, until every element of r is below `target`; `occupied` gathers the
+  // products' occupied blocks as x gathers its steps.
+  const auto conjugate_gradients = [&](Eigen::MatrixXd& x, Eigen::MatrixXd& r, Eigen::MatrixXd& occupied,
+                                       double target, Precision precision) {
+    Eigen::MatrixXd s = r.cwiseQuotient(delta), p = s;
+    double rs = r.cwiseProduct(s).sum();
+    for (;; ++iterations) {
+      const double residual = largest(r);
+      report_z_vector_iteration(progress, iterations, residual);
+      if (residual < target) return;
+      if (iterations == kMaxIterations) throw ConvergenceError("the MP2 gradient's Z-vector equations did not converge");
+      const Eigen::MatrixXd Ap = apply(p, precision);
+      const double alpha = rs / p.cwiseProduct(Ap).sum();
+      x += alpha * p;
+      occupied += alpha * occupied_block;
+      r -= alpha * Ap;
+      s = r.cwiseQuotient(delta);
+      const double rs_next = r.cwiseProduct(s).sum();
+      p = s + (rs_next / rs) * p;
+      rs = rs_next;
+    }
+  };
+  ZVector out;
+  Eigen::MatrixXd r;
+  if (!fp32) {
+    out.z = b.cwiseQuotient(delta);
+    r = b - apply(out.z, Precision::fp64);
+    out.occupied_response = occupied_block;
+    conjugate_gradients(out.z, r, out.occupied_response, convergence, Precision::fp64);
+    return out;
   }
+  // fp32 products err by about 1e-6 of their size: each round gains some four decades.
+  constexpr double kFp32Reduction = 1e-4;
+  out.z = Eigen::MatrixXd::Zero(b.rows(), b.cols());
+  r = b;  // z = 0's
+  for (double residual = largest(r);;) {
+    Eigen::MatrixXd correction = Eigen::MatrixXd::Zero(b.rows(), b.cols()), inner = r,
+                    unused = Eigen::MatrixXd::Zero(C_occ.cols(), C_occ.cols());
+    conjugate_gradients(correction, inner, unused, std::max(kFp32Reduction * residual, 0.5 * convergence),
+                        Precision::fp32);
+    out.z += correction;
+    r = b - apply(out.z, Precision::fp64);
+    out.occupied_response = occupied_block;
+    const double previous = residual;
+    residual = largest(r);
+    if (residual < convergence) {
+      report_z_vector_iteration(progress, iterations, residual);
+      return out;
+    }
+    if (residual > 0.1 * previous) break;  // the next iterations report it first
+  }
+  conjugate_gradients(out.z, r, out.occupied_response, convergence, Precision::fp64);
   return out;
 }
 
 }  // namespace
 
 Mp2GradientPlan plan_mp2_gradient(const libint2::BasisSet& ri_aux, const Mp2GradientSizes& sizes,
-                                  std::size_t ram_bytes, int ranks) {
+                                  std::size_t ram_bytes, int ranks, bool fp32_z_vector) {
   Mp2GradientPlan p;
   p.sizes = sizes;
   std::size_t largest_shell = 1;
@@ -218,17 +257,20 @@ Mp2GradientPlan plan_mp2_gradient(const libint2::BasisSet& ri_aux, const Mp2Grad
   const std::size_t active = std::max<std::size_t>(sizes.active(), 1);
   p.amplitude_orbitals = std::min(share_of(active, 0, ranks).size(),
                                   (kBlockColumns + sizes.nvir() - 1) / std::max<std::size_t>(sizes.nvir(), 1));
-  while (p.amplitude_orbitals > 1 &&
-         gradient_phases(sizes, largest_shell, p.amplitude_orbitals, false, false).amplitudes.ram_bytes() > ram_bytes)
+  while (p.amplitude_orbitals > 1 && gradient_phases(sizes, largest_shell, p).amplitudes.ram_bytes() > ram_bytes)
     --p.amplitude_orbitals;
-  p.keeps_integrals = ranks == 1 && gradient_phases(sizes, largest_shell, p.amplitude_orbitals, true, false)
-                                                 .amplitudes.ram_bytes() <= ram_bytes;
-  // Then, with the room left, the RI integrals between the passes (the kept I saves more).
-  p.keeps_ri_integrals = ranks == 1 && gradient_phases(sizes, largest_shell, p.amplitude_orbitals,
-                                                       p.keeps_integrals, true).peak().ram_bytes() <= ram_bytes;
-  const auto phases = [&](std::size_t functions) {
-    return gradient_phases(sizes, functions, p.amplitude_orbitals, p.keeps_integrals, p.keeps_ri_integrals);
+  // Then, each in the room the ones before leave: the kept I (it saves the most), the RI integrals
+  // between the passes, the Z-vector's fp32 copies.
+  const auto fits_with = [&](bool Mp2GradientPlan::*choice, bool whole_peak) {
+    Mp2GradientPlan trial = p;
+    trial.*choice = true;
+    const RiGradientPhases phases = gradient_phases(sizes, largest_shell, trial);
+    return (whole_peak ? phases.peak() : phases.amplitudes).ram_bytes() <= ram_bytes;
   };
+  p.keeps_integrals = ranks == 1 && fits_with(&Mp2GradientPlan::keeps_integrals, false);
+  p.keeps_ri_integrals = ranks == 1 && fits_with(&Mp2GradientPlan::keeps_ri_integrals, true);
+  p.fp32_z_vector = fp32_z_vector && fits_with(&Mp2GradientPlan::fp32_z_vector, true);
+  const auto phases = [&](std::size_t functions) { return gradient_phases(sizes, functions, p); };
   p.batch_functions = ri_batch_functions(ri_aux, sizes, ram_bytes, ranks, phases, p.keeps_ri_integrals);
   p.densities = phases(p.batch_functions).peak();
   return p;
@@ -324,7 +366,7 @@ Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const 
   progress.message("MP2 gradient: the orbital Lagrangian's J/K, then the Z-vector");
   // Only the occupied columns of Cᵀ (4J − 2K)(P) C are used: its vo block here, its oo block in W;
   // the Z-vector's factors give them.
-  OccupiedFockResponse response(jk, C_occ, budget);
+  OccupiedFockResponse response(jk, C_occ, budget, plan.fp32_z_vector);
   Eigen::MatrixXd FC_occ = response.of_symmetric(C * P * C.transpose());
   comm.allreduce_sum(FC_occ.data(), static_cast<std::size_t>(FC_occ.size()));
   const Eigen::MatrixXd G_unrelaxed = C.transpose() * FC_occ;
@@ -334,7 +376,8 @@ Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const 
   for (Eigen::Index k = 0; k < nocc; ++k)
     for (Eigen::Index a = 0; a < v; ++a) delta(a, k) = eps(nocc + a) - eps(k);
   const ZVector solution =
-      solve_z_vector(response, comm, C_occ, C_vir, delta, -lagrangian, z_convergence, out.cphf_iterations, progress);
+      solve_z_vector(response, comm, C_occ, C_vir, delta, -lagrangian, z_convergence, plan.fp32_z_vector,
+                     out.cphf_iterations, progress);
   const Eigen::MatrixXd& z = solution.z;
   P.block(nocc, 0, v, nocc) = 0.5 * z;
   P.block(0, nocc, nocc, v) = 0.5 * z.transpose();

@@ -75,6 +75,7 @@ struct Mp2GradientPlan {
   std::size_t amplitude_orbitals = 1;    // occupied orbitals k whose amplitudes are made at once (RHF)
   bool keeps_integrals = false;          // I_ia,kb kept for its symmetry (RHF, one rank, when it fits)
   bool keeps_ri_integrals = false;       // (P|μν) kept between the RI passes (RHF, one rank, when it also fits)
+  bool fp32_z_vector = false;            // the Z-vector's inner iterations in fp32 (RHF, asked for, when it fits)
   StagePlan densities;                   // what the densities draw at their peak
 };
 
@@ -83,9 +84,10 @@ struct Mp2GradientPlan {
 // kept if it fits beside them (one rank); then batches of RI shells as large as fit beside the
 // rest, up to what the amplitudes' loop holds. Its RAM exceeds ram_bytes only when that loop with
 // one orbital k or one shell per batch does not fit.
-// Both are small enough for each of `ranks` MPI ranks to have some.
+// Both are small enough for each of `ranks` MPI ranks to have some. fp32_z_vector: the Z-vector's
+// inner iterations in fp32 if its fp32 copies fit too.
 Mp2GradientPlan plan_mp2_gradient(const libint2::BasisSet& ri_aux, const Mp2GradientSizes& sizes,
-                                  std::size_t ram_bytes, int ranks);
+                                  std::size_t ram_bytes, int ranks, bool fp32_z_vector);
 
 // The correlation energy the densities are of: opposite-spin (UHF: αβ) and same-spin parts, and
 // for UHF the same-spin part by spin (αα + ββ = ss).

@@ -274,7 +274,8 @@ RunPlan plan_run(const Problem& problem, const RunContext& context) {
     plan.mp2_gradient = problem.unrestricted
                             ? plan_ump2_gradient(problem.aux, sizes(problem.nocc), sizes(problem.nocc_beta), room,
                                                  context.comm.size())
-                            : plan_mp2_gradient(problem.aux, sizes(problem.nocc), room, context.comm.size());
+                            : plan_mp2_gradient(problem.aux, sizes(problem.nocc), room, context.comm.size(),
+                                                options.scf.fp32_until_gradient > 0.0);
     add_blocks(gradient, plan.mp2_gradient->densities);
     plan.gradient = std::move(gradient);
     return plan;

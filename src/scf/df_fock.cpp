@@ -210,44 +210,54 @@ std::array<Eigen::MatrixXd, 2> DensityFittedFock::coulomb_exchange_of_symmetric(
   return {J_plus - J_minus, K_plus - K_minus};
 }
 
-OccupiedFockResponse::OccupiedFockResponse(DensityFittedFock& jk, const Eigen::MatrixXd& C_occ, MemoryBudget& budget)
+OccupiedFockResponse::OccupiedFockResponse(DensityFittedFock& jk, const Eigen::MatrixXd& C_occ, MemoryBudget& budget,
+                                           bool fp32)
     : jk_(jk),
       C_occ_(C_occ),
       cache_(budget.allocate<double>(
           kernels::OccupiedResponse::cache_elements(jk.nbf_, std::size_t(C_occ.cols()), jk.store_.rows()),
           "the Z-vector's B^Q C_o and C_oᵀ B^Q C_o")),
+      cache_fp32_(fp32 ? budget.allocate<float>(kernels::OccupiedResponse::cache_elements(
+                                                    jk.nbf_, std::size_t(C_occ.cols()), jk.store_.rows()),
+                                                "the Z-vector's B^Q C_o and C_oᵀ B^Q C_o in fp32")
+                       : LargeArray<float>()),
       workspace_(budget.reserve(
-          kernels::OccupiedResponse::workspace_bytes(jk.nbf_, std::size_t(C_occ.cols()), omp_get_max_threads()),
+          kernels::OccupiedResponse::workspace_bytes(jk.nbf_, std::size_t(C_occ.cols()), omp_get_max_threads(), fp32),
           "the Z-vector products' per-thread buffers")),
       response_(jk.layout_, C_occ_.data(), std::size_t(C_occ.cols()), jk.store_.rows(), cache_.data(),
-                omp_get_max_threads()) {
+                fp32 ? cache_fp32_.data() : nullptr, omp_get_max_threads()) {
   jk_.store_.for_each_block(
       [&](std::size_t first, std::size_t count, const double* rows) { response_.cache(first, count, rows); });
 }
 
-std::size_t OccupiedFockResponse::bytes(std::size_t nbf, std::size_t nocc, std::size_t rows) {
-  return MemoryBudget::double_array_bytes(kernels::OccupiedResponse::cache_elements(nbf, nocc, rows)) +
-         kernels::OccupiedResponse::workspace_bytes(nbf, nocc, omp_get_max_threads());
+std::size_t OccupiedFockResponse::bytes(std::size_t nbf, std::size_t nocc, std::size_t rows, bool fp32) {
+  const std::size_t elements = kernels::OccupiedResponse::cache_elements(nbf, nocc, rows);
+  return MemoryBudget::double_array_bytes(elements) +
+         (fp32 ? MemoryBudget::array_bytes(sizeof(float) * elements) : 0) +
+         kernels::OccupiedResponse::workspace_bytes(nbf, nocc, omp_get_max_threads(), fp32);
 }
 
-Eigen::MatrixXd OccupiedFockResponse::operator()(const Eigen::MatrixXd& L) {
-  response_.begin(L.data());
-  return product(kernels::OccupiedResponse::flops(jk_.nbf_, std::size_t(C_occ_.cols()), jk_.layout_.size(),
-                                                  jk_.store_.rows()));
+Eigen::MatrixXd OccupiedFockResponse::operator()(const Eigen::MatrixXd& L, kernels::Precision precision) {
+  response_.begin(L.data(), precision);
+  const double flops =
+      kernels::OccupiedResponse::flops(jk_.nbf_, std::size_t(C_occ_.cols()), jk_.layout_.size(), jk_.store_.rows());
+  return product(precision == kernels::Precision::fp64 ? flops : 0.0, precision == kernels::Precision::fp32 ? flops : 0.0);
 }
 
 Eigen::MatrixXd OccupiedFockResponse::of_symmetric(const Eigen::MatrixXd& D) {
   response_.begin_symmetric(D.data());
   return product(kernels::OccupiedResponse::symmetric_flops(jk_.nbf_, std::size_t(C_occ_.cols()), jk_.layout_.size(),
-                                                            jk_.store_.rows()));
+                                                            jk_.store_.rows()),
+                 0.0);
 }
 
-Eigen::MatrixXd OccupiedFockResponse::product(double flops) {
+Eigen::MatrixXd OccupiedFockResponse::product(double flops_fp64, double flops_fp32) {
   Eigen::MatrixXd FC_occ(C_occ_.rows(), C_occ_.cols());
   jk_.store_.for_each_block(
       [&](std::size_t first, std::size_t count, const double* rows) { response_.add(first, count, rows); });
   response_.finish(FC_occ.data());
-  jk_.work_.flops_fp64 += flops;
+  jk_.work_.flops_fp64 += flops_fp64;
+  jk_.work_.flops_fp32 += flops_fp32;
   return FC_occ;
 }
 

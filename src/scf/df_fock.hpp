@@ -85,20 +85,23 @@ class DensityFittedFock : public FockBuilder {
 // memory drawn from the budget. Each product is this rank's part; the caller sums over ranks.
 class OccupiedFockResponse {
  public:
-  OccupiedFockResponse(DensityFittedFock& jk, const Eigen::MatrixXd& C_occ, MemoryBudget& budget);
+  // fp32: the kept products also in fp32, for fp32 products.
+  OccupiedFockResponse(DensityFittedFock& jk, const Eigen::MatrixXd& C_occ, MemoryBudget& budget, bool fp32);
   // What it draws for `rows` rows Q: the kept products and the threads' buffers.
-  static std::size_t bytes(std::size_t nbf, std::size_t nocc, std::size_t rows);
-  Eigen::MatrixXd operator()(const Eigen::MatrixXd& L);
+  static std::size_t bytes(std::size_t nbf, std::size_t nocc, std::size_t rows, bool fp32);
+  // fp32 only when made with fp32.
+  Eigen::MatrixXd operator()(const Eigen::MatrixXd& L, kernels::Precision precision = kernels::Precision::fp64);
   // (4J − 2K)(D) C_o of a symmetric D (nbf × nbf), this rank's part likewise.
   Eigen::MatrixXd of_symmetric(const Eigen::MatrixXd& D);
 
  private:
-  // The begun product over every row of the store, counting `flops`.
-  Eigen::MatrixXd product(double flops);
+  // The begun product over every row of the store, counting its flops.
+  Eigen::MatrixXd product(double flops_fp64, double flops_fp32);
 
   DensityFittedFock& jk_;
   Eigen::MatrixXd C_occ_;
   LargeArray<double> cache_;
+  LargeArray<float> cache_fp32_;
   MemoryBudget::Reservation workspace_;
   kernels::OccupiedResponse response_;
 };

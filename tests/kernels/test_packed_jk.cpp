@@ -196,8 +196,8 @@ TEST_CASE("J and K of several densities in one pass equal their definitions, in 
   omp_set_num_threads(saved_threads);
 }
 
-TEST_CASE("the occupied-projected response (4J − 2K)(D) C_o equals it from J and K's definitions, for Z and any "
-          "symmetric D") {
+TEST_CASE("the occupied-projected response (4J − 2K)(D) C_o equals it from J and K's definitions, for Z (also "
+          "within fp32 rounding) and any symmetric D") {
   const int saved_threads = omp_get_max_threads();
   const k::BlockPackedLayout layout = random_layout(13, 0.6, 21);
   const std::size_t n = layout.n(), naux = 29, nocc = 4;
@@ -235,7 +235,8 @@ TEST_CASE("the occupied-projected response (4J − 2K)(D) C_o equals it from J a
       INFO("threads " << threads << " block " << block);
       omp_set_num_threads(threads);
       std::vector<double> cache(k::OccupiedResponse::cache_elements(n, nocc, naux));
-      k::OccupiedResponse response(layout, occupied.left.data(), nocc, naux, cache.data(), threads);
+      std::vector<float> cache_fp32(cache.size());
+      k::OccupiedResponse response(layout, occupied.left.data(), nocc, naux, cache.data(), cache_fp32.data(), threads);
       for (std::size_t first = 0; first < naux; first += block)
         response.cache(first, std::min(block, naux - first), rows.data() + first * layout.size());
       for (int product = 0; product < 2; ++product) {  // a second product starts from zero
@@ -245,6 +246,14 @@ TEST_CASE("the occupied-projected response (4J − 2K)(D) C_o equals it from J a
           response.add(first, std::min(block, naux - first), rows.data() + first * layout.size());
         response.finish(FC.data());
         for (std::size_t x = 0; x < n * nocc; ++x) CHECK(std::abs(FC[x] - expected[x]) <= 1e-12 * scale);
+        response.begin(pair.left.data(), k::Precision::fp32);  // the same product from the fp32 cache
+        for (std::size_t first = 0; first < naux; first += block)
+          response.add(first, std::min(block, naux - first), rows.data() + first * layout.size());
+        response.finish(FC.data());
+        double fp32_error = 0.0;
+        for (std::size_t x = 0; x < n * nocc; ++x) fp32_error = std::max(fp32_error, std::abs(FC[x] - expected[x]));
+        CHECK(fp32_error > 1e-12 * scale);  // rounded
+        CHECK(fp32_error <= 1e-5 * scale);
         response.begin_symmetric(D.data());
         for (std::size_t first = 0; first < naux; first += block)
           response.add(first, std::min(block, naux - first), rows.data() + first * layout.size());

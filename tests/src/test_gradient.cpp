@@ -286,6 +286,7 @@ void check_df_against_psi4(const std::vector<std::string>& names) {
 struct Mp2Run {
   double e_scf = 0.0;
   Mp2Gradient mp2;
+  bool fp32_z_vector = false;  // the plan's
 };
 
 // A DF-MP2 gradient run's options (the energy-only runs take them too): RHF or UHF as the
@@ -302,19 +303,23 @@ RunOptions df_mp2_options(const std::string& basis, const std::string& df_basis,
   return options;
 }
 
-// The DF-MP2 gradient of `mol` (as df_mp2_options's arguments).
+// The DF-MP2 gradient of `mol` (as df_mp2_options's arguments); fp32: the options' default use of
+// fp32 (SCF and Z-vector), or none.
 Mp2Run df_mp2(const Molecule& mol, const std::string& basis, const std::string& df_basis, const std::string& jk_basis,
-              bool frozen_core, Reference reference = Reference::automatic) {
-  return after_scf(mol, df_mp2_options(basis, df_basis, jk_basis, frozen_core, reference),
+              bool frozen_core, Reference reference = Reference::automatic, bool fp32 = true) {
+  RunOptions options = df_mp2_options(basis, df_basis, jk_basis, frozen_core, reference);
+  if (!fp32) options.scf.fp32_until_gradient = 0.0;
+  return after_scf(mol, options,
                       [&](const Problem& problem, const RunPlan& plan, Integrals& integrals, const ScfSolution& scf,
                           const RunContext& context) {
                         const double z_convergence = context.options.scf.d_convergence_for(scf.orbitals.spin_count());
                         const Mp2GradientInput in{problem.obs, problem.aux,  *problem.jk_aux,     problem.pairs,
                                                   mol,         scf.orbitals, *plan.mp2_gradient, z_convergence,
                                                   context.progress};
-                        return Mp2Run{scf.e_scf, density_fitted_mp2_gradient(
-                                                     in, dynamic_cast<DensityFittedFock&>(*integrals.fock),
-                                                     context.budget, context.comm)};
+                        return Mp2Run{scf.e_scf,
+                                      density_fitted_mp2_gradient(in, dynamic_cast<DensityFittedFock&>(*integrals.fock),
+                                                                  context.budget, context.comm),
+                                      plan.mp2_gradient->fp32_z_vector};
                       });
 }
 
@@ -668,6 +673,21 @@ TEST_CASE("UHF DF-MP2 gradients are the central differences of dfmp2's UHF DF-MP
 }
 
 // UHF of a closed shell is RHF, spin by spin: every UHF term must reduce to its RHF counterpart.
+TEST_CASE("the Z-vector solved with fp32 inner iterations gives the all-fp64 gradient (water, frozen core)") {
+  const Libint2Session session;
+  const Molecule mol = distorted_water();
+  const Mp2Run mixed = df_mp2(mol, "cc-pvdz", "cc-pvdz-ri", "cc-pvdz-jkfit", true);
+  const Mp2Run fp64 = df_mp2(mol, "cc-pvdz", "cc-pvdz-ri", "cc-pvdz-jkfit", true, Reference::automatic, false);
+  REQUIRE(mixed.fp32_z_vector);
+  REQUIRE_FALSE(fp64.fp32_z_vector);
+  // Both to every residual element below 1e-10 (after_scf's d_convergence): a fifth of that apart.
+  const double apart = (mixed.mp2.gradient - fp64.mp2.gradient).cwiseAbs().maxCoeff();
+  std::printf("fp32 inner Z-vector iterations: %d iterations, the gradient %.2e from the fp64 one's (%d)\n",
+              mixed.mp2.cphf_iterations, apart, fp64.mp2.cphf_iterations);
+  CHECK(apart < 1e-10);
+  CHECK(mixed.e_scf + mixed.mp2.energy.total() == Approx(fp64.e_scf + fp64.mp2.energy.total()).margin(1e-10));
+}
+
 TEST_CASE("the UHF DF-MP2 gradient of a closed shell (--reference uhf) is the RHF one (water, frozen core)") {
   const Libint2Session session;
   const Molecule mol = distorted_water();
