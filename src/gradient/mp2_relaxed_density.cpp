@@ -399,6 +399,8 @@ Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const 
   out.energy_weighted = C * W * C.transpose();
   // The J/K builds of the Lagrangian and the Z-vector.
   out.work.flops_fp64 += jk.work().flops_fp64 - jk_before.flops_fp64;
+  out.work.flops_fp32 += jk.work().flops_fp32 - jk_before.flops_fp32;
+  out.occupied_products = response.release_occupied_products();
   return out;
 }
 

@@ -104,6 +104,9 @@ struct Mp2GradientDensities {
   Eigen::MatrixXd energy_weighted;  // W (AO, symmetric), the MP2 part only: −Σ W S^x in the gradient
   LargeArray<double> gamma;         // Γ_ia^P: row P, column i·nvir + a (i active)
   Eigen::MatrixXd metric;           // V_PQ
+  // The Z-vector's B^Q C_occ of the DF-SCF tensor's rows on this rank, each followed by C_occᵀ B^Q
+  // C_occ (OccupiedFockResponse::release_occupied_products), for the JK set's term.
+  LargeArray<double> occupied_products;
 };
 
 // RHF orbitals only (canonical), the lowest plan.sizes.nfrozen not correlated; plan.sizes must be

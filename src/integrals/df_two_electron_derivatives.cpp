@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <stdexcept>
 
 #include "kernels/block_packed.hpp"
 #include "src/integrals/density_fitting.hpp"
@@ -63,7 +64,7 @@ Eigen::MatrixXd density_fitted_two_electron_gradient(const libint2::BasisSet& ob
                                                      const Molecule& mol, const SeparableDensities& densities,
                                                      Communicator& comm,
                                                      const std::function<void(double done)>& progress,
-                                                     StageWork* work) {
+                                                     StageWork* work, const double* occupied_products) {
   const kernels::BlockPackedLayout& layout = pairs.layout;
   const auto nbf = static_cast<Eigen::Index>(obs.nbf()), naux = static_cast<Eigen::Index>(aux.nbf());
   const std::size_t stored = layout.size();
@@ -84,6 +85,8 @@ Eigen::MatrixXd density_fitted_two_electron_gradient(const libint2::BasisSet& ob
     cC.push_back(Eigen::MatrixXd::Zero(nbf * C.cols(), naux));
     AcC.emplace_back(nbf * C.cols(), naux);
   }
+  if (occupied_products != nullptr && densities.occupied.size() != 1)
+    throw std::logic_error("the occupied products are of one set of orbitals");
   factors.for_each_block([&](std::size_t first_row, std::size_t nrows, const double* rows) {
     const auto first = static_cast<Eigen::Index>(factors.q().begin + first_row);
     const auto count = static_cast<Eigen::Index>(nrows);
@@ -96,6 +99,12 @@ Eigen::MatrixXd density_fitted_two_electron_gradient(const libint2::BasisSet& ob
         const Eigen::Index Q = first + f;
         d_D(Q) = std::inner_product(row, row + stored, D_weights.begin(), 0.0);
         d_A(Q) = std::inner_product(row, row + stored, A_weights.begin(), 0.0);
+        if (occupied_products != nullptr) {
+          const Eigen::Index o = densities.occupied[0].cols();
+          const double* BC = occupied_products + static_cast<std::size_t>((first_row + f) * (nbf * o + o * o));
+          std::copy(BC, BC + nbf * o, cC[0].col(Q).data());
+          continue;
+        }
         kernels::unpack_symmetric(layout, row, square.data());
         for (std::size_t s = 0; s < densities.occupied.size(); ++s) {
           const Eigen::MatrixXd& C = densities.occupied[s];
@@ -139,8 +148,9 @@ Eigen::MatrixXd density_fitted_two_electron_gradient(const libint2::BasisSet& ob
   if (work != nullptr)
     for (const Eigen::MatrixXd& C : densities.occupied) {
       const double n = double(nbf), o = double(C.cols()), columns = n * o;
-      work->flops_fp64 += 2.0 * n * columns * double(factors.q().size()) + fit.flops(C.size()) +
-                          2.0 * n * columns * double(naux) + 2.0 * exchange_elements * columns;
+      const double made = occupied_products != nullptr ? 0.0 : 2.0 * n * columns * double(factors.q().size());
+      work->flops_fp64 += made + fit.flops(C.size()) + 2.0 * n * columns * double(naux) +
+                          2.0 * exchange_elements * columns;
       square_flops += 4.0 * n * columns;
     }
 

@@ -14,7 +14,9 @@
 // are collective: the ranks share the batches of auxiliary shells, and each returns the whole sum.
 // `progress`, when given, is told 0 when the derivative integrals start, then the share of this
 // rank's batches of them done. `work`, when given, gets this rank's flops of the densities' GEMMs
-// and libint2's time for the derivative integrals.
+// and libint2's time for the derivative integrals. `occupied_products`, when given (one set C_0):
+// B^Q C_0 of this rank's rows Q, each followed by C_0ᵀ B^Q C_0 (an OccupiedFockResponse's, made
+// with this C_0), taken instead of made again.
 #pragma once
 
 #include <functional>
@@ -46,7 +48,8 @@ Eigen::MatrixXd density_fitted_two_electron_gradient(const libint2::BasisSet& ob
                                                      const Molecule& mol, const SeparableDensities& densities,
                                                      Communicator& comm,
                                                      const std::function<void(double done)>& progress = {},
-                                                     StageWork* work = nullptr);
+                                                     StageWork* work = nullptr,
+                                                     const double* occupied_products = nullptr);
 
 // Σ_Pμν Γ^P_μν ∂(P|μν)/∂R_A for a Γ made one auxiliary function at a time as a dense symmetric
 // nbf × nbf square: gamma(P, square) writes Γ^P (called from several threads at once), in

@@ -93,6 +93,9 @@ class OccupiedFockResponse {
   Eigen::MatrixXd operator()(const Eigen::MatrixXd& L, kernels::Precision precision = kernels::Precision::fp64);
   // (4J − 2K)(D) C_o of a symmetric D (nbf × nbf), this rank's part likewise.
   Eigen::MatrixXd of_symmetric(const Eigen::MatrixXd& D);
+  // The kept B^Q C_o and C_oᵀ B^Q C_o, for other uses once the products are done (no product
+  // after): per row Q of this rank, nbf·nocc then nocc² doubles.
+  LargeArray<double> release_occupied_products() { return std::move(cache_); }
 
  private:
   // The begun product over every row of the store, counting its flops.
