@@ -43,9 +43,10 @@ RiGradientPhases gradient_phases(const Mp2GradientSizes& s, std::size_t batch_fu
 
 // P_ab's sum over the blocks is symmetric, but not each block's share: C += alpha Aᵀ B on C's upper
 // triangle only, by column blocks of kUpperColumns (about 60 % of the full product's flops for
-// P_ab here), the lower triangle left to be mirrored from the sum. Returns the flops.
+// P_ab here), the lower triangle left to be mirrored from the sum. upper_elements(n): the elements
+// of an n × n C those blocks cover, for the flops.
 constexpr Eigen::Index kUpperColumns = 64;
-double upper_elements(Eigen::Index n) {  // of C's column blocks
+double upper_elements(Eigen::Index n) {
   double elements = 0.0;
   for (Eigen::Index j0 = 0; j0 < n; j0 += kUpperColumns)
     elements += double(std::min(kUpperColumns, n - j0)) * double(std::min(j0 + kUpperColumns, n));
