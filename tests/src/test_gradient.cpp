@@ -163,6 +163,20 @@ double three_centre_sum(const libint2::BasisSet& aux, const libint2::BasisSet& o
   return sum;
 }
 
+// A Γ^P_μν for three_centre_gradient, row-major [P][μ][ν] and symmetric in μν: uniform in [−1, 1)
+// from std::rand seeded with `seed`, times scale(P).
+std::vector<double> random_three_centre_density(std::size_t naux, std::size_t nbf, unsigned seed,
+                                                const std::function<double(std::size_t P)>& scale) {
+  std::vector<double> gamma(naux * nbf * nbf);
+  std::srand(seed);
+  for (std::size_t P = 0; P < naux; ++P)
+    for (std::size_t m = 0; m < nbf; ++m)
+      for (std::size_t n = 0; n <= m; ++n)
+        gamma[(P * nbf + m) * nbf + n] = gamma[(P * nbf + n) * nbf + m] =
+            scale(P) * (2.0 * std::rand() / RAND_MAX - 1.0);
+  return gamma;
+}
+
 // Γ held whole, served in two batches of auxiliary shells as three_centre_gradient asks.
 ThreeCentreDensity served_whole(const libint2::BasisSet& aux, const libint2::BasisSet& obs,
                                 const std::vector<double>& gamma, std::vector<ShellRange>& loaded) {
@@ -419,13 +433,8 @@ TEST_CASE("metric and three-centre derivatives are the central differences of Σ
   check_agree(dJ, central_differences(mol, 1e-3, metric), 1e-8);
   check_no_net_force(dJ, 1e-10);
 
-  std::vector<double> gamma(naux * nbf * nbf);  // symmetric in μν
+  const std::vector<double> gamma = random_three_centre_density(naux, nbf, 4, [](std::size_t) { return 1.0; });
   const ShellPairs pairs = significant_shell_pairs(obs);
-  std::srand(4);
-  for (std::size_t P = 0; P < naux; ++P)
-    for (std::size_t m = 0; m < nbf; ++m)
-      for (std::size_t n = 0; n <= m; ++n)
-        gamma[(P * nbf + m) * nbf + n] = gamma[(P * nbf + n) * nbf + m] = 2.0 * std::rand() / RAND_MAX - 1.0;
   std::vector<ShellRange> loaded;
   const Eigen::MatrixXd dB = three_centre_gradient(aux, obs, pairs, ThreeCentreScreening(obs, pairs), mol,
                                                    served_whole(aux, obs, gamma, loaded));
@@ -486,13 +495,8 @@ TEST_CASE("three-centre derivatives: the screening's bound holds, and the triple
 
   // Γ spread over many decades by auxiliary function, so that the screening skips triples.
   const std::size_t nbf = obs.nbf(), naux = aux.nbf();
-  std::vector<double> gamma(naux * nbf * nbf);
-  std::srand(12);
-  for (std::size_t P = 0; P < naux; ++P)
-    for (std::size_t m = 0; m < nbf; ++m)
-      for (std::size_t n = 0; n <= m; ++n)
-        gamma[(P * nbf + m) * nbf + n] = gamma[(P * nbf + n) * nbf + m] =
-            std::pow(10.0, -16.0 * double(P) / double(naux)) * (2.0 * std::rand() / RAND_MAX - 1.0);
+  const std::vector<double> gamma = random_three_centre_density(
+      naux, nbf, 12, [naux](std::size_t P) { return std::pow(10.0, -16.0 * double(P) / double(naux)); });
   std::vector<ShellRange> loaded;
   const ShellPairs pairs = significant_shell_pairs(obs);
   const Eigen::MatrixXd all = three_centre_gradient(aux, obs, pairs, ThreeCentreScreening(obs, pairs, 0.0), mol,
