@@ -61,12 +61,16 @@ struct Range {
 Range share_of(std::size_t count, int rank, int size);
 
 // Items rank, rank + size, rank + 2·size, … of `items`: a share of work items of uneven cost
-// (batches of shells) that evens out better than a contiguous one.
+// (batches of shells) that evens out better than a contiguous one. round_robin_owner: the rank
+// whose share holds item i.
+inline int round_robin_owner(std::size_t item, int size) {
+  return static_cast<int>(item % static_cast<std::size_t>(size));
+}
 template <typename Item>
 std::vector<Item> round_robin_share(const std::vector<Item>& items, int rank, int size) {
   std::vector<Item> mine;
-  for (std::size_t i = static_cast<std::size_t>(rank); i < items.size(); i += static_cast<std::size_t>(size))
-    mine.push_back(items[i]);
+  for (std::size_t i = 0; i < items.size(); ++i)
+    if (round_robin_owner(i, size) == rank) mine.push_back(items[i]);
   return mine;
 }
 

@@ -50,6 +50,12 @@ void RowStore::read(std::size_t row, std::size_t nrows, std::size_t col, std::si
   }
 }
 
+const double* RowStore::row(std::size_t r, double* buffer) const {
+  if (r < ram_rows_) return ram_.data() + r * cols_;
+  read(r, 1, buffer);
+  return buffer;
+}
+
 void RowStore::for_each_block(std::span<double> buffer, std::span<double> next_buffer, const Visit& visit) const {
   if (ram_rows_ > 0) visit(0, ram_rows_, ram_.data());
   if (disk_rows() == 0) return;
@@ -69,6 +75,29 @@ void RowStore::for_each_block(std::span<double> buffer, std::span<double> next_b
     visit(first, std::min(block, rows_ - first), current);
     std::swap(current, next);
   }
+}
+
+void broadcast_rows(RowStore& store, std::size_t first, std::size_t count, int owner, std::span<double> buffer,
+                    Communicator& comm) {
+  if (comm.size() == 1) return;
+  const std::size_t cols = store.cols(), end = first + count, in_ram_end = std::min(end, store.ram_rows());
+  if (first < in_ram_end) comm.broadcast(store.ram() + first * cols, (in_ram_end - first) * cols, owner);
+  const std::size_t per_piece = buffer.size() / std::max<std::size_t>(cols, 1);
+  if (per_piece == 0 && in_ram_end < end) throw std::logic_error("broadcast_rows: the buffer must hold a row");
+  for (std::size_t row = std::max(first, store.ram_rows()); row < end; row += per_piece) {
+    const std::size_t rows = std::min(per_piece, end - row);
+    if (comm.rank() == owner) store.read(row, rows, buffer.data());
+    comm.broadcast(buffer.data(), rows * cols, owner);
+    if (comm.rank() != owner) store.write(row, rows, 0, cols, buffer.data(), cols);
+  }
+}
+
+void broadcast_columns(RowStore& store, std::size_t first, std::size_t count, int owner, double* buffer,
+                       Communicator& comm) {
+  if (comm.size() == 1) return;
+  if (comm.rank() == owner) store.read(0, store.rows(), first, count, buffer, count);
+  comm.broadcast(buffer, store.rows() * count, owner);
+  if (comm.rank() != owner) store.write(0, store.rows(), first, count, buffer, count);
 }
 
 }  // namespace dfmp2

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "src/common/memory.hpp"
+#include "src/common/parallel.hpp"
 #include "src/common/scratch.hpp"
 
 namespace dfmp2 {
@@ -37,6 +38,9 @@ class RowStore {
   void read(std::size_t row, std::size_t nrows, double* out) const;
   // Rows [row, row + nrows) × columns [col, col + ncols) into `out` (row-major, leading dimension ld).
   void read(std::size_t row, std::size_t nrows, std::size_t col, std::size_t ncols, double* out, std::size_t ld) const;
+  // Row r: where it is in memory, else read into `buffer` (cols() elements). Safe from several
+  // threads at once.
+  const double* row(std::size_t r, double* buffer) const;
 
   using Visit = std::function<void(std::size_t first_row, std::size_t nrows, const double* rows)>;
   // Every row in order: the rows in memory as one block where they are, then the file's in blocks
@@ -49,5 +53,15 @@ class RowStore {
   LargeArray<double> ram_;
   std::unique_ptr<ScratchFile> file_;
 };
+
+// Rows [first, first + count) of `store`, written on rank `owner`, copied into every other rank's
+// store (each rank holds all rows in its own): in place where they are in memory, through
+// `buffer` (at least one row) where they are on disk. Collective; every rank's store must have
+// the same rows in memory and the same buffer.
+void broadcast_rows(RowStore& store, std::size_t first, std::size_t count, int owner, std::span<double> buffer,
+                    Communicator& comm);
+// Columns [first, first + count) of every row, likewise, through `buffer` (rows() × count). Collective.
+void broadcast_columns(RowStore& store, std::size_t first, std::size_t count, int owner, double* buffer,
+                       Communicator& comm);
 
 }  // namespace dfmp2

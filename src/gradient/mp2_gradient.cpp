@@ -1,5 +1,6 @@
 #include "src/gradient/mp2_gradient.hpp"
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -13,10 +14,10 @@
 namespace dfmp2 {
 namespace {
 
-// One spin's Γ_ia^P (RHF: the one set's) with the orbitals its rows and columns are of: row P,
-// column i·nvir + a.
+// One spin's Γ_ia^P (RHF: the one set's) with the orbitals its rows and columns are of: row(P,
+// buffer) is row P, column i·nvir + a, where it is in memory or read into buffer (o·v elements).
 struct GammaSpin {
-  const double* gamma;
+  std::function<const double*(Eigen::Index P, double* buffer)> row;
   Eigen::MatrixXd C_active, C_virtual;
 };
 
@@ -53,7 +54,8 @@ Mp2Gradient contract(const Mp2GradientInput& in, const Mp2Densities& mp2, Densit
     out.setZero();
     for (const GammaSpin& spin : mp2.gamma) {
       const auto o = spin.C_active.cols(), v = spin.C_virtual.cols();
-      const Eigen::Map<const RowMajorMatrix> gamma_P(spin.gamma + P * o * v, o, v);
+      std::vector<double> buffer(static_cast<std::size_t>(o * v));
+      const Eigen::Map<const RowMajorMatrix> gamma_P(spin.row(P, buffer.data()), o, v);
       const Eigen::MatrixXd half = spin.C_active * (gamma_P * spin.C_virtual.transpose());
       out += 0.5 * mp2.gamma_factor * (half + half.transpose());
     }
@@ -81,11 +83,11 @@ Mp2Gradient contract(const Mp2GradientInput& in, const Mp2Densities& mp2, Densit
   return out;
 }
 
-// The active and virtual columns of one spin's (RHF: the one set's) orbitals.
-GammaSpin gamma_spin(const double* gamma, const SpinOrbitals& orbitals, std::size_t nfrozen) {
+// One spin's (RHF: the one set's) Γ and the active and virtual columns of its orbitals.
+GammaSpin gamma_spin(const RowStore& gamma, const SpinOrbitals& orbitals, std::size_t nfrozen) {
   const auto nfz = static_cast<Eigen::Index>(nfrozen);
-  return {gamma, orbitals.C.middleCols(nfz, orbitals.nocc - nfz),
-          orbitals.C.rightCols(orbitals.C.cols() - orbitals.nocc)};
+  return {[&gamma](Eigen::Index P, double* buffer) { return gamma.row(static_cast<std::size_t>(P), buffer); },
+          orbitals.C.middleCols(nfz, orbitals.nocc - nfz), orbitals.C.rightCols(orbitals.C.cols() - orbitals.nocc)};
 }
 
 }  // namespace
@@ -101,8 +103,8 @@ Mp2Gradient density_fitted_mp2_gradient(const Mp2GradientInput& in, DensityFitte
     out = contract(in, {mp2.relaxed[0] + mp2.relaxed[1],
                         {mp2.relaxed[0], mp2.relaxed[1]},
                         mp2.energy_weighted,
-                        {gamma_spin(mp2.gamma[0].data(), in.orbitals, nfrozen),
-                         gamma_spin(mp2.gamma[1].data(), *in.orbitals.beta, nfrozen)},
+                        {gamma_spin(mp2.gamma[0], in.orbitals, nfrozen),
+                         gamma_spin(mp2.gamma[1], *in.orbitals.beta, nfrozen)},
                         2.0,
                         -mp2.metric},
                    jk, comm);
@@ -111,12 +113,12 @@ Mp2Gradient density_fitted_mp2_gradient(const Mp2GradientInput& in, DensityFitte
     out.work += mp2.work;
   } else {
     const Mp2GradientDensities mp2 =
-        mp2_gradient_densities(in.obs, in.ri_aux, in.pairs, jk, in.orbitals, in.plan, budget, comm,
+        mp2_gradient_densities(in.obs, in.ri_aux, in.pairs, jk, in.orbitals, in.plan, budget, in.scratch, comm,
                                in.z_convergence, in.progress);
     out = contract(in, {mp2.relaxed,
                         {mp2.relaxed},
                         mp2.energy_weighted,
-                        {gamma_spin(mp2.gamma.data(), in.orbitals, nfrozen)},
+                        {gamma_spin(mp2.gamma, in.orbitals, nfrozen)},
                         4.0,
                         -2.0 * mp2.metric},
                    jk, comm, mp2.occupied_products.data());

@@ -26,6 +26,7 @@ struct Mp2GradientInput {
   const Molecule& mol;
   const Orbitals& orbitals;         // converged canonical RHF or UHF
   const Mp2GradientPlan& plan;      // plan_mp2_gradient's or plan_ump2_gradient's for them
+  const ScratchDirectory* scratch;  // for what the plan puts on disk
   // The Z-vector's largest residual element: the SCF's d_convergence, since the orbitals the
   // gradient differentiates are no more exact than that.
   double z_convergence;

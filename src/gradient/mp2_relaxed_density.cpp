@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <span>
 #include <stdexcept>
+#include <vector>
 
 #include "src/common/errors.hpp"
 #include "src/gradient/ri_passes.hpp"
@@ -13,20 +15,42 @@ namespace {
 
 using RowMajorMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
-// What the densities hold in the passes over the RI batches (the first holds (P|ia), the second
+// Each of the two buffers B_ia^P's `disk_rows` rows on disk are read into, elements: a whole number
+// of rows, a quarter of them but at most about kReadBufferBytes (a block's rows are the inner
+// dimension of the GEMMs of I that read it), and at least the fit's one column of every row P.
+std::size_t read_buffer_elements(const Mp2GradientSizes& s, std::size_t disk_rows) {
+  constexpr std::size_t kReadBufferBytes = std::size_t(128) << 20;
+  const std::size_t row = std::max<std::size_t>(s.ov(), 1);
+  const std::size_t rows = std::clamp<std::size_t>(disk_rows / 4, 1, kReadBufferBytes / (sizeof(double) * row));
+  return std::max(rows * row, s.naux);
+}
+
+// What the densities hold in the passes over the RI batches (the first holds B_ia^P, the second
 // Γ_ia^P: the same size), in the loop over the amplitudes (p.amplitude_orbitals k at a time) and in
 // the Z-vector, with the plan p's choices (its other fields are not read).
 RiGradientPhases gradient_phases(const Mp2GradientSizes& s, std::size_t batch_functions, const Mp2GradientPlan& p) {
-  const std::size_t three_index = MemoryBudget::double_array_bytes(s.naux * s.ov());
+  const std::size_t disk_rows = s.naux - p.ram_rows;
+  const std::size_t in_ram = MemoryBudget::double_array_bytes(p.ram_rows * s.ov()),
+                    on_disk = sizeof(double) * disk_rows * s.ov();
   const std::size_t block = p.amplitude_orbitals;
   RiGradientPhases ph;
-  ph.pass = ri_pass_plan(s, batch_functions, {{"(P|ia), then Γ_ia^P", three_index}}, p.keeps_ri_integrals);
+  ph.pass = ri_pass_plan(s, batch_functions, {{"B_ia^P, then Γ_ia^P", in_ram}}, p.keeps_ri_integrals);
+  ph.pass.disk("B_ia^P's other rows, then Γ_ia^P's", on_disk);
   ph.amplitudes.ram("the RI metric, its fit and V_PQ", ri_fit_bytes(s.naux));
   if (p.keeps_ri_integrals)
     ph.amplitudes.ram(kKeptRiIntegrals, MemoryBudget::double_array_bytes(s.ao_batch(s.naux)));
-  ph.amplitudes.ram("(P|ia)", three_index);
-  ph.amplitudes.ram("c_ia^P = J⁻¹ (P|ia)", three_index);
-  ph.amplitudes.ram("Γ_ia^P", three_index);
+  ph.amplitudes.ram("B_ia^P = M (P|ia)", in_ram);
+  ph.amplitudes.ram("Γ_ia^P", in_ram);
+  if (disk_rows > 0) {
+    ph.amplitudes.ram("the buffers B_ia^P's rows on disk are read into",
+                      MemoryBudget::double_array_bytes(2 * read_buffer_elements(s, disk_rows)));
+    ph.amplitudes.disk("B_ia^P's other rows", on_disk);
+    ph.amplitudes.disk("Γ_ia^P's other rows", on_disk);
+    ph.amplitudes.read_bytes = 2 * on_disk;
+    ph.amplitudes.read_per = "block of occupied orbitals k";
+  }
+  ph.amplitudes.ram("a block of occupied orbitals' B_kb^P and Γ_kb^P",
+                    MemoryBudget::double_array_bytes(2 * s.naux * block * s.nvir()));
   ph.amplitudes.ram("a block of occupied orbitals' t and T",
                     2 * MemoryBudget::double_array_bytes(s.amplitude_block(block)));
   if (p.keeps_integrals)
@@ -35,10 +59,20 @@ RiGradientPhases gradient_phases(const Mp2GradientSizes& s, std::size_t batch_fu
   else
     ph.amplitudes.ram("a block of occupied orbitals' I", MemoryBudget::double_array_bytes(s.amplitude_block(block)));
   ph.z_vector.ram("the RI metric, its fit and V_PQ", ri_fit_bytes(s.naux));
-  ph.z_vector.ram("Γ_ia^P", three_index);
+  ph.z_vector.ram("Γ_ia^P", in_ram);
+  ph.z_vector.disk("Γ_ia^P's other rows", on_disk);
   ph.z_vector.ram("the Z-vector's B^Q C_o, C_oᵀ B^Q C_o and buffers",
                   OccupiedFockResponse::bytes(s.nbf, s.nocc, s.jk_rows, p.fp32_z_vector));
   return ph;
+}
+
+// out = product on the first block of rows, out += product on the later ones.
+template <typename Out, typename Product>
+void assign_or_add(Out&& out, const Product& product, bool assign) {
+  if (assign)
+    out.noalias() = product;
+  else
+    out.noalias() += product;
 }
 
 // P_ab's sum over the blocks is symmetric, but not each block's share: C += alpha Aᵀ B on C's upper
@@ -63,33 +97,38 @@ void add_upper_product(Eigen::MatrixXd& C, double alpha, const Matrix& A, const 
 struct Amplitudes {
   double e_mp2 = 0.0, e_os = 0.0;  // E_os = Σ t·I, E_ss = E − E_os
   Eigen::MatrixXd P_act, P_vir;  // unrelaxed P_ij, P_ab
+  Eigen::MatrixXd V;             // V_PQ
 };
 
-// E_MP2, P_ij, P_ab and Γ_ia^P (written here) from (P|ia) and c_ia^P (row-major [P][i·v + a]),
-// `block` occupied orbitals k at a time: I_ia,kb = Σ_P (P|ia) c_kb^P by one GEMM, then t_ik^ab and
-// T_ik^ab, each row-major [i][a][k][b]. A block of k's, not one, gives the GEMMs of I and Γ
-// (whose other dimensions are o·v and naux) k·v columns and reads (P|ia) and Γ once per block.
-// keeps_integrals (one rank): block kb's GEMMs make only its rows i of blocks ib ≥ kb, each block
-// pair (kb, ib) into a slot of an array that keeps it until block ib has read its rows i of block
-// kb there, transposed (I_ia,kb = I_kb,ia); at most (kb + 1)(m − kb) pairs of the m blocks are kept
-// at once. Otherwise the ranks share the blocks, each block makes all its rows into one reused
-// array, and the ranks sum what they make. Each adds its GEMMs' flops to `work`.
+// E_MP2, P_ij, P_ab, V_PQ and Γ_ia^P (written here) from B_ia^P = Σ_Q M_PQ (Q|ia) (rows P, columns
+// i·v + a; Mᵀ M = J⁻¹ is `fit`'s), `block` occupied orbitals k at a time: I_ia,kb = Σ_P B_ia^P
+// B_kb^P, then t_ik^ab and T_ik^ab, each row-major [i][a][k][b], then Γ_kb^P = Σ_Q M_QP Σ_ia
+// B_ia^Q T_ia,kb (T_ia,kb = T_kb,ia) for the block's columns. Each reads B's rows in blocks, twice:
+// for I, then for Γ. A block of k's, not one, gives the GEMMs of I and Γ (whose other dimensions
+// are o·v and naux) k·v columns. V_PQ = Σ_ia c_ia^P Γ_ia^Q with c = Mᵀ B is Mᵀ (Σ_kb B_kb Γ'_kbᵀ) M,
+// Γ' before Mᵀ. keeps_integrals (one rank): block kb's GEMMs make only its rows i of blocks ib ≥
+// kb, each block pair (kb, ib) into a slot of an array that keeps it until block ib has read its
+// rows i of block kb there, transposed (I_ia,kb = I_kb,ia); at most (kb + 1)(m − kb) pairs of the
+// m blocks are kept at once. Otherwise the ranks share the blocks, each block makes all its rows
+// into one reused array, and each rank sends the others its blocks' Γ. Each adds its GEMMs' flops
+// to `work`.
 Amplitudes amplitudes_by_occupied(const Mp2GradientSizes& s, std::size_t block, bool keeps_integrals,
-                                  const Eigen::VectorXd& eps, const double* raw, const double* c, double* gamma,
+                                  const Eigen::VectorXd& eps, const CoulombFitting& fit, const RowStore& B,
+                                  RowStore& gamma, std::span<double> buffer, std::span<double> next_buffer,
                                   MemoryBudget& budget, Communicator& comm, Progress& progress, StageWork& work) {
   const auto o = static_cast<Eigen::Index>(s.active()), v = static_cast<Eigen::Index>(s.nvir()),
              ov = static_cast<Eigen::Index>(s.ov()), naux = static_cast<Eigen::Index>(s.naux),
              nfz = static_cast<Eigen::Index>(s.nfrozen), nocc = static_cast<Eigen::Index>(s.nocc);
   if (keeps_integrals && comm.size() > 1) throw std::logic_error("I_ia,kb is kept on one rank only");
-  const Eigen::Map<const RowMajorMatrix> raw_rows(raw, naux, ov), c_rows(c, naux, ov);
-  Eigen::Map<RowMajorMatrix> gamma_rows(gamma, naux, ov);
-  gamma_rows.setZero();
   LargeArray<double> integrals =
       keeps_integrals ? budget.allocate<double>(s.kept_integrals(block), "I_ia,kb of the block pairs still to be read")
                       : budget.allocate<double>(s.amplitude_block(block), "a block of orbitals' I_ia,kb");
   LargeArray<double> t_block = budget.allocate<double>(s.amplitude_block(block), "a block of orbitals' t_ik^ab");
   LargeArray<double> T_block = budget.allocate<double>(s.amplitude_block(block), "a block of orbitals' T_ik^ab");
-  Amplitudes out{0.0, 0.0, Eigen::MatrixXd::Zero(o, o), Eigen::MatrixXd::Zero(v, v)};
+  LargeArray<double> factors =
+      budget.allocate<double>(2 * s.naux * block * s.nvir(), "a block of orbitals' B_kb^P and Γ_kb^P");
+  Amplitudes out{0.0, 0.0, Eigen::MatrixXd::Zero(o, o), Eigen::MatrixXd::Zero(v, v), {}};
+  RowMajorMatrix V_inner = RowMajorMatrix::Zero(naux, naux);  // Σ_kb B_kb Γ'_kbᵀ
   const auto step = static_cast<Eigen::Index>(block);
   const Eigen::Index first = step * comm.rank(), stride = step * comm.size(), blocks = (o + step - 1) / step;
   // The kept slots, (step·v)² elements each: which holds block pair (kb, ib), and which are free.
@@ -106,30 +145,41 @@ Amplitudes amplitudes_by_occupied(const Mp2GradientSizes& s, std::size_t block, 
                                    : integrals.data() + ib * step * v * width(kb);
     return Eigen::Map<RowMajorMatrix>(rows, width(ib), width(kb));
   };
-  // A block's GEMMs: I, 2 (o − from)·v·kv·naux; Γ, 2 ov·kv·naux; P_ij, 2 o²·v·kv; P_ab, 2 v²·ov·nk.
-  // Progress counts them: with I kept, the later blocks make fewer rows.
+  // A block's GEMMs: I, 2 (o − from)·v·kv·naux; Γ, 2 ov·kv·naux; V, 2 naux²·kv; P_ij, 2 o²·v·kv;
+  // P_ab, 2 v²·ov·nk; and Mᵀ on Γ. Progress counts them: with I kept, the later blocks make fewer
+  // rows.
   const auto first_row = [&](Eigen::Index k0) { return keeps_integrals ? k0 : Eigen::Index{0}; };
   const double P_vir_elements = upper_elements(v);
   const auto block_flops = [&](Eigen::Index k0) {
     const double nk = double(std::min(step, o - k0)), kv = nk * double(v);
-    return 2.0 * kv * (double((o - first_row(k0)) * v) * double(naux) + double(ov) * double(naux + o)) +
-           2.0 * nk * double(ov) * P_vir_elements;
+    return 2.0 * kv * (double((o - first_row(k0)) * v) * double(naux) + double(ov) * double(naux + o) +
+                       double(naux) * double(naux)) +
+           2.0 * nk * double(ov) * P_vir_elements + fit.flops(static_cast<std::size_t>(kv));
   };
   double my_flops = 0.0, done_flops = 0.0;
   for (Eigen::Index k0 = first; k0 < o; k0 += stride) my_flops += block_flops(k0);
   for (Eigen::Index k0 = first; k0 < o; k0 += stride) {
     const Eigen::Index nk = std::min(step, o - k0), kv = nk * v, kb = k0 / step;
     Eigen::Map<RowMajorMatrix> t(t_block.data(), ov, kv), T(T_block.data(), ov, kv);
-    const auto c_k = c_rows.middleCols(k0 * v, kv);
-    if (keeps_integrals) {
+    Eigen::Map<RowMajorMatrix> B_k(factors.data(), naux, kv), gamma_k(factors.data() + naux * kv, naux, kv);
+    B.read(0, s.naux, static_cast<std::size_t>(k0 * v), static_cast<std::size_t>(kv), B_k.data(),
+           static_cast<std::size_t>(kv));
+    if (keeps_integrals)
       for (Eigen::Index ib = kb; ib < blocks; ++ib) {
         slot_of[static_cast<std::size_t>(kb * blocks + ib)] = free_slots.back();
         free_slots.pop_back();
-        integrals_of(kb, ib).noalias() = raw_rows.middleCols(ib * step * v, width(ib)).transpose() * c_k;
       }
-    } else {
-      Eigen::Map<RowMajorMatrix>(integrals.data(), ov, kv).noalias() = raw_rows.transpose() * c_k;
-    }
+    B.for_each_block(buffer, next_buffer, [&](std::size_t first_P, std::size_t count, const double* rows) {
+      const Eigen::Map<const RowMajorMatrix> B_rows(rows, static_cast<Eigen::Index>(count), ov);
+      const auto B_k_rows = B_k.middleRows(static_cast<Eigen::Index>(first_P), static_cast<Eigen::Index>(count));
+      if (keeps_integrals)
+        for (Eigen::Index ib = kb; ib < blocks; ++ib)
+          assign_or_add(integrals_of(kb, ib), B_rows.middleCols(ib * step * v, width(ib)).transpose() * B_k_rows,
+                        first_P == 0);
+      else
+        assign_or_add(Eigen::Map<RowMajorMatrix>(integrals.data(), ov, kv), B_rows.transpose() * B_k_rows,
+                      first_P == 0);
+    });
     // t_ik, T_ik and their energies from I_ik: this block's rows, or, for i before them, an
     // earlier block's (rows k·v + b, columns i·v + a).
     const auto amplitudes_of = [&](Eigen::Index i, Eigen::Index k, const auto& I_ik, double& e, double& e_os) {
@@ -164,7 +214,15 @@ Amplitudes amplitudes_by_occupied(const Mp2GradientSizes& s, std::size_t block, 
     // t_ki^ac): rows [i][c][k] of [b], one product's upper triangle.
     const Eigen::Map<const RowMajorMatrix> t_by_b(t_block.data(), ov * nk, v), T_by_b(T_block.data(), ov * nk, v);
     add_upper_product(out.P_vir, 2.0, t_by_b, T_by_b);
-    gamma_rows.noalias() += c_k * T.transpose();  // Γ_ia^P += Σ_kb T_ik^ab c_kb^P
+    // Γ'_kb^P = Σ_ia B_ia^P T_ia,kb, then V's inner sum, then Γ_kb = Mᵀ Γ'_kb.
+    B.for_each_block(buffer, next_buffer, [&](std::size_t first_P, std::size_t count, const double* rows) {
+      gamma_k.middleRows(static_cast<Eigen::Index>(first_P), static_cast<Eigen::Index>(count)).noalias() =
+          Eigen::Map<const RowMajorMatrix>(rows, static_cast<Eigen::Index>(count), ov) * T;
+    });
+    V_inner.noalias() += B_k * gamma_k.transpose();
+    fit.apply_transpose(gamma_k.data(), static_cast<std::size_t>(kv));
+    gamma.write(0, s.naux, static_cast<std::size_t>(k0 * v), static_cast<std::size_t>(kv), gamma_k.data(),
+                static_cast<std::size_t>(kv));
     work.flops_fp64 += block_flops(k0);
     done_flops += block_flops(k0);
     progress.fraction(done_flops / my_flops);
@@ -174,8 +232,33 @@ Amplitudes amplitudes_by_occupied(const Mp2GradientSizes& s, std::size_t block, 
   comm.allreduce_sum(out.P_act.data(), static_cast<std::size_t>(out.P_act.size()));
   comm.allreduce_sum(out.P_vir.data(), static_cast<std::size_t>(out.P_vir.size()));
   out.P_vir.triangularView<Eigen::StrictlyLower>() = out.P_vir.transpose();
-  comm.allreduce_sum(gamma, s.naux * s.ov());
+  for (Eigen::Index kb = 0; kb < blocks; ++kb)  // each block's Γ from the rank that made it
+    broadcast_columns(gamma, static_cast<std::size_t>(kb * step * v), static_cast<std::size_t>(width(kb)),
+                      round_robin_owner(static_cast<std::size_t>(kb), comm.size()), factors.data(), comm);
+  // V = Mᵀ V_inner M, symmetrised: Mᵀ on V_inner's rows, then on its product's transpose's.
+  comm.allreduce_sum(V_inner.data(), static_cast<std::size_t>(V_inner.size()));
+  fit.apply_transpose(V_inner.data(), s.naux);
+  RowMajorMatrix V_transposed = V_inner.transpose();
+  fit.apply_transpose(V_transposed.data(), s.naux);
+  out.V = 0.5 * (V_transposed + V_transposed.transpose());
+  work.flops_fp64 += 2.0 * fit.flops(s.naux);
   return out;
+}
+
+// B = M (P|ia) in place: at once when every row is in memory, else by blocks of columns of every
+// row P, as wide as `buffer` holds.
+void fit_in_place(const CoulombFitting& fit, RowStore& B, std::span<double> buffer) {
+  if (B.disk_rows() == 0) {
+    fit.apply(B.ram(), B.cols());
+    return;
+  }
+  const std::size_t width = buffer.size() / B.rows();
+  for (std::size_t first = 0; first < B.cols(); first += width) {
+    const std::size_t count = std::min(width, B.cols() - first);
+    B.read(0, B.rows(), first, count, buffer.data(), count);
+    fit.apply(buffer.data(), count);
+    B.write(0, B.rows(), first, count, buffer.data(), count);
+  }
 }
 
 struct ZVector {
@@ -271,16 +354,36 @@ Mp2GradientPlan plan_mp2_gradient(const libint2::BasisSet& ri_aux, const Mp2Grad
                                   std::size_t ram_bytes, int ranks, bool fp32_z_vector) {
   Mp2GradientPlan p;
   p.sizes = sizes;
+  p.ram_rows = sizes.naux;
   std::size_t largest_shell = 1;
   for (const libint2::Shell& shell : ri_aux) largest_shell = std::max(largest_shell, shell.size());
   // About kBlockColumns columns k·b in the amplitude block's GEMMs run them at full rate; and
   // every rank should have a block.
   constexpr std::size_t kBlockColumns = 1024;
   const std::size_t active = std::max<std::size_t>(sizes.active(), 1);
-  p.amplitude_orbitals = std::min(share_of(active, 0, ranks).size(),
-                                  (kBlockColumns + sizes.nvir() - 1) / std::max<std::size_t>(sizes.nvir(), 1));
-  while (p.amplitude_orbitals > 1 && gradient_phases(sizes, largest_shell, p).amplitudes.ram_bytes() > ram_bytes)
-    --p.amplitude_orbitals;
+  const std::size_t full_rate = std::min(share_of(active, 0, ranks).size(),
+                                         (kBlockColumns + sizes.nvir() - 1) / std::max<std::size_t>(sizes.nvir(), 1));
+  const auto amplitude_orbitals_that_fit = [&] {
+    p.amplitude_orbitals = full_rate;
+    while (p.amplitude_orbitals > 1 && gradient_phases(sizes, largest_shell, p).amplitudes.ram_bytes() > ram_bytes)
+      --p.amplitude_orbitals;
+  };
+  amplitude_orbitals_that_fit();
+  if (gradient_phases(sizes, largest_shell, p).amplitudes.ram_bytes() > ram_bytes) {
+    // Out of core: the amplitude blocks with every row of B and Γ on disk, then as many rows in
+    // memory as fit beside them (the phases grow with the rows).
+    p.ram_rows = 0;
+    amplitude_orbitals_that_fit();
+    std::size_t lowest = 0, highest = sizes.naux;  // the most rows that fit are in [lowest, highest]
+    while (lowest < highest) {
+      p.ram_rows = (lowest + highest + 1) / 2;
+      if (gradient_phases(sizes, largest_shell, p).peak().ram_bytes() <= ram_bytes)
+        lowest = p.ram_rows;
+      else
+        highest = p.ram_rows - 1;
+    }
+    p.ram_rows = lowest;
+  }
   // Then, each in the room the ones before leave: the kept I (it saves the most), the RI integrals
   // between the passes, the Z-vector's fp32 copies.
   const auto fits_with = [&](bool Mp2GradientPlan::*choice, bool whole_peak) {
@@ -300,8 +403,9 @@ Mp2GradientPlan plan_mp2_gradient(const libint2::BasisSet& ri_aux, const Mp2Grad
 
 Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const libint2::BasisSet& ri_aux,
                                             const ShellPairs& pairs, DensityFittedFock& jk, const Orbitals& orbitals,
-                                            const Mp2GradientPlan& plan, MemoryBudget& budget, Communicator& comm,
-                                            double z_convergence, Progress& progress) {
+                                            const Mp2GradientPlan& plan, MemoryBudget& budget,
+                                            const ScratchDirectory* scratch, Communicator& comm, double z_convergence,
+                                            Progress& progress) {
   const Eigen::MatrixXd& C = orbitals.C;
   const Eigen::VectorXd& eps = orbitals.eps;
   // The plan's sizes with the orbitals' nmo: linear dependencies can only have removed virtuals,
@@ -314,7 +418,6 @@ Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const 
   s.nmo = static_cast<std::size_t>(C.cols());
   const Eigen::Index nmo = C.cols(), nocc = orbitals.nocc, nfz = static_cast<Eigen::Index>(s.nfrozen), o = nocc - nfz,
                      v = nmo - nocc, ov = o * v, m = nmo - nfz;
-  const auto naux = static_cast<Eigen::Index>(ri_aux.nbf());
   const Eigen::MatrixXd C_occ = C.leftCols(nocc), C_vir = C.rightCols(v);
 
   Mp2GradientDensities out;
@@ -327,30 +430,40 @@ Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const 
   const RiPasses passes{obs, ri_aux, pairs, metric, s, plan.batch_functions, budget, comm,
                         [&progress](double done) { progress.fraction(done); },
                         plan.keeps_ri_integrals ? &kept : nullptr};
-  // (P|ia) and c_ia^P = Σ_Q [J⁻¹]_PQ (Q|ia), row-major [P][i·v + a].
-  LargeArray<double> raw = budget.allocate<double>(s.naux * s.ov(), "(P|ia)");
-  if (comm.size() > 1) std::fill(raw.begin(), raw.end(), 0.0);  // other ranks' rows, for the sum
+  // (P|ia), then B_ia^P = Σ_Q M_PQ (Q|ia) in its place, row-major [P][i·v + a].
+  RowStore B(s.naux, s.ov(), plan.ram_rows, budget, scratch, "B_ia^P = M (P|ia)");
   progress.begin("MP2 gradient: (P|ia) (batches of RI shells)");
+  RowMajorMatrix row(o, v);
   passes.for_each_function({{C.middleCols(nfz, o), C_vir}},
-                           [&](std::size_t, Eigen::Index P, const Eigen::Map<const Eigen::MatrixXd>& B) {
-                             Eigen::Map<RowMajorMatrix>(raw.data() + P * ov, o, v) = B;
+                           [&](std::size_t, Eigen::Index P, const Eigen::Map<const Eigen::MatrixXd>& ia) {
+                             row = ia;
+                             B.write(static_cast<std::size_t>(P), 1, 0, s.ov(), row.data(), s.ov());
                            },
                            out.work);
-  comm.allreduce_sum(raw.data(), raw.size());
-  out.gamma = budget.allocate<double>(s.naux * s.ov(), "Γ_ia^P");
+  out.gamma = RowStore(s.naux, s.ov(), plan.ram_rows, budget, scratch, "Γ_ia^P");
   Amplitudes mp2;
   {
-    LargeArray<double> c = budget.allocate<double>(s.naux * s.ov(), "c_ia^P = J⁻¹ (P|ia)");
-    std::copy(raw.begin(), raw.end(), c.begin());
+    LargeArray<double> buffers =
+        B.disk_rows() > 0
+            ? budget.allocate<double>(2 * read_buffer_elements(s, B.disk_rows()),
+                                      "the buffers B_ia^P's rows on disk are read into")
+            : LargeArray<double>();
+    const std::span<double> both(buffers.data(), buffers.size());
+    // Every rank holds all of (P|ia): each batch's rows from the rank that made them.
+    const std::vector<ShellRange> batches = passes.batches();
+    for (std::size_t b = 0; b < batches.size(); ++b)
+      broadcast_rows(B, first_function(ri_aux, batches[b].first), function_count(ri_aux, batches[b]),
+                     round_robin_owner(b, comm.size()), both, comm);
     const CoulombFitting fit(metric);
-    fit.apply_inverse(c.data(), s.ov());
-    out.work.flops_fp64 += 2.0 * fit.flops(s.ov());  // J⁻¹: the fit and its transpose
+    fit_in_place(fit, B, both);
+    out.work.flops_fp64 += fit.flops(s.ov());
     progress.begin("MP2 gradient: amplitudes, P and Γ (blocks of occupied orbitals)");
-    mp2 = amplitudes_by_occupied(s, plan.amplitude_orbitals, plan.keeps_integrals, eps, raw.data(), c.data(),
-                                 out.gamma.data(), budget, comm, progress, out.work);
-    out.metric = metric_lagrangian(naux, {{c.data(), out.gamma.data(), ov}}, comm, out.work);
+    mp2 = amplitudes_by_occupied(s, plan.amplitude_orbitals, plan.keeps_integrals, eps, fit, B, out.gamma,
+                                 both.first(both.size() / 2), both.last(both.size() / 2), budget, comm, progress,
+                                 out.work);
+    out.metric = std::move(mp2.V);
   }
-  raw = LargeArray<double>();
+  B = RowStore();
   out.energy.os = mp2.e_os;
   out.energy.ss = mp2.e_mp2 - mp2.e_os;
   const Eigen::MatrixXd& P_act = mp2.P_act;
@@ -363,7 +476,9 @@ Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const 
   Eigen::MatrixXd sum = passes.sum_of_products(
       {m},
       [&](std::size_t, Eigen::Index P, double* R) {
-        const Eigen::Map<const RowMajorMatrix> gamma_P(out.gamma.data() + P * ov, o, v);
+        std::vector<double> buffer(out.gamma.disk_rows() > 0 ? s.ov() : 0);
+        const Eigen::Map<const RowMajorMatrix> gamma_P(out.gamma.row(static_cast<std::size_t>(P), buffer.data()), o,
+                                                       v);
         Eigen::Map<Eigen::MatrixXd> R_P(R, C.rows(), m);
         R_P.leftCols(o).noalias() = C_vir * gamma_P.transpose();
         R_P.rightCols(v).noalias() = C_act * gamma_P;

@@ -17,12 +17,17 @@
 //
 // Memory: the amplitudes are made a few occupied orbitals k at a time (t_ik^ab and T_ik^ab for
 // every i, a, b), and (P|μν) one batch of RI shells at a time, twice: for (P|ia), then, once Γ
-// exists, for L1 and L2 (from Σ_P (P|μν) times Γ^P back-transformed). P_ij needs every i of a
-// block k at once, so each block's I_ia,kb is made whole; I is symmetric, though, and when the
-// budget holds a quarter of it (o²v²/4, one rank) each block computes only its rows i ≥ k and
-// keeps them until the blocks after it have read their rows i before them there,
-// I_ia,kb = I_kb,ia: half the GEMMs of I. Every large array is drawn from the run's budget as
-// plan_mp2_gradient planned it.
+// exists, for L1 and L2 (from Σ_P (P|μν) times Γ^P back-transformed). Of the three-index arrays
+// only the fitted B_ia^P = Σ_Q M_PQ (Q|ia) (Mᵀ M = J⁻¹) is held, not (P|ia) and c_ia^P beside it:
+// (ia|kb) = Σ_P B_ia^P B_kb^P, and Γ's block of orbitals k is Mᵀ times Σ_ia B_ia^P T_ia,kb (T_ik^ab
+// = T_ki^ba), complete when that block's amplitudes are. So B and Γ are read in rows P, and when
+// the budget does not hold them (RHF) their first rows stay in memory and the others go to scratch
+// files (each MPI rank its own, all rows), read back twice per block of orbitals k in large blocks,
+// each read while the previous one is used. P_ij needs every i of a block k at once, so each block's I_ia,kb is made
+// whole; I is symmetric, though, and when the budget holds a quarter of it (o²v²/4, one rank) each
+// block computes only its rows i ≥ k and keeps them until the blocks after it have read their rows
+// i before them there, I_ia,kb = I_kb,ia: half the GEMMs of I. Every large array is drawn from the
+// run's budget as plan_mp2_gradient planned it.
 #pragma once
 
 #include <algorithm>
@@ -36,6 +41,8 @@
 #include "src/common/memory_plan.hpp"
 #include "src/common/parallel.hpp"
 #include "src/common/progress.hpp"
+#include "src/common/row_store.hpp"
+#include "src/common/scratch.hpp"
 #include "src/common/stage_work.hpp"
 #include "src/integrals/shell_pairs.hpp"
 #include "src/scf/df_fock.hpp"
@@ -76,16 +83,19 @@ struct Mp2GradientPlan {
   bool keeps_integrals = false;          // I_ia,kb kept for its symmetry (RHF, one rank, when it fits)
   bool keeps_ri_integrals = false;       // (P|μν) kept between the RI passes (RHF, one rank, when it also fits)
   bool fp32_z_vector = false;            // the Z-vector's inner iterations in fp32 (RHF, asked for, when it fits)
+  std::size_t ram_rows = 0;              // rows P of B_ia^P and Γ_ia^P in memory, the others on disk (RHF)
   StagePlan densities;                   // what the densities draw at their peak
 };
 
 // The plan for `ram_bytes` of memory (what the budget leaves the densities): amplitude blocks of
 // enough orbitals k for their GEMMs to run at full rate, fewer if they do not fit; a quarter of I
 // kept if it fits beside them (one rank); then batches of RI shells as large as fit beside the
-// rest, up to what the amplitudes' loop holds. Its RAM exceeds ram_bytes only when that loop with
-// one orbital k or one shell per batch does not fit.
-// Both are small enough for each of `ranks` MPI ranks to have some. fp32_z_vector: the Z-vector's
-// inner iterations in fp32 if its fp32 copies fit too.
+// rest, up to what the amplitudes' loop holds. When that loop with one orbital k does not fit with
+// B and Γ in memory, B and Γ keep in memory only the rows that fit beside a loop of full-rate
+// blocks (or as many orbitals as fit with every row on disk), the rest on disk. Its RAM
+// exceeds ram_bytes only when the loop with one orbital k and one shell per batch does not fit
+// even so. Both are small enough for each of `ranks` MPI ranks to have some. fp32_z_vector: the
+// Z-vector's inner iterations in fp32 if its fp32 copies fit too.
 Mp2GradientPlan plan_mp2_gradient(const libint2::BasisSet& ri_aux, const Mp2GradientSizes& sizes,
                                   std::size_t ram_bytes, int ranks, bool fp32_z_vector);
 
@@ -102,7 +112,7 @@ struct Mp2GradientDensities {
   StageWork work;                   // this rank's, as Mp2Gradient's
   Eigen::MatrixXd relaxed;          // P (AO, symmetric), the MP2 part only
   Eigen::MatrixXd energy_weighted;  // W (AO, symmetric), the MP2 part only: −Σ W S^x in the gradient
-  LargeArray<double> gamma;         // Γ_ia^P: row P, column i·nvir + a (i active)
+  RowStore gamma;                   // Γ_ia^P: row P, column i·nvir + a (i active)
   Eigen::MatrixXd metric;           // V_PQ
   // The Z-vector's B^Q C_occ of the DF-SCF tensor's rows on this rank, each followed by C_occᵀ B^Q
   // C_occ (OccupiedFockResponse::release_occupied_products), for the JK set's term.
@@ -111,14 +121,16 @@ struct Mp2GradientDensities {
 
 // RHF orbitals only (canonical), the lowest plan.sizes.nfrozen not correlated; plan.sizes must be
 // the orbitals'. jk: the DF-SCF's J/K, for the Fock-like terms and the Z-vector (this rank's
-// factors). Collective: the ranks share the RI batches and the amplitude blocks, and every rank
-// returns the whole densities.
+// factors). scratch: for B and Γ's rows on disk (may be null when the plan has none). Collective:
+// the ranks share the RI batches and the amplitude blocks, and every rank returns the whole
+// densities.
 // z_convergence: the largest residual element. The gradient's error is about a fifth of it (uracil
 // cc-pVDZ: 1e-9 moves it by 2.4e-10 Eh/bohr from 1e-11's, 1e-8 by 1.6e-9).
 Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const libint2::BasisSet& ri_aux,
                                             const ShellPairs& pairs, DensityFittedFock& jk, const Orbitals& orbitals,
-                                            const Mp2GradientPlan& plan, MemoryBudget& budget, Communicator& comm,
-                                            double z_convergence, Progress& progress);
+                                            const Mp2GradientPlan& plan, MemoryBudget& budget,
+                                            const ScratchDirectory* scratch, Communicator& comm, double z_convergence,
+                                            Progress& progress);
 
 // A Z-vector iteration's line on stderr (RHF's and UHF's solvers): its number and largest
 // residual element.

@@ -65,6 +65,25 @@ Eigen::MatrixXd metric_lagrangian(Eigen::Index naux, std::initializer_list<RiAmp
   return 0.5 * (V + V.transpose());
 }
 
+StagePlan RiGradientPhases::peak() const {
+  const auto larger = [](bool on_disk) {
+    return [on_disk](const StagePlan* a, const StagePlan* b) {
+      return on_disk ? a->disk_bytes() < b->disk_bytes() : a->ram_bytes() < b->ram_bytes();
+    };
+  };
+  const std::vector<const StagePlan*> phases{&pass, &amplitudes, &z_vector};
+  const StagePlan& in_ram = **std::max_element(phases.begin(), phases.end(), larger(false));
+  const StagePlan& on_disk = **std::max_element(phases.begin(), phases.end(), larger(true));
+  StagePlan out;
+  for (const PlannedBlock& block : in_ram.blocks)
+    if (!block.on_disk) out.blocks.push_back(block);
+  for (const PlannedBlock& block : on_disk.blocks)
+    if (block.on_disk) out.blocks.push_back(block);
+  out.read_bytes = on_disk.read_bytes;
+  out.read_per = on_disk.read_per;
+  return out;
+}
+
 std::size_t ri_fit_bytes(std::size_t naux) { return CoulombFitting::peak_bytes(naux) + sizeof(double) * naux * naux; }
 
 StagePlan ri_pass_plan(const Mp2GradientSizes& s, std::size_t batch_functions, const std::vector<PlannedBlock>& held,
@@ -99,10 +118,13 @@ std::size_t ri_batch_functions(const libint2::BasisSet& ri_aux, const Mp2Gradien
   return std::clamp(fit, largest_shell, std::max(largest_shell, share));
 }
 
+std::vector<ShellRange> RiPasses::batches() const {
+  return shell_batches(ri_aux, {0, ri_aux.size()}, batch_functions);
+}
+
 void RiPasses::for_each_batch(const std::function<void(std::size_t first, std::size_t count, const double* ao)>& use,
                               StageWork& work) const {
-  const std::vector<ShellRange> mine =
-      round_robin_share(shell_batches(ri_aux, {0, ri_aux.size()}, batch_functions), comm.rank(), comm.size());
+  const std::vector<ShellRange> mine = round_robin_share(batches(), comm.rank(), comm.size());
   const bool made = kept != nullptr && kept->made;
   const std::optional<ThreeIndexIntegrals> integrals =
       made ? std::nullopt : std::optional<ThreeIndexIntegrals>(std::in_place, ri_aux, obs, pairs, metric);

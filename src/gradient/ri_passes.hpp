@@ -17,6 +17,7 @@
 #include "src/common/stage_work.hpp"
 #include "src/gradient/mp2_relaxed_density.hpp"
 #include "src/integrals/shell_pairs.hpp"
+#include "src/integrals/shell_ranges.hpp"
 
 namespace dfmp2 {
 
@@ -28,10 +29,9 @@ std::size_t ri_fit_bytes(std::size_t naux);
 // size.
 struct RiGradientPhases {
   StagePlan pass, amplitudes, z_vector;
-  const StagePlan& peak() const {
-    const StagePlan& larger = pass.ram_bytes() >= amplitudes.ram_bytes() ? pass : amplitudes;
-    return larger.ram_bytes() >= z_vector.ram_bytes() ? larger : z_vector;
-  }
+  // The largest phase's blocks in memory, and the blocks on disk (with what is read back) of the
+  // phase with most there.
+  StagePlan peak() const;
 };
 
 // A pass's blocks: the fit, `held` (the three-index arrays kept through it), a batch's (P|μν) (all
@@ -101,6 +101,9 @@ struct RiPasses {
       const std::vector<RiTransform>& transforms,
       const std::function<void(std::size_t t, Eigen::Index P, const Eigen::Map<const Eigen::MatrixXd>& B)>& use,
       StageWork& work) const;
+
+  // Every rank's batches of RI shells, in order: batch b is rank round_robin_owner(b)'s.
+  std::vector<ShellRange> batches() const;
 
   // S_s = Σ_P (P|μν) R_s(P) (nbf × columns[s]) over the RI functions P of this rank's batches (not
   // summed over the ranks), likewise: right(s, P, R) writes R_s(P) into R (nbf × columns[s],

@@ -236,6 +236,7 @@ Mp2GradientPlan plan_ump2_gradient(const libint2::BasisSet& ri_aux, const Mp2Gra
   Mp2GradientPlan p;
   p.sizes = alpha;
   p.beta = beta;
+  p.ram_rows = alpha.naux;  // UHF's three-index arrays all in memory
   p.batch_functions = ri_batch_functions(ri_aux, alpha, ram_bytes, ranks,
                                          [&](std::size_t functions) { return ump2_gradient_phases(spins, functions); });
   p.densities = ump2_gradient_phases(spins, p.batch_functions).peak();
@@ -287,8 +288,9 @@ Ump2GradientDensities ump2_gradient_densities(const libint2::BasisSet& obs, cons
   for (LargeArray<double>& spin : raw) comm.allreduce_sum(spin.data(), spin.size());
   std::array<SpinDensity, 2> P_mp2;
   for (int spin = 0; spin < 2; ++spin) {
-    out.gamma[spin] = budget.allocate<double>(s[spin].naux * s[spin].ov(), std::string("Γ_ia^P, ") + kSpinName[spin]);
-    std::fill(out.gamma[spin].begin(), out.gamma[spin].end(), 0.0);
+    out.gamma[spin] = RowStore(s[spin].naux, s[spin].ov(), s[spin].naux, budget, nullptr,
+                               std::string("Γ_ia^P, ") + kSpinName[spin]);
+    std::fill(out.gamma[spin].ram(), out.gamma[spin].ram() + s[spin].naux * s[spin].ov(), 0.0);
     P_mp2[spin] = {Eigen::MatrixXd::Zero(x[spin].active, x[spin].active),
                    Eigen::MatrixXd::Zero(x[spin].nvir, x[spin].nvir)};
   }
@@ -305,17 +307,17 @@ Ump2GradientDensities ump2_gradient_densities(const libint2::BasisSet& obs, cons
     progress.message("MP2 gradient: amplitudes, P and Γ (αα, ββ, αβ)");
     std::array<double, 2> e_same{};
     for (int spin = 0; spin < 2; ++spin)
-      e_same[spin] = same_spin_pairs(x[spin], naux, raw[spin].data(), c[spin].data(), out.gamma[spin].data(),
+      e_same[spin] = same_spin_pairs(x[spin], naux, raw[spin].data(), c[spin].data(), out.gamma[spin].ram(),
                                      P_mp2[spin], budget, comm, out.work);
     // E_αβ, P^α_ij, P^β_ab and both Γ with k of β; P^β_ij and P^α_ab again with k of α.
     double e_opposite = opposite_spin_pairs(x[0], x[1], naux, raw[0].data(), c[0].data(), c[1].data(), P_mp2[0],
-                                            P_mp2[1], out.gamma[0].data(), out.gamma[1].data(), budget, comm, out.work);
+                                            P_mp2[1], out.gamma[0].ram(), out.gamma[1].ram(), budget, comm, out.work);
     opposite_spin_pairs(x[1], x[0], naux, raw[1].data(), c[1].data(), c[0].data(), P_mp2[1], P_mp2[0], nullptr,
                         nullptr, budget, comm, out.work);
     comm.allreduce_sum(e_same.data(), e_same.size());
     comm.allreduce_sum(&e_opposite, 1);
     for (int spin = 0; spin < 2; ++spin) {
-      comm.allreduce_sum(out.gamma[spin].data(), out.gamma[spin].size());
+      comm.allreduce_sum(out.gamma[spin].ram(), s[spin].naux * s[spin].ov());
       for (Eigen::MatrixXd* m : {&P_mp2[spin].active, &P_mp2[spin].virtuals})
         comm.allreduce_sum(m->data(), static_cast<std::size_t>(m->size()));
     }
@@ -324,8 +326,8 @@ Ump2GradientDensities ump2_gradient_densities(const libint2::BasisSet& obs, cons
     out.energy.ss = e_same[0] + e_same[1];
     out.energy.os = e_opposite;
     out.metric = metric_lagrangian(naux,
-                                   {{c[0].data(), out.gamma[0].data(), x[0].ov()},
-                                    {c[1].data(), out.gamma[1].data(), x[1].ov()}},
+                                   {{c[0].data(), out.gamma[0].ram(), x[0].ov()},
+                                    {c[1].data(), out.gamma[1].ram(), x[1].ov()}},
                                    comm, out.work);
   }
   raw = {};
@@ -337,7 +339,7 @@ Ump2GradientDensities ump2_gradient_densities(const libint2::BasisSet& obs, cons
       {m, m},
       [&](std::size_t spin, Eigen::Index P, double* R) {
         const SpinBlocks& b = x[spin];
-        const Eigen::Map<const RowMajorMatrix> gamma_P(out.gamma[spin].data() + P * b.ov(), b.active, b.nvir);
+        const Eigen::Map<const RowMajorMatrix> gamma_P(out.gamma[spin].ram() + P * b.ov(), b.active, b.nvir);
         Eigen::Map<Eigen::MatrixXd> R_P(R, b.C.rows(), m);
         R_P.leftCols(b.active).noalias() = b.C_vir * gamma_P.transpose();
         R_P.rightCols(b.nvir).noalias() = b.C.middleCols(nfz, b.active) * gamma_P;

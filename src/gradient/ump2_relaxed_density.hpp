@@ -54,7 +54,7 @@ struct Ump2GradientDensities {
   StageWork work;                           // as Mp2Gradient's
   std::array<Eigen::MatrixXd, 2> relaxed;   // P^α, P^β (AO, symmetric), the MP2 parts only
   Eigen::MatrixXd energy_weighted;          // W of both spins (AO, symmetric), the MP2 part only
-  std::array<LargeArray<double>, 2> gamma;  // Γ_ia^P of each spin: row P, column i·nvir + a (i active)
+  std::array<RowStore, 2> gamma;  // Γ_ia^P of each spin, in memory: row P, column i·nvir + a (i active)
   Eigen::MatrixXd metric;                   // V_PQ, both spins'
 };
 

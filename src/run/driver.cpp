@@ -192,8 +192,8 @@ PreparedRun::PreparedRun(const RunInput& input, const RunOptions& options, Progr
                             [&] { return solve_scf(problem, integrals, input.orbitals, context); });
     if (options.gradient) {
       const Mp2Gradient gradient = timed(stages, r.gemm_rates, budget, "gradient", [&] {
-        const Mp2GradientInput in{problem.obs,      problem.aux,  *problem.jk_aux,     problem.pairs,
-                                  problem.molecule, scf.orbitals, *plan.mp2_gradient,
+        const Mp2GradientInput in{problem.obs,      problem.aux,        *problem.jk_aux,     problem.pairs,
+                                  problem.molecule, scf.orbitals,       *plan.mp2_gradient, &context.scratch,
                                   options.scf.d_convergence_for(scf.orbitals.spin_count()),
                                   context.progress};
         return density_fitted_mp2_gradient(in, dynamic_cast<DensityFittedFock&>(*integrals.fock), *budget,

@@ -260,8 +260,11 @@ RunPlan plan_run(const Problem& problem, const RunContext& context) {
     gradient.stage = "gradient";
     gradient.ram("the shell pairs", pairs);
     add_blocks(gradient, plan.density_fitted_scf->builder);
+    // The ranks share the batches and the amplitude blocks, and send each other rows and columns
+    // of their stores of B and Γ: every rank plans for the least room any has.
     const std::size_t held = baseline_and_pairs + plan.density_fitted_scf->builder.ram_bytes();
-    const std::size_t room = limit > held ? limit - held : 0;
+    const std::vector<double> rooms = context.comm.allgather(limit > held ? double(limit - held) : 0.0);
+    const auto room = static_cast<std::size_t>(*std::min_element(rooms.begin(), rooms.end()));
     const auto sizes = [&](int nocc) {
       return Mp2GradientSizes{naux,
                               nbf,

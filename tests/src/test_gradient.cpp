@@ -327,8 +327,9 @@ Mp2Run df_mp2(const Molecule& mol, const std::string& basis, const std::string& 
                       [&](const Problem& problem, const RunPlan& plan, Integrals& integrals, const ScfSolution& scf,
                           const RunContext& context) {
                         const double z_convergence = context.options.scf.d_convergence_for(scf.orbitals.spin_count());
-                        const Mp2GradientInput in{problem.obs, problem.aux,  *problem.jk_aux,     problem.pairs,
-                                                  mol,         scf.orbitals, *plan.mp2_gradient, z_convergence,
+                        const Mp2GradientInput in{problem.obs,  problem.aux,        *problem.jk_aux,
+                                                  problem.pairs, mol,               scf.orbitals,
+                                                  *plan.mp2_gradient, &context.scratch, z_convergence,
                                                   context.progress};
                         return Mp2Run{scf.e_scf,
                                       density_fitted_mp2_gradient(in, dynamic_cast<DensityFittedFock&>(*integrals.fock),
