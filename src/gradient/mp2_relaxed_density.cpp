@@ -369,9 +369,9 @@ Mp2GradientPlan plan_mp2_gradient(const libint2::BasisSet& ri_aux, const Mp2Grad
       --p.amplitude_orbitals;
   };
   amplitude_orbitals_that_fit();
-  if (gradient_phases(sizes, largest_shell, p).amplitudes.ram_bytes() > ram_bytes) {
+  if (gradient_phases(sizes, largest_shell, p).peak().ram_bytes() > ram_bytes) {
     // Out of core: the amplitude blocks with every row of B and Γ on disk, then as many rows in
-    // memory as fit beside them (the phases grow with the rows).
+    // memory as fit beside them and beside the other phases (they all grow with the rows).
     p.ram_rows = 0;
     amplitude_orbitals_that_fit();
     std::size_t lowest = 0, highest = sizes.naux;  // the most rows that fit are in [lowest, highest]

@@ -90,12 +90,12 @@ struct Mp2GradientPlan {
 // The plan for `ram_bytes` of memory (what the budget leaves the densities): amplitude blocks of
 // enough orbitals k for their GEMMs to run at full rate, fewer if they do not fit; a quarter of I
 // kept if it fits beside them (one rank); then batches of RI shells as large as fit beside the
-// rest, up to what the amplitudes' loop holds. When that loop with one orbital k does not fit with
-// B and Γ in memory, B and Γ keep in memory only the rows that fit beside a loop of full-rate
-// blocks (or as many orbitals as fit with every row on disk), the rest on disk. Its RAM
-// exceeds ram_bytes only when the loop with one orbital k and one shell per batch does not fit
-// even so. Both are small enough for each of `ranks` MPI ranks to have some. fp32_z_vector: the
-// Z-vector's inner iterations in fp32 if its fp32 copies fit too.
+// rest, up to what the amplitudes' loop holds. When that loop with one orbital k, or the passes or
+// the Z-vector, do not fit with B and Γ in memory, B and Γ keep in memory only the rows that fit
+// beside a loop of full-rate blocks (or as many orbitals as fit with every row on disk), the rest
+// on disk. Its RAM exceeds ram_bytes only when the phases with one orbital k, one shell per batch
+// and every row on disk do not fit even so. Both are small enough for each of `ranks` MPI ranks to
+// have some. fp32_z_vector: the Z-vector's inner iterations in fp32 if its fp32 copies fit too.
 Mp2GradientPlan plan_mp2_gradient(const libint2::BasisSet& ri_aux, const Mp2GradientSizes& sizes,
                                   std::size_t ram_bytes, int ranks, bool fp32_z_vector);
 
