@@ -98,7 +98,7 @@ Mp2Gradient density_fitted_mp2_gradient(const Mp2GradientInput& in, DensityFitte
   Mp2Gradient out;
   if (in.orbitals.unrestricted()) {
     const Ump2GradientDensities mp2 =
-        ump2_gradient_densities(in.obs, in.ri_aux, in.pairs, jk, in.orbitals, in.plan, budget, comm,
+        ump2_gradient_densities(in.obs, in.ri_aux, in.pairs, jk, in.orbitals, in.plan, budget, in.scratch, comm,
                                 in.z_convergence, in.progress);
     out = contract(in, {mp2.relaxed[0] + mp2.relaxed[1],
                         {mp2.relaxed[0], mp2.relaxed[1]},

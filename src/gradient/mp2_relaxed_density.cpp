@@ -15,16 +15,6 @@ namespace {
 
 using RowMajorMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
-// Each of the two buffers B_ia^P's `disk_rows` rows on disk are read into, elements: a whole number
-// of rows, a quarter of them but at most about kReadBufferBytes (a block's rows are the inner
-// dimension of the GEMMs of I that read it), and at least the fit's one column of every row P.
-std::size_t read_buffer_elements(const Mp2GradientSizes& s, std::size_t disk_rows) {
-  constexpr std::size_t kReadBufferBytes = std::size_t(128) << 20;
-  const std::size_t row = std::max<std::size_t>(s.ov(), 1);
-  const std::size_t rows = std::clamp<std::size_t>(disk_rows / 4, 1, kReadBufferBytes / (sizeof(double) * row));
-  return std::max(rows * row, s.naux);
-}
-
 // What the densities hold in the passes over the RI batches (the first holds B_ia^P, the second
 // Γ_ia^P: the same size), in the loop over the amplitudes (p.amplitude_orbitals k at a time) and in
 // the Z-vector, with the plan p's choices (its other fields are not read).
@@ -43,7 +33,7 @@ RiGradientPhases gradient_phases(const Mp2GradientSizes& s, std::size_t batch_fu
   ph.amplitudes.ram("Γ_ia^P", in_ram);
   if (disk_rows > 0) {
     ph.amplitudes.ram("the buffers B_ia^P's rows on disk are read into",
-                      MemoryBudget::double_array_bytes(2 * read_buffer_elements(s, disk_rows)));
+                      MemoryBudget::double_array_bytes(2 * ri_read_buffer_elements(s.naux, s.ov(), disk_rows)));
     ph.amplitudes.disk("B_ia^P's other rows", on_disk);
     ph.amplitudes.disk("Γ_ia^P's other rows", on_disk);
     ph.amplitudes.read_bytes = 2 * on_disk;
@@ -64,15 +54,6 @@ RiGradientPhases gradient_phases(const Mp2GradientSizes& s, std::size_t batch_fu
   ph.z_vector.ram("the Z-vector's B^Q C_o, C_oᵀ B^Q C_o and buffers",
                   OccupiedFockResponse::bytes(s.nbf, s.nocc, s.jk_rows, p.fp32_z_vector));
   return ph;
-}
-
-// out = product on the first block of rows, out += product on the later ones.
-template <typename Out, typename Product>
-void assign_or_add(Out&& out, const Product& product, bool assign) {
-  if (assign)
-    out.noalias() = product;
-  else
-    out.noalias() += product;
 }
 
 // P_ab's sum over the blocks is symmetric, but not each block's share: C += alpha Aᵀ B on C's upper
@@ -235,30 +216,8 @@ Amplitudes amplitudes_by_occupied(const Mp2GradientSizes& s, std::size_t block, 
   for (Eigen::Index kb = 0; kb < blocks; ++kb)  // each block's Γ from the rank that made it
     broadcast_columns(gamma, static_cast<std::size_t>(kb * step * v), static_cast<std::size_t>(width(kb)),
                       round_robin_owner(static_cast<std::size_t>(kb), comm.size()), factors.data(), comm);
-  // V = Mᵀ V_inner M, symmetrised: Mᵀ on V_inner's rows, then on its product's transpose's.
-  comm.allreduce_sum(V_inner.data(), static_cast<std::size_t>(V_inner.size()));
-  fit.apply_transpose(V_inner.data(), s.naux);
-  RowMajorMatrix V_transposed = V_inner.transpose();
-  fit.apply_transpose(V_transposed.data(), s.naux);
-  out.V = 0.5 * (V_transposed + V_transposed.transpose());
-  work.flops_fp64 += 2.0 * fit.flops(s.naux);
+  out.V = metric_lagrangian(fit, std::move(V_inner), comm, work);
   return out;
-}
-
-// B = M (P|ia) in place: at once when every row is in memory, else by blocks of columns of every
-// row P, as wide as `buffer` holds.
-void fit_in_place(const CoulombFitting& fit, RowStore& B, std::span<double> buffer) {
-  if (B.disk_rows() == 0) {
-    fit.apply(B.ram(), B.cols());
-    return;
-  }
-  const std::size_t width = buffer.size() / B.rows();
-  for (std::size_t first = 0; first < B.cols(); first += width) {
-    const std::size_t count = std::min(width, B.cols() - first);
-    B.read(0, B.rows(), first, count, buffer.data(), count);
-    fit.apply(buffer.data(), count);
-    B.write(0, B.rows(), first, count, buffer.data(), count);
-  }
 }
 
 struct ZVector {
@@ -374,15 +333,11 @@ Mp2GradientPlan plan_mp2_gradient(const libint2::BasisSet& ri_aux, const Mp2Grad
     // memory as fit beside them and beside the other phases (they all grow with the rows).
     p.ram_rows = 0;
     amplitude_orbitals_that_fit();
-    std::size_t lowest = 0, highest = sizes.naux;  // the most rows that fit are in [lowest, highest]
-    while (lowest < highest) {
-      p.ram_rows = (lowest + highest + 1) / 2;
-      if (gradient_phases(sizes, largest_shell, p).peak().ram_bytes() <= ram_bytes)
-        lowest = p.ram_rows;
-      else
-        highest = p.ram_rows - 1;
-    }
-    p.ram_rows = lowest;
+    p.ram_rows = most_ram_rows(sizes.naux, ram_bytes, [&](std::size_t rows) {
+      Mp2GradientPlan trial = p;
+      trial.ram_rows = rows;
+      return gradient_phases(sizes, largest_shell, trial).peak().ram_bytes();
+    });
   }
   // Then, each in the room the ones before leave: the kept I (it saves the most), the RI integrals
   // between the passes, the Z-vector's fp32 copies.
@@ -445,15 +400,11 @@ Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const 
   {
     LargeArray<double> buffers =
         B.disk_rows() > 0
-            ? budget.allocate<double>(2 * read_buffer_elements(s, B.disk_rows()),
+            ? budget.allocate<double>(2 * ri_read_buffer_elements(s.naux, s.ov(), B.disk_rows()),
                                       "the buffers B_ia^P's rows on disk are read into")
             : LargeArray<double>();
     const std::span<double> both(buffers.data(), buffers.size());
-    // Every rank holds all of (P|ia): each batch's rows from the rank that made them.
-    const std::vector<ShellRange> batches = passes.batches();
-    for (std::size_t b = 0; b < batches.size(); ++b)
-      broadcast_rows(B, first_function(ri_aux, batches[b].first), function_count(ri_aux, batches[b]),
-                     round_robin_owner(b, comm.size()), both, comm);
+    passes.share_rows(B, both);  // every rank holds all of (P|ia)
     const CoulombFitting fit(metric);
     fit_in_place(fit, B, both);
     out.work.flops_fp64 += fit.flops(s.ov());

@@ -21,7 +21,7 @@
 // only the fitted B_ia^P = Σ_Q M_PQ (Q|ia) (Mᵀ M = J⁻¹) is held, not (P|ia) and c_ia^P beside it:
 // (ia|kb) = Σ_P B_ia^P B_kb^P, and Γ's block of orbitals k is Mᵀ times Σ_ia B_ia^P T_ia,kb (T_ik^ab
 // = T_ki^ba), complete when that block's amplitudes are. So B and Γ are read in rows P, and when
-// the budget does not hold them (RHF) their first rows stay in memory and the others go to scratch
+// the budget does not hold them their first rows stay in memory and the others go to scratch
 // files (each MPI rank its own, all rows), read back twice per block of orbitals k in large blocks,
 // each read while the previous one is used. P_ij needs every i of a block k at once, so each block's I_ia,kb is made
 // whole; I is symmetric, though, and when the budget holds a quarter of it (o²v²/4, one rank) each
@@ -83,7 +83,7 @@ struct Mp2GradientPlan {
   bool keeps_integrals = false;          // I_ia,kb kept for its symmetry (RHF, one rank, when it fits)
   bool keeps_ri_integrals = false;       // (P|μν) kept between the RI passes (RHF, one rank, when it also fits)
   bool fp32_z_vector = false;            // the Z-vector's inner iterations in fp32 (RHF, asked for, when it fits)
-  std::size_t ram_rows = 0;              // rows P of B_ia^P and Γ_ia^P in memory, the others on disk (RHF)
+  std::size_t ram_rows = 0;              // rows P of B_ia^P and Γ_ia^P (each spin's) in memory, the rest on disk
   StagePlan densities;                   // what the densities draw at their peak
 };
 

@@ -49,20 +49,52 @@ void transform_ri_batch(const kernels::BlockPackedLayout& layout, const double* 
 
 }  // namespace
 
-Eigen::MatrixXd metric_lagrangian(Eigen::Index naux, std::initializer_list<RiAmplitudeFactors> spins,
+Eigen::MatrixXd metric_lagrangian(const CoulombFitting& fit,
+                                  Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> V_inner,
                                   Communicator& comm, StageWork& work) {
   using RowMajorMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-  const Range rows = share_of(static_cast<std::size_t>(naux), comm.rank(), comm.size());
-  const auto first = static_cast<Eigen::Index>(rows.begin), count = static_cast<Eigen::Index>(rows.size());
-  Eigen::MatrixXd V = Eigen::MatrixXd::Zero(naux, naux);
-  for (const RiAmplitudeFactors& spin : spins) {
-    V.middleRows(first, count).noalias() +=
-        Eigen::Map<const RowMajorMatrix>(spin.c, naux, spin.ov).middleRows(first, count) *
-        Eigen::Map<const RowMajorMatrix>(spin.gamma, naux, spin.ov).transpose();
-    work.flops_fp64 += 2.0 * double(count) * double(naux) * double(spin.ov);
+  const auto naux = static_cast<std::size_t>(V_inner.rows());
+  comm.allreduce_sum(V_inner.data(), static_cast<std::size_t>(V_inner.size()));
+  // Mᵀ on V_inner's rows, then on its product's transpose's: (Mᵀ V_inner M)ᵀ.
+  fit.apply_transpose(V_inner.data(), naux);
+  RowMajorMatrix V_transposed = V_inner.transpose();
+  fit.apply_transpose(V_transposed.data(), naux);
+  work.flops_fp64 += 2.0 * fit.flops(naux);
+  return 0.5 * (V_transposed + V_transposed.transpose());
+}
+
+void fit_in_place(const CoulombFitting& fit, RowStore& B, std::span<double> buffer) {
+  if (B.disk_rows() == 0) {
+    fit.apply(B.ram(), B.cols());
+    return;
   }
-  comm.allreduce_sum(V.data(), static_cast<std::size_t>(V.size()));
-  return 0.5 * (V + V.transpose());
+  const std::size_t width = buffer.size() / B.rows();
+  for (std::size_t first = 0; first < B.cols(); first += width) {
+    const std::size_t count = std::min(width, B.cols() - first);
+    B.read(0, B.rows(), first, count, buffer.data(), count);
+    fit.apply(buffer.data(), count);
+    B.write(0, B.rows(), first, count, buffer.data(), count);
+  }
+}
+
+std::size_t ri_read_buffer_elements(std::size_t naux, std::size_t row_elements, std::size_t disk_rows) {
+  constexpr std::size_t kReadBufferBytes = std::size_t(128) << 20;
+  const std::size_t row = std::max<std::size_t>(row_elements, 1);
+  const std::size_t rows = std::clamp<std::size_t>(disk_rows / 4, 1, kReadBufferBytes / (sizeof(double) * row));
+  return std::max(rows * row, naux);
+}
+
+std::size_t most_ram_rows(std::size_t naux, std::size_t ram_bytes,
+                          const std::function<std::size_t(std::size_t)>& peak) {
+  std::size_t lowest = 0, highest = naux;  // the count is in [lowest, highest]
+  while (lowest < highest) {
+    const std::size_t rows = (lowest + highest + 1) / 2;
+    if (peak(rows) <= ram_bytes)
+      lowest = rows;
+    else
+      highest = rows - 1;
+  }
+  return lowest;
 }
 
 StagePlan RiGradientPhases::peak() const {
@@ -120,6 +152,13 @@ std::size_t ri_batch_functions(const libint2::BasisSet& ri_aux, const Mp2Gradien
 
 std::vector<ShellRange> RiPasses::batches() const {
   return shell_batches(ri_aux, {0, ri_aux.size()}, batch_functions);
+}
+
+void RiPasses::share_rows(RowStore& store, std::span<double> buffer) const {
+  const std::vector<ShellRange> all = batches();
+  for (std::size_t b = 0; b < all.size(); ++b)
+    broadcast_rows(store, first_function(ri_aux, all[b].first), function_count(ri_aux, all[b]),
+                   round_robin_owner(b, comm.size()), buffer, comm);
 }
 
 void RiPasses::for_each_batch(const std::function<void(std::size_t first, std::size_t count, const double* ao)>& use,

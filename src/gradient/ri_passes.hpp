@@ -5,7 +5,7 @@
 
 #include <cstddef>
 #include <functional>
-#include <initializer_list>
+#include <span>
 #include <vector>
 
 #include <Eigen/Core>
@@ -14,8 +14,10 @@
 #include "src/common/memory.hpp"
 #include "src/common/memory_plan.hpp"
 #include "src/common/parallel.hpp"
+#include "src/common/row_store.hpp"
 #include "src/common/stage_work.hpp"
 #include "src/gradient/mp2_relaxed_density.hpp"
+#include "src/integrals/density_fitting.hpp"
 #include "src/integrals/shell_pairs.hpp"
 #include "src/integrals/shell_ranges.hpp"
 
@@ -53,17 +55,36 @@ std::size_t ri_batch_functions(const libint2::BasisSet& ri_aux, const Mp2Gradien
                                const std::function<RiGradientPhases(std::size_t batch_functions)>& phases,
                                bool keeps_ao = false);
 
-// One spin's c_ia^P = J⁻¹ (P|ia) and Γ_ia^P, each row-major [P][i·v + a] with `ov` columns.
-struct RiAmplitudeFactors {
-  const double* c;
-  const double* gamma;
-  Eigen::Index ov;
-};
-
-// V_PQ = ½ (V + Vᵀ), V = Σ_spins c Γᵀ: each rank its rows P, summed over the ranks. Adds its
-// flops to `work`.
-Eigen::MatrixXd metric_lagrangian(Eigen::Index naux, std::initializer_list<RiAmplitudeFactors> spins,
+// V_PQ = ½ (V + Vᵀ), V = Σ_ia c_ia^P Γ_ia^Q = Mᵀ V_inner M (c = Mᵀ B, Γ = Mᵀ Γ', Mᵀ M = J⁻¹
+// the fit's), from each rank's share of V_inner = Σ B Γ'ᵀ (row-major, summed over the ranks
+// here). Adds its flops to `work`.
+Eigen::MatrixXd metric_lagrangian(const CoulombFitting& fit,
+                                  Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> V_inner,
                                   Communicator& comm, StageWork& work);
+
+// B = M (P|ia) in place: at once when every row is in memory, else by blocks of columns of every
+// row P, as wide as `buffer` holds.
+void fit_in_place(const CoulombFitting& fit, RowStore& B, std::span<double> buffer);
+
+// Each of the two buffers the rows on disk of B_ia^P (rows P of `row_elements`) are read into,
+// elements: a whole number of rows, a quarter of the `disk_rows` but at most about 128 MiB (a
+// block's rows are the inner dimension of the GEMMs that read it), and at least the fit's one
+// column of every row P.
+std::size_t ri_read_buffer_elements(std::size_t naux, std::size_t row_elements, std::size_t disk_rows);
+
+// out = product on a row store's first block of rows, out += product on the later ones.
+template <typename Out, typename Product>
+void assign_or_add(Out&& out, const Product& product, bool assign) {
+  if (assign)
+    out.noalias() = product;
+  else
+    out.noalias() += product;
+}
+
+// The most rows P of B and Γ (of naux) that can stay in memory: the largest count whose phases'
+// peak(rows) fits in ram_bytes (0 if none does; peak grows with the rows).
+std::size_t most_ram_rows(std::size_t naux, std::size_t ram_bytes,
+                          const std::function<std::size_t(std::size_t rows)>& peak);
 
 // One transform of a pass: (P|pq) with p a column of `left`, q of `right` (at most sizes.nmo and
 // sizes.transformed() columns).
@@ -104,6 +125,9 @@ struct RiPasses {
 
   // Every rank's batches of RI shells, in order: batch b is rank round_robin_owner(b)'s.
   std::vector<ShellRange> batches() const;
+  // Each batch's rows of `store` (rows P, written by the rank that made the batch) to every other
+  // rank's store (broadcast_rows). Collective.
+  void share_rows(RowStore& store, std::span<double> buffer) const;
 
   // S_s = Σ_P (P|μν) R_s(P) (nbf × columns[s]) over the RI functions P of this rank's batches (not
   // summed over the ranks), likewise: right(s, P, R) writes R_s(P) into R (nbf × columns[s],

@@ -2,6 +2,8 @@
 
 
 #include <algorithm>
+#include <array>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -18,27 +20,55 @@ using SpinMatrices = std::array<Eigen::MatrixXd, 2>;  // α, β
 
 constexpr const char* kSpinName[2] = {"α", "β"};
 
-// Elements of the largest amplitude block of the four loops: I or t of one occupied orbital k of
-// one spin, with every active i of a spin, a of i's and b of k's.
-std::size_t largest_amplitude_block(const std::array<Mp2GradientSizes, 2>& s) {
-  return std::max({s[0].ov() * s[0].nvir(), s[1].ov() * s[1].nvir(), s[0].ov() * s[1].nvir(), s[1].ov() * s[0].nvir()});
+// Elements of one occupied orbital k's arrays, the larger spin's of k: I (the same-spin or the
+// opposite-spin pairs', one at a time), t of the same-spin pairs, t of the opposite-spin pairs,
+// with every active i of a spin, a of i's and b of k's.
+struct AmplitudeBlocks {
+  std::size_t I = 0, same = 0, opposite = 0;
+};
+AmplitudeBlocks amplitude_blocks(const std::array<Mp2GradientSizes, 2>& s) {
+  AmplitudeBlocks out;
+  for (int k = 0; k < 2; ++k) {
+    out.same = std::max(out.same, s[k].ov() * s[k].nvir());
+    out.opposite = std::max(out.opposite, s[1 - k].ov() * s[k].nvir());
+  }
+  out.I = std::max(out.same, out.opposite);
+  return out;
 }
 
-// What the densities hold in the passes over the RI batches (the first holds each spin's (P|ia),
-// the second its Γ_ia^P: the same size) and in the loops over the amplitudes.
-RiGradientPhases ump2_gradient_phases(const std::array<Mp2GradientSizes, 2>& s, std::size_t batch_functions) {
+// What the densities hold in the passes over the RI batches (the first holds each spin's B_ia^P,
+// the second its Γ_ia^P: the same size) and in the loops over the amplitudes, with `ram_rows` rows
+// P of each in memory and the rest on disk.
+RiGradientPhases ump2_gradient_phases(const std::array<Mp2GradientSizes, 2>& s, std::size_t batch_functions,
+                                      std::size_t ram_rows) {
+  const std::size_t naux = s[0].naux, disk_rows = naux - ram_rows;
   std::vector<PlannedBlock> passes_hold;
   RiGradientPhases ph;
-  ph.amplitudes.ram("the RI metric, its fit and V_PQ", ri_fit_bytes(s[0].naux));
+  ph.amplitudes.ram("the RI metric, its fit and V_PQ", ri_fit_bytes(naux));
   for (int spin = 0; spin < 2; ++spin) {
-    const std::size_t three_index = MemoryBudget::double_array_bytes(s[spin].naux * s[spin].ov());
+    const std::size_t in_ram = MemoryBudget::double_array_bytes(ram_rows * s[spin].ov()),
+                      on_disk = sizeof(double) * disk_rows * s[spin].ov();
     const std::string name = kSpinName[spin];
-    passes_hold.push_back({"(P|ia), then Γ_ia^P, " + name, three_index});
-    ph.amplitudes.ram("(P|ia), " + name, three_index);
-    ph.amplitudes.ram("c_ia^P = J⁻¹ (P|ia), " + name, three_index);
-    ph.amplitudes.ram("Γ_ia^P, " + name, three_index);
+    passes_hold.push_back({"B_ia^P, then Γ_ia^P, " + name, in_ram});
+    if (disk_rows > 0) passes_hold.push_back({"B_ia^P's other rows, then Γ_ia^P's, " + name, on_disk, true});
+    ph.amplitudes.ram("B_ia^P = M (P|ia), " + name, in_ram);
+    ph.amplitudes.ram("Γ_ia^P, " + name, in_ram);
+    ph.amplitudes.disk("B_ia^P's other rows, " + name, on_disk);
+    ph.amplitudes.disk("Γ_ia^P's other rows, " + name, on_disk);
+    ph.amplitudes.read_bytes += 2 * on_disk;  // each orbital k reads both spins' B twice
   }
-  ph.amplitudes.ram("one occupied orbital's I and t", 2 * MemoryBudget::double_array_bytes(largest_amplitude_block(s)));
+  if (disk_rows > 0) {
+    ph.amplitudes.ram("the buffers B_ia^P's rows on disk are read into",
+                      MemoryBudget::double_array_bytes(
+                          2 * ri_read_buffer_elements(naux, std::max(s[0].ov(), s[1].ov()), disk_rows)));
+    ph.amplitudes.read_per = "occupied orbital k";
+  }
+  const AmplitudeBlocks blocks = amplitude_blocks(s);
+  ph.amplitudes.ram("one occupied orbital's I, same-spin t and opposite-spin t",
+                    MemoryBudget::double_array_bytes(blocks.I) + MemoryBudget::double_array_bytes(blocks.same) +
+                        MemoryBudget::double_array_bytes(blocks.opposite));
+  ph.amplitudes.ram("one occupied orbital's B_kb^P and Γ_kb^P",
+                    MemoryBudget::double_array_bytes(2 * naux * std::max(s[0].nvir(), s[1].nvir())));
   ph.pass = ri_pass_plan(s[0], batch_functions, passes_hold);
   return ph;
 }
@@ -64,86 +94,104 @@ struct SpinDensity {
   Eigen::MatrixXd active, virtuals;  // P_ij, P_ab
 };
 
-// E_σσ, with its shares of P_ij, P_ab and Γ_ia^P of spin σ added, from (P|ia) and c_ia^P
-// (row-major [P][i·v + a]), one occupied orbital k at a time: I_ia,kb = (ia|kb) by one GEMM, then
-// t_ik^ab, row-major [i][a][b]. t is antisymmetric in a, b, so Σ_ic t_ik^ac t_ik^bc = (tᵀ t)_ab.
-// This rank takes every size-th k from its rank: its shares are summed over the ranks afterwards.
-// Adds its GEMMs' flops to `work`.
-double same_spin_pairs(const SpinBlocks& x, Eigen::Index naux, const double* raw, const double* c, double* gamma,
-                       SpinDensity& P, MemoryBudget& budget, const Communicator& comm, StageWork& work) {
-  const Eigen::Index o = x.active, v = x.nvir, ov = x.ov();
-  const Eigen::Map<const RowMajorMatrix> raw_rows(raw, naux, ov), c_rows(c, naux, ov);
-  Eigen::Map<RowMajorMatrix> gamma_rows(gamma, naux, ov);
-  const auto block = static_cast<std::size_t>(ov * v);
-  LargeArray<double> I_k = budget.allocate<double>(block, "one occupied orbital's I_ia,kb");
-  LargeArray<double> t_k = budget.allocate<double>(block, "one occupied orbital's t_ik^ab");
-  Eigen::Map<RowMajorMatrix> I(I_k.data(), ov, v), t(t_k.data(), ov, v);
-  const Eigen::Map<const RowMajorMatrix> t_rows(t_k.data(), o, v * v);  // rows i of [a][b], for P_ij
-  double e = 0.0;
-  Eigen::Index mine = 0;
-  for (Eigen::Index k = comm.rank(); k < o; k += comm.size(), ++mine) {
-    const auto c_k = c_rows.middleCols(k * v, v);
-    I.noalias() = raw_rows.transpose() * c_k;
-#pragma omp parallel for schedule(static)
-    for (Eigen::Index i = 0; i < o; ++i) {
-      const auto I_i = I.middleRows(i * v, v);
-      auto t_i = t.middleRows(i * v, v);
-      for (Eigen::Index a = 0; a < v; ++a)
-        for (Eigen::Index b = 0; b < v; ++b)
-          t_i(a, b) = (I_i(a, b) - I_i(b, a)) /
-                      (x.eps_active(i) + x.eps_active(k) - x.eps_virtual(a) - x.eps_virtual(b));
-    }
-    e += 0.5 * t.cwiseProduct(I).sum();
-    P.active.noalias() -= 0.5 * t_rows * t_rows.transpose();
-    P.virtuals.noalias() += 0.5 * t.transpose() * t;
-    gamma_rows.noalias() += c_k * t.transpose();  // Γ_ia^P += Σ_b t_ik^ab c_kb^P
-  }
-  // Per k: I and Γ 2 ov·v·naux each, P_ij 2 o²·v², P_ab 2 v²·ov.
-  work.flops_fp64 += double(mine) * 2.0 * double(ov) * double(v) * (2.0 * double(naux) + double(o) + double(v));
-  return e;
-}
+// What the loops over the amplitudes sum: E_αα, E_ββ, E_αβ, each spin's P_ij and P_ab, and V's
+// inner sum Σ B Γ'ᵀ (metric_lagrangian).
+struct SpinAmplitudes {
+  std::array<double, 2> e_same{};
+  double e_opposite = 0.0;
+  std::array<SpinDensity, 2> P;
+  RowMajorMatrix V_inner;
+};
 
-// The opposite-spin pairs, one occupied orbital k of spin `outer` at a time with every active i of
-// spin `inner`: I_ia,kb = (ia|kb) by one GEMM, then t_ik^ab = I_ia,kb / D_ik^ab, row-major [i][a][b].
-// Adds −Σ_kab t_ik^ab t_jk^ab to inner's P_ij and Σ_kia t_ik^ab t_ik^ac to outer's P_bc. With
-// Γ arrays (both or neither), also Σ_kb t_ik^ab c_kb^P to inner's Γ_ia^P and Σ_ia t_ik^ab c_ia^P
-// to outer's Γ_kb^P, and returns E_αβ. The ranks share the k as same_spin_pairs'. Adds its GEMMs'
-// flops to `work`.
-double opposite_spin_pairs(const SpinBlocks& inner, const SpinBlocks& outer, Eigen::Index naux, const double* raw_inner,
-                           const double* c_inner, const double* c_outer, SpinDensity& P_inner, SpinDensity& P_outer,
-                           double* gamma_inner, double* gamma_outer, MemoryBudget& budget, const Communicator& comm,
-                           StageWork& work) {
-  const Eigen::Index o = inner.active, va = inner.nvir, ov = inner.ov(), vb = outer.nvir;
-  const Eigen::Map<const RowMajorMatrix> raw_rows(raw_inner, naux, ov), c_rows(c_inner, naux, ov),
-      c_outer_rows(c_outer, naux, outer.ov());
-  const auto block = static_cast<std::size_t>(ov * vb);
-  LargeArray<double> I_k = budget.allocate<double>(block, "one occupied orbital's I_ia,kb");
-  LargeArray<double> t_k = budget.allocate<double>(block, "one occupied orbital's t_ik^ab");
-  Eigen::Map<RowMajorMatrix> I(I_k.data(), ov, vb), t(t_k.data(), ov, vb);
-  const Eigen::Map<const RowMajorMatrix> t_rows(t_k.data(), o, va * vb);
-  double e = 0.0;
-  Eigen::Index mine = 0;
-  for (Eigen::Index k = comm.rank(); k < outer.active; k += comm.size(), ++mine) {
-    const auto c_k = c_outer_rows.middleCols(k * vb, vb);
-    I.noalias() = raw_rows.transpose() * c_k;
+// The pairs with one occupied orbital k of spin σ at a time (this rank's every size-th): the
+// same-spin ones with every active i of σ, I_ia,kb = Σ_P B_ia^P B_kb^P, t_ik^ab row-major [i][a][b]
+// (antisymmetric in a, b, so Σ_ic t_ik^ac t_ik^bc = (tᵀ t)_ab), and the opposite-spin ones with
+// every active I of the other spin, I_IA,kb likewise, t_Ik^Ab = I_IA,kb / D; their shares of E (E_αβ
+// from the k of β), of σ's P_ab and both spins' P_ij; then Γ's columns of k, complete with it,
+// Γ_kb^P = Σ_Q M_QP (Σ_ia B_ia^Q t_ik^ab + Σ_IA B_IA^Q t_Ik^Ab) (t_ik^ab = t_ki^ba), written to σ's
+// store. Each reads both spins' B twice, in blocks of rows: for I, then for Γ. amplitudes: I (the
+// larger of the two) and the two t, as `blocks` counts them; factors: k's B_kb and Γ'_kb (naux × v
+// each). Adds its GEMMs' flops to `work`.
+void pairs_of_occupied(int sigma, const std::array<SpinBlocks, 2>& x, const CoulombFitting& fit,
+                       const std::array<RowStore, 2>& B, RowStore& gamma, std::span<double> buffer,
+                       std::span<double> next_buffer, const AmplitudeBlocks& blocks, double* amplitudes,
+                       double* factors, SpinAmplitudes& out, const Communicator& comm, StageWork& work) {
+  const SpinBlocks &k_spin = x[sigma], &other = x[1 - sigma];
+  const Eigen::Index v = k_spin.nvir, naux = static_cast<Eigen::Index>(B[0].rows());
+  const Eigen::Index ov = k_spin.ov(), ov_other = other.ov(), o = k_spin.active, o_other = other.active;
+  double* const I_data = amplitudes;
+  double* const t_same_data = I_data + blocks.I;
+  double* const t_opposite_data = t_same_data + blocks.same;
+  Eigen::Map<RowMajorMatrix> B_k(factors, naux, v), gamma_k(factors + naux * v, naux, v);
+  Eigen::Map<RowMajorMatrix> t(t_same_data, ov, v), t_other(t_opposite_data, ov_other, v);
+  // I_ia,kb of spin `of`'s i (ov_of = its o·v) with this k: Σ over blocks of rows P of B[of]ᵀ B_k.
+  const auto integrals = [&](int of, Eigen::Index ov_of) {
+    Eigen::Map<RowMajorMatrix> I(I_data, ov_of, v);
+    B[of].for_each_block(buffer, next_buffer, [&](std::size_t first_P, std::size_t count, const double* data) {
+      assign_or_add(I,
+                    Eigen::Map<const RowMajorMatrix>(data, static_cast<Eigen::Index>(count), ov_of).transpose() *
+                        B_k.middleRows(static_cast<Eigen::Index>(first_P), static_cast<Eigen::Index>(count)),
+                    first_P == 0);
+    });
+    return I;
+  };
+  double mine = 0.0;
+  for (Eigen::Index k = comm.rank(); k < o; k += comm.size(), ++mine) {
+    B[sigma].read(0, B[sigma].rows(), static_cast<std::size_t>(k * v), static_cast<std::size_t>(v), B_k.data(),
+                  static_cast<std::size_t>(v));
+    {
+      const Eigen::Map<RowMajorMatrix> I = integrals(sigma, ov);
 #pragma omp parallel for schedule(static)
-    for (Eigen::Index i = 0; i < o; ++i)
-      for (Eigen::Index a = 0; a < va; ++a)
-        for (Eigen::Index b = 0; b < vb; ++b)
-          t(i * va + a, b) = I(i * va + a, b) /
-                             (inner.eps_active(i) + outer.eps_active(k) - inner.eps_virtual(a) - outer.eps_virtual(b));
-    P_inner.active.noalias() -= t_rows * t_rows.transpose();
-    P_outer.virtuals.noalias() += t.transpose() * t;
-    if (gamma_inner == nullptr) continue;
-    e += t.cwiseProduct(I).sum();
-    Eigen::Map<RowMajorMatrix>(gamma_inner, naux, ov).noalias() += c_k * t.transpose();
-    Eigen::Map<RowMajorMatrix>(gamma_outer, naux, outer.ov()).middleCols(k * vb, vb).noalias() += c_rows * t;
+      for (Eigen::Index i = 0; i < o; ++i) {
+        const auto I_i = I.middleRows(i * v, v);
+        auto t_i = t.middleRows(i * v, v);
+        for (Eigen::Index a = 0; a < v; ++a)
+          for (Eigen::Index b = 0; b < v; ++b)
+            t_i(a, b) = (I_i(a, b) - I_i(b, a)) /
+                        (k_spin.eps_active(i) + k_spin.eps_active(k) - k_spin.eps_virtual(a) - k_spin.eps_virtual(b));
+      }
+      out.e_same[sigma] += 0.5 * t.cwiseProduct(I).sum();
+      const Eigen::Map<const RowMajorMatrix> t_rows(t_same_data, o, v * v);  // rows i of [a][b], for P_ij
+      out.P[sigma].active.noalias() -= 0.5 * t_rows * t_rows.transpose();
+      out.P[sigma].virtuals.noalias() += 0.5 * t.transpose() * t;
+    }
+    {
+      const Eigen::Index va = other.nvir;
+      const Eigen::Map<RowMajorMatrix> I = integrals(1 - sigma, ov_other);
+#pragma omp parallel for schedule(static)
+      for (Eigen::Index i = 0; i < o_other; ++i)
+        for (Eigen::Index a = 0; a < va; ++a)
+          for (Eigen::Index b = 0; b < v; ++b)
+            t_other(i * va + a, b) = I(i * va + a, b) / (other.eps_active(i) + k_spin.eps_active(k) -
+                                                          other.eps_virtual(a) - k_spin.eps_virtual(b));
+      if (sigma == 1) out.e_opposite += t_other.cwiseProduct(I).sum();
+      const Eigen::Map<const RowMajorMatrix> t_rows(t_opposite_data, o_other, va * v);
+      out.P[1 - sigma].active.noalias() -= t_rows * t_rows.transpose();
+      out.P[sigma].virtuals.noalias() += t_other.transpose() * t_other;
+    }
+    // Γ'_kb = Σ_ia B_ia t_ik^ab + Σ_IA B_IA t_Ik^Ab (each block of rows P of Γ' set by the first
+    // sum, added to by the second), V's inner sum, then Γ_kb = Mᵀ Γ'_kb.
+    const std::array<const Eigen::Map<RowMajorMatrix>*, 2> amplitudes_by_spin{sigma == 0 ? &t : &t_other,
+                                                                             sigma == 0 ? &t_other : &t};
+    for (const int of : {sigma, 1 - sigma})
+      B[of].for_each_block(buffer, next_buffer, [&](std::size_t first_P, std::size_t count, const double* data) {
+        const Eigen::Map<RowMajorMatrix>& t_of = *amplitudes_by_spin[static_cast<std::size_t>(of)];
+        assign_or_add(gamma_k.middleRows(static_cast<Eigen::Index>(first_P), static_cast<Eigen::Index>(count)),
+                      Eigen::Map<const RowMajorMatrix>(data, static_cast<Eigen::Index>(count), t_of.rows()) * t_of,
+                      of == sigma);
+      });
+    out.V_inner.noalias() += B_k * gamma_k.transpose();
+    fit.apply_transpose(gamma_k.data(), static_cast<std::size_t>(v));
+    gamma.write(0, gamma.rows(), static_cast<std::size_t>(k * v), static_cast<std::size_t>(v), gamma_k.data(),
+                static_cast<std::size_t>(v));
   }
-  // Per k: I 2 ov·vb·naux (and both Γ as much again each), P_ij 2 o²·va·vb, P_bc 2 vb²·ov.
-  const double gammas = gamma_inner == nullptr ? 0.0 : 2.0;
-  work.flops_fp64 += double(mine) * 2.0 * double(ov) * double(vb) *
-                     ((1.0 + gammas) * double(naux) + double(o) + double(vb));
-  return e;
+  // Per k: the two I and Γ', 4 (ov + ov_other)·v·naux; V, 2 naux²·v; the same-spin P_ij and P_ab,
+  // 2 o²·v² and 2 v²·ov; the opposite-spin ones, 2 o_other²·va·v and 2 v²·ov_other; Mᵀ on Γ'.
+  const double n = double(naux), vv = double(v);
+  work.flops_fp64 += mine * (4.0 * double(ov + ov_other) * vv * n + 2.0 * n * n * vv +
+                             2.0 * double(o) * double(o) * vv * vv + 2.0 * vv * vv * double(ov) +
+                             2.0 * double(o_other) * double(ov_other) * vv + 2.0 * vv * vv * double(ov_other) +
+                             fit.flops(static_cast<std::size_t>(v)));
 }
 
 double spin_dot(const SpinMatrices& x, const SpinMatrices& y) {
@@ -236,18 +284,24 @@ Mp2GradientPlan plan_ump2_gradient(const libint2::BasisSet& ri_aux, const Mp2Gra
   Mp2GradientPlan p;
   p.sizes = alpha;
   p.beta = beta;
-  p.ram_rows = alpha.naux;  // UHF's three-index arrays all in memory
-  p.batch_functions = ri_batch_functions(ri_aux, alpha, ram_bytes, ranks,
-                                         [&](std::size_t functions) { return ump2_gradient_phases(spins, functions); });
-  p.densities = ump2_gradient_phases(spins, p.batch_functions).peak();
+  std::size_t largest_shell = 1;
+  for (const libint2::Shell& shell : ri_aux) largest_shell = std::max(largest_shell, shell.size());
+  const auto peak = [&](std::size_t rows) {
+    return ump2_gradient_phases(spins, largest_shell, rows).peak().ram_bytes();
+  };
+  p.ram_rows = peak(alpha.naux) <= ram_bytes ? alpha.naux : most_ram_rows(alpha.naux, ram_bytes, peak);
+  p.batch_functions =
+      ri_batch_functions(ri_aux, alpha, ram_bytes, ranks,
+                         [&](std::size_t functions) { return ump2_gradient_phases(spins, functions, p.ram_rows); });
+  p.densities = ump2_gradient_phases(spins, p.batch_functions, p.ram_rows).peak();
   return p;
 }
 
 Ump2GradientDensities ump2_gradient_densities(const libint2::BasisSet& obs, const libint2::BasisSet& ri_aux,
                                               const ShellPairs& pairs, DensityFittedFock& jk,
                                               const Orbitals& orbitals, const Mp2GradientPlan& plan,
-                                              MemoryBudget& budget, Communicator& comm, double z_convergence,
-                                              Progress& progress) {
+                                              MemoryBudget& budget, const ScratchDirectory* scratch,
+                                              Communicator& comm, double z_convergence, Progress& progress) {
   // The plan's sizes with the orbitals' nmo: linear dependencies can only have removed virtuals,
   // so every array is at most as planned.
   std::array<Mp2GradientSizes, 2> s{plan.sizes, plan.beta.value_or(plan.sizes)};
@@ -270,67 +324,72 @@ Ump2GradientDensities ump2_gradient_densities(const libint2::BasisSet& obs, cons
   const RiPasses passes{obs, ri_aux, pairs, metric, s[0], plan.batch_functions, budget, comm,
                         [&progress](double done) { progress.fraction(done); }};
 
-  // Each spin's (P|ia) and c_ia^P = Σ_Q [J⁻¹]_PQ (Q|ia), row-major [P][i·v + a].
-  std::array<LargeArray<double>, 2> raw;
+  // Each spin's (P|ia), then B_ia^P = Σ_Q M_PQ (Q|ia) in its place, row-major [P][i·v + a].
+  std::array<RowStore, 2> B;
   std::vector<RiTransform> active_virtual;
   for (int spin = 0; spin < 2; ++spin) {
-    raw[spin] = budget.allocate<double>(s[spin].naux * s[spin].ov(), std::string("(P|ia), ") + kSpinName[spin]);
-    if (comm.size() > 1) std::fill(raw[spin].begin(), raw[spin].end(), 0.0);  // other ranks' rows, for the sum
+    B[spin] = RowStore(s[spin].naux, s[spin].ov(), plan.ram_rows, budget, scratch,
+                       std::string("B_ia^P = M (P|ia), ") + kSpinName[spin]);
     active_virtual.push_back({x[spin].C.middleCols(nfz, x[spin].active), x[spin].C_vir});
   }
   progress.begin("MP2 gradient: (P|ia), α and β (batches of RI shells)");
+  std::array<RowMajorMatrix, 2> row{RowMajorMatrix(x[0].active, x[0].nvir), RowMajorMatrix(x[1].active, x[1].nvir)};
   passes.for_each_function(active_virtual,
-                           [&](std::size_t spin, Eigen::Index P, const Eigen::Map<const Eigen::MatrixXd>& B) {
-                             Eigen::Map<RowMajorMatrix>(raw[spin].data() + P * x[spin].ov(), x[spin].active,
-                                                        x[spin].nvir) = B;
+                           [&](std::size_t spin, Eigen::Index P, const Eigen::Map<const Eigen::MatrixXd>& ia) {
+                             row[spin] = ia;
+                             B[spin].write(static_cast<std::size_t>(P), 1, 0, s[spin].ov(), row[spin].data(),
+                                           s[spin].ov());
                            },
                            out.work);
-  for (LargeArray<double>& spin : raw) comm.allreduce_sum(spin.data(), spin.size());
-  std::array<SpinDensity, 2> P_mp2;
+  SpinAmplitudes mp2;
+  mp2.V_inner = RowMajorMatrix::Zero(naux, naux);
   for (int spin = 0; spin < 2; ++spin) {
-    out.gamma[spin] = RowStore(s[spin].naux, s[spin].ov(), s[spin].naux, budget, nullptr,
+    out.gamma[spin] = RowStore(s[spin].naux, s[spin].ov(), plan.ram_rows, budget, scratch,
                                std::string("Γ_ia^P, ") + kSpinName[spin]);
-    std::fill(out.gamma[spin].ram(), out.gamma[spin].ram() + s[spin].naux * s[spin].ov(), 0.0);
-    P_mp2[spin] = {Eigen::MatrixXd::Zero(x[spin].active, x[spin].active),
+    mp2.P[spin] = {Eigen::MatrixXd::Zero(x[spin].active, x[spin].active),
                    Eigen::MatrixXd::Zero(x[spin].nvir, x[spin].nvir)};
   }
   {
-    std::array<LargeArray<double>, 2> c;
+    const std::size_t disk_rows = B[0].disk_rows();
+    LargeArray<double> buffers =
+        disk_rows > 0 ? budget.allocate<double>(
+                            2 * ri_read_buffer_elements(s[0].naux, std::max(s[0].ov(), s[1].ov()), disk_rows),
+                            "the buffers B_ia^P's rows on disk are read into")
+                      : LargeArray<double>();
+    const std::span<double> both(buffers.data(), buffers.size());
     const CoulombFitting fit(metric);
     for (int spin = 0; spin < 2; ++spin) {
-      c[spin] = budget.allocate<double>(s[spin].naux * s[spin].ov(),
-                                        std::string("c_ia^P = J⁻¹ (P|ia), ") + kSpinName[spin]);
-      std::copy(raw[spin].begin(), raw[spin].end(), c[spin].begin());
-      fit.apply_inverse(c[spin].data(), s[spin].ov());
-      out.work.flops_fp64 += 2.0 * fit.flops(s[spin].ov());  // J⁻¹: the fit and its transpose
+      passes.share_rows(B[spin], both);  // every rank holds all of (P|ia)
+      fit_in_place(fit, B[spin], both);
+      out.work.flops_fp64 += fit.flops(s[spin].ov());
     }
-    progress.message("MP2 gradient: amplitudes, P and Γ (αα, ββ, αβ)");
-    std::array<double, 2> e_same{};
+    const AmplitudeBlocks blocks = amplitude_blocks(s);
+    const std::size_t largest_nvir = std::max(s[0].nvir(), s[1].nvir());
+    LargeArray<double> I_and_t = budget.allocate<double>(blocks.I + blocks.same + blocks.opposite,
+                                                         "one occupied orbital's I, same-spin t and opposite-spin t");
+    LargeArray<double> factors =
+        budget.allocate<double>(2 * s[0].naux * largest_nvir, "one occupied orbital's B_kb^P and Γ_kb^P");
+    progress.message("MP2 gradient: amplitudes, P and Γ (αα and αβ with k of α, ββ and αβ with k of β)");
     for (int spin = 0; spin < 2; ++spin)
-      e_same[spin] = same_spin_pairs(x[spin], naux, raw[spin].data(), c[spin].data(), out.gamma[spin].ram(),
-                                     P_mp2[spin], budget, comm, out.work);
-    // E_αβ, P^α_ij, P^β_ab and both Γ with k of β; P^β_ij and P^α_ab again with k of α.
-    double e_opposite = opposite_spin_pairs(x[0], x[1], naux, raw[0].data(), c[0].data(), c[1].data(), P_mp2[0],
-                                            P_mp2[1], out.gamma[0].ram(), out.gamma[1].ram(), budget, comm, out.work);
-    opposite_spin_pairs(x[1], x[0], naux, raw[1].data(), c[1].data(), c[0].data(), P_mp2[1], P_mp2[0], nullptr,
-                        nullptr, budget, comm, out.work);
-    comm.allreduce_sum(e_same.data(), e_same.size());
-    comm.allreduce_sum(&e_opposite, 1);
+      pairs_of_occupied(spin, x, fit, B, out.gamma[spin], both.first(both.size() / 2), both.last(both.size() / 2),
+                        blocks, I_and_t.data(), factors.data(), mp2, comm, out.work);
+    comm.allreduce_sum(mp2.e_same.data(), mp2.e_same.size());
+    comm.allreduce_sum(&mp2.e_opposite, 1);
     for (int spin = 0; spin < 2; ++spin) {
-      comm.allreduce_sum(out.gamma[spin].ram(), s[spin].naux * s[spin].ov());
-      for (Eigen::MatrixXd* m : {&P_mp2[spin].active, &P_mp2[spin].virtuals})
+      for (Eigen::MatrixXd* m : {&mp2.P[spin].active, &mp2.P[spin].virtuals})
         comm.allreduce_sum(m->data(), static_cast<std::size_t>(m->size()));
+      const auto v = static_cast<std::size_t>(x[spin].nvir);
+      for (std::size_t k = 0; k < static_cast<std::size_t>(x[spin].active); ++k)  // Γ's columns of k from their rank
+        broadcast_columns(out.gamma[spin], k * v, v, round_robin_owner(k, comm.size()), factors.data(), comm);
     }
-    out.energy.aa = e_same[0];
-    out.energy.bb = e_same[1];
-    out.energy.ss = e_same[0] + e_same[1];
-    out.energy.os = e_opposite;
-    out.metric = metric_lagrangian(naux,
-                                   {{c[0].data(), out.gamma[0].ram(), x[0].ov()},
-                                    {c[1].data(), out.gamma[1].ram(), x[1].ov()}},
-                                   comm, out.work);
+    out.energy.aa = mp2.e_same[0];
+    out.energy.bb = mp2.e_same[1];
+    out.energy.ss = mp2.e_same[0] + mp2.e_same[1];
+    out.energy.os = mp2.e_opposite;
+    out.metric = metric_lagrangian(fit, std::move(mp2.V_inner), comm, out.work);
   }
-  raw = {};
+  B = {};
+  const std::array<SpinDensity, 2>& P_mp2 = mp2.P;
 
   // L1_pi = 2 Σ_aP (P|pa) Γ_ia^P = 2 [Cᵀ Σ_P (P|μν) C_v Γ^Pᵀ]_pi (i active) and
   // L2_pa = 2 Σ_iP (P|pi) Γ_ia^P = 2 [Cᵀ Σ_P (P|μν) C_act Γ^P]_pa, p every orbital of the spin.
@@ -339,7 +398,9 @@ Ump2GradientDensities ump2_gradient_densities(const libint2::BasisSet& obs, cons
       {m, m},
       [&](std::size_t spin, Eigen::Index P, double* R) {
         const SpinBlocks& b = x[spin];
-        const Eigen::Map<const RowMajorMatrix> gamma_P(out.gamma[spin].ram() + P * b.ov(), b.active, b.nvir);
+        std::vector<double> buffer(out.gamma[spin].disk_rows() > 0 ? static_cast<std::size_t>(b.ov()) : 0);
+        const Eigen::Map<const RowMajorMatrix> gamma_P(out.gamma[spin].row(static_cast<std::size_t>(P), buffer.data()),
+                                                       b.active, b.nvir);
         Eigen::Map<Eigen::MatrixXd> R_P(R, b.C.rows(), m);
         R_P.leftCols(b.active).noalias() = b.C_vir * gamma_P.transpose();
         R_P.rightCols(b.nvir).noalias() = b.C.middleCols(nfz, b.active) * gamma_P;

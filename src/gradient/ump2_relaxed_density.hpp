@@ -25,8 +25,11 @@
 // iteration; P_ak = ½ z_ak. Aikens, Webb, Bell, Fletcher, Schmidt and Gordon, Theor. Chem. Acc.
 // 110, 233 (2003); PySCF's grad/ump2.py.
 //
-// Memory: as the RHF densities, nothing O(N⁴) is held; (P|ia), c_ia^P and Γ_ia^P are held for both
-// spins, and each batch of RI integrals serves both spins' transforms.
+// Memory: as the RHF densities, nothing O(N⁴) is held; each spin's B_ia^P = Σ_Q M_PQ (Q|ia)
+// (Mᵀ M = J⁻¹, c = Mᵀ B) and Γ_ia^P are held, their first rows P in memory and, when the budget
+// does not hold them, the rest on disk; each batch of RI integrals serves both spins' transforms.
+// The amplitudes are made one occupied orbital k of either spin at a time, with its same-spin and
+// opposite-spin pairs, so that Γ's columns of k are complete with it.
 #pragma once
 
 #include <array>
@@ -54,20 +57,21 @@ struct Ump2GradientDensities {
   StageWork work;                           // as Mp2Gradient's
   std::array<Eigen::MatrixXd, 2> relaxed;   // P^α, P^β (AO, symmetric), the MP2 parts only
   Eigen::MatrixXd energy_weighted;          // W of both spins (AO, symmetric), the MP2 part only
-  std::array<RowStore, 2> gamma;  // Γ_ia^P of each spin, in memory: row P, column i·nvir + a (i active)
+  std::array<RowStore, 2> gamma;            // Γ_ia^P of each spin: row P, column i·nvir + a (i active)
   Eigen::MatrixXd metric;                   // V_PQ, both spins'
 };
 
 // UHF orbitals (canonical), the lowest plan.sizes.nfrozen of each spin not correlated; the plan
 // must be plan_ump2_gradient's for them. jk: the DF-SCF's J/K (two densities per build), for the
-// Fock-like terms and the Z-vector (this rank's factors). z_convergence: the largest residual
-// element of either spin, as mp2_gradient_densities'. Collective, as mp2_gradient_densities: the
+// Fock-like terms and the Z-vector (this rank's factors). scratch: for B and Γ's rows on disk (may
+// be null when the plan has none). z_convergence: the largest residual element of either spin, as
+// mp2_gradient_densities'. Collective, as mp2_gradient_densities: the
 // ranks share the RI batches and the occupied orbitals k of the amplitude loops, and every rank
 // returns the whole densities.
 Ump2GradientDensities ump2_gradient_densities(const libint2::BasisSet& obs, const libint2::BasisSet& ri_aux,
                                               const ShellPairs& pairs, DensityFittedFock& jk,
                                               const Orbitals& orbitals, const Mp2GradientPlan& plan,
-                                              MemoryBudget& budget, Communicator& comm, double z_convergence,
-                                              Progress& progress);
+                                              MemoryBudget& budget, const ScratchDirectory* scratch,
+                                              Communicator& comm, double z_convergence, Progress& progress);
 
 }  // namespace dfmp2

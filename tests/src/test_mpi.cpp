@@ -175,25 +175,30 @@ TEST_CASE("out of core on 2 ranks: the serial energies, and rank 0 draws what it
   check_drawn_as_planned(given_on_disk);
 }
 
-TEST_CASE("out of core on 2 ranks, RHF gradient: B_ia^P and Γ_ia^P partly on each rank's disk give the serial "
-          "gradient") {
+TEST_CASE("out of core on 2 ranks, RHF and UHF gradients: B_ia^P and Γ_ia^P partly on each rank's disk give the "
+          "serial gradient") {
   // Each rank holds all rows of B and Γ, its first rows in memory and the rest in its own scratch
-  // files: each RI batch's rows and each amplitude block's Γ come from the rank that made them.
-  // 36 MiB beside what a rank holds at start leaves part of each in memory (and the DF-SCF tensor
-  // partly on disk).
+  // files: each RI batch's rows and each amplitude block's (UHF: orbital's) Γ come from the rank
+  // that made them. 36 MiB beside what a rank holds at start (RHF; UHF, of the same closed shell,
+  // 48 MiB) leaves part of each in memory, and the DF-SCF tensor partly on disk.
   TempDir dir;
-  const std::string args =
-      dir.write("benzene.xyz", kBenzeneXyz) + " --basis cc-pvdz --gradient --threads 1 --fp32-until 0" + kTightScf;
-  const auto serial = run_json(dir, args);
-  const auto in_memory = run_json(dir, args, mpirun(2));
-  const std::string memory =
-      " --memory " + std::to_string(in_memory["memory"]["baseline_bytes"].get<std::size_t>() + 36 * MiB);
-  const auto on_disk = run_json(dir, args + memory, mpirun(2));
-  CHECK(planned_on_disk(on_disk, "gradient", "B_ia^P's other rows"));
-  CHECK(planned_on_disk(on_disk, "gradient", "Γ_ia^P's other rows"));
-  check_drawn_as_planned(on_disk);
-  check_same_energies(serial, on_disk);
-  CHECK(largest_gradient_difference(serial, on_disk) <= 1e-10);
+  const std::string benzene = dir.write("benzene.xyz", kBenzeneXyz);
+  for (const auto& [reference, beside] : {std::pair{"rhf", 36 * MiB}, std::pair{"uhf", 48 * MiB}}) {
+    INFO(reference);
+    const std::string args = benzene + " --basis cc-pvdz --gradient --threads 1 --fp32-until 0 --reference " +
+                             reference + kTightScf;
+    const auto serial = run_json(dir, args);
+    const auto in_memory = run_json(dir, args, mpirun(2));
+    const std::string memory =
+        " --memory " + std::to_string(in_memory["memory"]["baseline_bytes"].get<std::size_t>() + beside);
+    const auto on_disk = run_json(dir, args + memory, mpirun(2));
+    const std::string spin = std::string(reference) == "uhf" ? ", β" : "";
+    CHECK(planned_on_disk(on_disk, "gradient", "B_ia^P's other rows" + spin));
+    CHECK(planned_on_disk(on_disk, "gradient", "Γ_ia^P's other rows" + spin));
+    check_drawn_as_planned(on_disk);
+    check_same_energies(serial, on_disk);
+    CHECK(largest_gradient_difference(serial, on_disk) <= 1e-10);
+  }
 }
 
 TEST_CASE("redistribution in slabs of a few rows delivers every element, on 1 to 4 ranks") {

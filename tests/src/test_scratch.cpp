@@ -149,29 +149,35 @@ TEST_CASE("out of core, UHF: both spins from one pass, on disk, give the in-memo
     CHECK(std::abs(on_disk[key].get<double>() - in_memory[key].get<double>()) < 1e-10);
 }
 
-TEST_CASE("out of core, RHF gradient: B_ia^P and Γ_ia^P partly on disk give the in-memory gradient") {
+TEST_CASE("out of core, RHF and UHF gradients: B_ia^P and Γ_ia^P partly on disk give the in-memory gradient") {
   // Benzene's gradient with room for its stages before the gradient's only is refused, naming the
   // least memory its gradient stage runs in: with every row of B and Γ on disk. 3 MiB above that,
   // some of their rows are in memory beside the others on disk. The SCF in fp64 to 1e-10, so that
-  // the budgets' other choices do not move the orbitals the gradients are of.
+  // the budgets' other choices do not move the orbitals the gradients are of. UHF (of the same
+  // closed shell) holds both spins' B and Γ.
   TempDir dir;
-  const std::string args = kBenzeneCcPvdz + " --gradient --fp32-until 0 --d-convergence 1e-10";
-  const auto in_memory = run_json(dir, args);
-  CHECK(stage_disk(in_memory, "gradient") == 0.0);
-  const double before_gradient = std::max(planned_stage(in_memory, "integrals")["ram_bytes"].get<double>(),
-                                          planned_stage(in_memory, "scf")["ram_bytes"].get<double>());
-  const CommandResult refused =
-      run_dfmp2(args + memory_beside_baseline(in_memory, std::size_t(before_gradient) + MiB) + " --quiet");
-  REQUIRE(without_notes(refused.err).find("dfmp2: error: the gradient stage needs ") == 0);
-  const double least = least_memory_named(refused);
-  const auto on_disk = run_json(dir, args + " --memory " + std::to_string(std::size_t(least) + 3 * MiB));
-  CHECK(planned_on_disk(on_disk, "gradient", "B_ia^P's other rows"));
-  CHECK(planned_on_disk(on_disk, "gradient", "Γ_ia^P's other rows"));
-  CHECK(planned_stage(on_disk, "gradient")["read_bytes"].get<double>() > 0.0);
-  check_drawn_as_planned(on_disk);
-  CHECK(on_disk["memory"]["scratch"]["read_bytes"].get<double>() > 0.0);
-  CHECK(std::abs(on_disk["e_total"].get<double>() - in_memory["e_total"].get<double>()) < 1e-10);
-  CHECK(largest_gradient_difference(on_disk, in_memory) < 1e-10);
+  for (const std::string reference : {"rhf", "uhf"}) {
+    INFO(reference);
+    const std::string args =
+        kBenzeneCcPvdz + " --gradient --fp32-until 0 --d-convergence 1e-10 --reference " + reference;
+    const auto in_memory = run_json(dir, args);
+    CHECK(stage_disk(in_memory, "gradient") == 0.0);
+    const double before_gradient = std::max(planned_stage(in_memory, "integrals")["ram_bytes"].get<double>(),
+                                            planned_stage(in_memory, "scf")["ram_bytes"].get<double>());
+    const CommandResult refused =
+        run_dfmp2(args + memory_beside_baseline(in_memory, std::size_t(before_gradient) + MiB) + " --quiet");
+    REQUIRE(without_notes(refused.err).find("dfmp2: error: the gradient stage needs ") == 0);
+    const double least = least_memory_named(refused);
+    const auto on_disk = run_json(dir, args + " --memory " + std::to_string(std::size_t(least) + 3 * MiB));
+    const std::string spin = reference == "uhf" ? ", β" : "";
+    CHECK(planned_on_disk(on_disk, "gradient", "B_ia^P's other rows" + spin));
+    CHECK(planned_on_disk(on_disk, "gradient", "Γ_ia^P's other rows" + spin));
+    CHECK(planned_stage(on_disk, "gradient")["read_bytes"].get<double>() > 0.0);
+    check_drawn_as_planned(on_disk);
+    CHECK(on_disk["memory"]["scratch"]["read_bytes"].get<double>() > 0.0);
+    CHECK(std::abs(on_disk["e_total"].get<double>() - in_memory["e_total"].get<double>()) < 1e-10);
+    CHECK(largest_gradient_difference(on_disk, in_memory) < 1e-10);
+  }
 }
 
 TEST_CASE("a scratch disk too small for the plan is refused up front, saying what it needs") {
