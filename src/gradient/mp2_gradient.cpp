@@ -1,6 +1,5 @@
 #include "src/gradient/mp2_gradient.hpp"
 
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -14,10 +13,10 @@
 namespace dfmp2 {
 namespace {
 
-// One spin's Γ_ia^P (RHF: the one set's) with the orbitals its rows and columns are of: row(P,
-// buffer) is row P, column i·nvir + a, where it is in memory or read into buffer (o·v elements).
+// One spin's Γ_ia^P (RHF: the one set's) with the orbitals its rows and columns are of: row P,
+// column i·nvir + a.
 struct GammaSpin {
-  std::function<const double*(Eigen::Index P, double* buffer)> row;
+  const RowStore& gamma;
   Eigen::MatrixXd C_active, C_virtual;
 };
 
@@ -54,8 +53,8 @@ Mp2Gradient contract(const Mp2GradientInput& in, const Mp2Densities& mp2, Densit
     out.setZero();
     for (const GammaSpin& spin : mp2.gamma) {
       const auto o = spin.C_active.cols(), v = spin.C_virtual.cols();
-      std::vector<double> buffer(static_cast<std::size_t>(o * v));
-      const Eigen::Map<const RowMajorMatrix> gamma_P(spin.row(P, buffer.data()), o, v);
+      std::vector<double> buffer(spin.gamma.disk_rows() > 0 ? static_cast<std::size_t>(o * v) : 0);
+      const Eigen::Map<const RowMajorMatrix> gamma_P(spin.gamma.row(static_cast<std::size_t>(P), buffer.data()), o, v);
       const Eigen::MatrixXd half = spin.C_active * (gamma_P * spin.C_virtual.transpose());
       out += 0.5 * mp2.gamma_factor * (half + half.transpose());
     }
@@ -86,8 +85,8 @@ Mp2Gradient contract(const Mp2GradientInput& in, const Mp2Densities& mp2, Densit
 // One spin's (RHF: the one set's) Γ and the active and virtual columns of its orbitals.
 GammaSpin gamma_spin(const RowStore& gamma, const SpinOrbitals& orbitals, std::size_t nfrozen) {
   const auto nfz = static_cast<Eigen::Index>(nfrozen);
-  return {[&gamma](Eigen::Index P, double* buffer) { return gamma.row(static_cast<std::size_t>(P), buffer); },
-          orbitals.C.middleCols(nfz, orbitals.nocc - nfz), orbitals.C.rightCols(orbitals.C.cols() - orbitals.nocc)};
+  return {gamma, orbitals.C.middleCols(nfz, orbitals.nocc - nfz),
+          orbitals.C.rightCols(orbitals.C.cols() - orbitals.nocc)};
 }
 
 }  // namespace
