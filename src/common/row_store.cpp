@@ -56,6 +56,11 @@ const double* RowStore::row(std::size_t r, double* buffer) const {
   return buffer;
 }
 
+const double* RowStore::row(std::size_t r, std::vector<double>& buffer) const {
+  if (r >= ram_rows_) buffer.resize(cols_);
+  return row(r, buffer.data());
+}
+
 void RowStore::for_each_block(std::span<double> buffer, std::span<double> next_buffer, const Visit& visit) const {
   if (ram_rows_ > 0) visit(0, ram_rows_, ram_.data());
   if (disk_rows() == 0) return;

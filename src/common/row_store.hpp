@@ -9,6 +9,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "src/common/memory.hpp"
 #include "src/common/parallel.hpp"
@@ -41,6 +42,8 @@ class RowStore {
   // Row r: where it is in memory, else read into `buffer` (cols() elements). Safe from several
   // threads at once.
   const double* row(std::size_t r, double* buffer) const;
+  // The same, `buffer` sized to a row when row r is on disk.
+  const double* row(std::size_t r, std::vector<double>& buffer) const;
 
   using Visit = std::function<void(std::size_t first_row, std::size_t nrows, const double* rows)>;
   // Every row in order: the rows in memory as one block where they are, then the file's in blocks

@@ -34,8 +34,8 @@ struct Mp2Densities {
 // The SCF gradient's terms with the MP2 densities added to the SCF's, D + P in ∂H and
 // W_SCF + W in ∂S, the JK set's separable term with A = ½ D + P and A_s = ½ D_s + P^s, and the RI
 // set's; the relaxed dipole moment of D + P. occupied_products: RHF's Z-vector's B^Q C_occ, if kept.
-Mp2Gradient contract(const Mp2GradientInput& in, const Mp2Densities& mp2, DensityFittedFock& jk, Communicator& comm,
-                     const double* occupied_products = nullptr) {
+Mp2Gradient contract(const Mp2GradientInput& in, const Mp2Densities& mp2, DensityFittedFock& jk, MemoryBudget& budget,
+                     Communicator& comm, const double* occupied_products = nullptr) {
   const ScfDensities scf = scf_densities(in.orbitals);
   ScfDensities one_electron = scf;
   one_electron.total += mp2.relaxed;
@@ -53,8 +53,8 @@ Mp2Gradient contract(const Mp2GradientInput& in, const Mp2Densities& mp2, Densit
     out.setZero();
     for (const GammaSpin& spin : mp2.gamma) {
       const auto o = spin.C_active.cols(), v = spin.C_virtual.cols();
-      std::vector<double> buffer(spin.gamma.disk_rows() > 0 ? static_cast<std::size_t>(o * v) : 0);
-      const Eigen::Map<const RowMajorMatrix> gamma_P(spin.gamma.row(static_cast<std::size_t>(P), buffer.data()), o, v);
+      std::vector<double> buffer;
+      const Eigen::Map<const RowMajorMatrix> gamma_P(spin.gamma.row(static_cast<std::size_t>(P), buffer), o, v);
       const Eigen::MatrixXd half = spin.C_active * (gamma_P * spin.C_virtual.transpose());
       out += 0.5 * mp2.gamma_factor * (half + half.transpose());
     }
@@ -74,10 +74,11 @@ Mp2Gradient contract(const Mp2GradientInput& in, const Mp2Densities& mp2, Densit
   in.progress.message("MP2 gradient: JK-set fitted coefficients and metric terms");
   const ThreeCentreScreening screening(in.obs, in.pairs);  // for both sets
   out.gradient += density_fitted_two_electron_gradient(in.obs, in.jk_aux, in.pairs, screening, jk.factors(), in.mol,
-                                                       separable, comm, derivative_integrals("JK"), &out.work,
-                                                       occupied_products);
-  out.gradient += three_centre_gradient_of_squares(in.ri_aux, in.obs, in.pairs, screening, in.mol, gamma, comm,
-                                                   derivative_integrals("RI"), &out.work, square_flops) +
+                                                       separable, in.plan.jk_layout, budget, in.scratch, comm,
+                                                       derivative_integrals("JK"), &out.work, occupied_products);
+  out.gradient += three_centre_gradient_of_squares(in.ri_aux, in.obs, in.pairs, screening, in.mol, gamma, budget,
+                                                   in.plan.jk_layout.block_bytes, comm, derivative_integrals("RI"),
+                                                   &out.work, square_flops) +
                   metric_gradient(in.ri_aux, in.mol, mp2.metric);
   return out;
 }
@@ -106,7 +107,7 @@ Mp2Gradient density_fitted_mp2_gradient(const Mp2GradientInput& in, DensityFitte
                          gamma_spin(mp2.gamma[1], *in.orbitals.beta, nfrozen)},
                         2.0,
                         -mp2.metric},
-                   jk, comm);
+                   jk, budget, comm);
     out.energy = mp2.energy;
     out.cphf_iterations = mp2.cphf_iterations;
     out.work += mp2.work;
@@ -120,7 +121,7 @@ Mp2Gradient density_fitted_mp2_gradient(const Mp2GradientInput& in, DensityFitte
                         {gamma_spin(mp2.gamma, in.orbitals, nfrozen)},
                         4.0,
                         -2.0 * mp2.metric},
-                   jk, comm, mp2.occupied_products.data());
+                   jk, budget, comm, mp2.occupied_products.data());
     out.energy = mp2.energy;
     out.cphf_iterations = mp2.cphf_iterations;
     out.work += mp2.work;

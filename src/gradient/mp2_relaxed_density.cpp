@@ -53,6 +53,12 @@ RiGradientPhases gradient_phases(const Mp2GradientSizes& s, std::size_t batch_fu
   ph.z_vector.disk("Γ_ia^P's other rows", on_disk);
   ph.z_vector.ram("the Z-vector's B^Q C_o, C_oᵀ B^Q C_o and buffers",
                   OccupiedFockResponse::bytes(s.nbf, s.nocc, s.jk_rows, p.fp32_z_vector));
+  std::vector<PlannedBlock> contraction_holds{{"Γ_ia^P", in_ram}};
+  if (on_disk > 0) contraction_holds.push_back({"Γ_ia^P's other rows", on_disk, true});
+  if (p.keeps_occupied_products)
+    contraction_holds.push_back({"the Z-vector's B^Q C_o, kept for the JK set's term",
+                                 OccupiedFockResponse::kept_products_bytes(s.nbf, s.nocc, s.jk_rows)});
+  ph.add_contraction(contraction_holds, s, p);
   return ph;
 }
 
@@ -310,12 +316,17 @@ ZVector solve_z_vector(OccupiedFockResponse& response, Communicator& comm, const
 }  // namespace
 
 Mp2GradientPlan plan_mp2_gradient(const libint2::BasisSet& ri_aux, const Mp2GradientSizes& sizes,
-                                  std::size_t ram_bytes, int ranks, bool fp32_z_vector) {
+                                  const SeparableTermSizes& jk_terms, std::size_t ram_bytes, int ranks,
+                                  bool fp32_z_vector) {
   Mp2GradientPlan p;
   p.sizes = sizes;
   p.ram_rows = sizes.naux;
   std::size_t largest_shell = 1;
   for (const libint2::Shell& shell : ri_aux) largest_shell = std::max(largest_shell, shell.size());
+  p.jk_terms = jk_terms;
+  p.jk_layout.ram_rows = jk_terms.naux;
+  p.ri_largest_shell = largest_shell;
+  p.keeps_occupied_products = true;
   // About kBlockColumns columns k·b in the amplitude block's GEMMs run them at full rate; and
   // every rank should have a block.
   constexpr std::size_t kBlockColumns = 1024;
@@ -328,15 +339,32 @@ Mp2GradientPlan plan_mp2_gradient(const libint2::BasisSet& ri_aux, const Mp2Grad
       --p.amplitude_orbitals;
   };
   amplitude_orbitals_that_fit();
-  if (gradient_phases(sizes, largest_shell, p).peak().ram_bytes() > ram_bytes) {
-    // Out of core: the amplitude blocks with every row of B and Γ on disk, then as many rows in
-    // memory as fit beside them and beside the other phases (they all grow with the rows).
-    p.ram_rows = 0;
-    amplitude_orbitals_that_fit();
-    p.ram_rows = most_ram_rows(sizes.naux, ram_bytes, [&](std::size_t rows) {
+  const auto peak = [&](const Mp2GradientPlan& trial) {
+    return gradient_phases(sizes, largest_shell, trial).peak().ram_bytes();
+  };
+  if (peak(p) > ram_bytes) {
+    // Out of core, the cheapest first: the JK set's arrays on disk with the least blocks, the
+    // products dropped, then the amplitude blocks with every row of B and Γ on disk and as many
+    // rows in memory as fit beside them and beside the other phases (they all grow with the rows);
+    // then the room left to the products, the JK set's rows and blocks.
+    p.jk_layout = {0, 0};
+    p.keeps_occupied_products = peak(p) <= ram_bytes;
+    if (peak(p) > ram_bytes) {
+      p.ram_rows = 0;
+      amplitude_orbitals_that_fit();
+      p.ram_rows = most_ram_rows(sizes.naux, ram_bytes, [&](std::size_t rows) {
+        Mp2GradientPlan trial = p;
+        trial.ram_rows = rows;
+        return peak(trial);
+      });
+    }
+    Mp2GradientPlan with_products = p;
+    with_products.keeps_occupied_products = true;
+    p.keeps_occupied_products = peak(with_products) <= ram_bytes;
+    p.jk_layout = separable_layout_that_fits(jk_terms.naux, ram_bytes, [&](const SeparableTermLayout& layout) {
       Mp2GradientPlan trial = p;
-      trial.ram_rows = rows;
-      return gradient_phases(sizes, largest_shell, trial).peak().ram_bytes();
+      trial.jk_layout = layout;
+      return peak(trial);
     });
   }
   // Then, each in the room the ones before leave: the kept I (it saves the most), the RI integrals
@@ -353,6 +381,7 @@ Mp2GradientPlan plan_mp2_gradient(const libint2::BasisSet& ri_aux, const Mp2Grad
   const auto phases = [&](std::size_t functions) { return gradient_phases(sizes, functions, p); };
   p.batch_functions = ri_batch_functions(ri_aux, sizes, ram_bytes, ranks, phases, p.keeps_ri_integrals);
   p.densities = phases(p.batch_functions).peak();
+  p.densities.note = rows_in_memory_note(p);
   return p;
 }
 
@@ -427,9 +456,8 @@ Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const 
   Eigen::MatrixXd sum = passes.sum_of_products(
       {m},
       [&](std::size_t, Eigen::Index P, double* R) {
-        std::vector<double> buffer(out.gamma.disk_rows() > 0 ? s.ov() : 0);
-        const Eigen::Map<const RowMajorMatrix> gamma_P(out.gamma.row(static_cast<std::size_t>(P), buffer.data()), o,
-                                                       v);
+        std::vector<double> buffer;
+        const Eigen::Map<const RowMajorMatrix> gamma_P(out.gamma.row(static_cast<std::size_t>(P), buffer), o, v);
         Eigen::Map<Eigen::MatrixXd> R_P(R, C.rows(), m);
         R_P.leftCols(o).noalias() = C_vir * gamma_P.transpose();
         R_P.rightCols(v).noalias() = C_act * gamma_P;
@@ -488,7 +516,7 @@ Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const 
   // The J/K builds of the Lagrangian and the Z-vector.
   out.work.flops_fp64 += jk.work().flops_fp64 - jk_before.flops_fp64;
   out.work.flops_fp32 += jk.work().flops_fp32 - jk_before.flops_fp32;
-  out.occupied_products = response.release_occupied_products();
+  if (plan.keeps_occupied_products) out.occupied_products = response.release_occupied_products();
   return out;
 }
 

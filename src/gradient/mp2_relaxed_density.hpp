@@ -44,6 +44,7 @@
 #include "src/common/row_store.hpp"
 #include "src/common/scratch.hpp"
 #include "src/common/stage_work.hpp"
+#include "src/integrals/df_two_electron_derivatives.hpp"
 #include "src/integrals/shell_pairs.hpp"
 #include "src/scf/df_fock.hpp"
 #include "src/scf/orbitals.hpp"
@@ -84,6 +85,10 @@ struct Mp2GradientPlan {
   bool keeps_ri_integrals = false;       // (P|μν) kept between the RI passes (RHF, one rank, when it also fits)
   bool fp32_z_vector = false;            // the Z-vector's inner iterations in fp32 (RHF, asked for, when it fits)
   std::size_t ram_rows = 0;              // rows P of B_ia^P and Γ_ia^P (each spin's) in memory, the rest on disk
+  SeparableTermSizes jk_terms;           // the contraction's JK-set term (density_fitted_two_electron_gradient)
+  SeparableTermLayout jk_layout;         // its arrays' rows in memory and blocks (the RI set's squares' too)
+  std::size_t ri_largest_shell = 1;      // the RI set's most functions in a shell, for its squares
+  bool keeps_occupied_products = false;  // the Z-vector's B^Q C_o kept for the JK set's term (RHF, when it fits)
   StagePlan densities;                   // what the densities draw at their peak
 };
 
@@ -96,8 +101,14 @@ struct Mp2GradientPlan {
 // on disk. Its RAM exceeds ram_bytes only when the phases with one orbital k, one shell per batch
 // and every row on disk do not fit even so. Both are small enough for each of `ranks` MPI ranks to
 // have some. fp32_z_vector: the Z-vector's inner iterations in fp32 if its fp32 copies fit too.
+// The contraction that follows (jk_terms: the JK set's, of the SCF's occupied orbitals) holds Γ
+// and the JK set's arrays; when the whole does not fit, first those arrays go to disk (the
+// contraction reads them back once) with its blocks at their smallest, then the Z-vector's products
+// are dropped (the contraction makes them anew), then B's and Γ's rows go to disk; the room left
+// then goes back to the products, the JK set's rows and its blocks, in that order.
 Mp2GradientPlan plan_mp2_gradient(const libint2::BasisSet& ri_aux, const Mp2GradientSizes& sizes,
-                                  std::size_t ram_bytes, int ranks, bool fp32_z_vector);
+                                  const SeparableTermSizes& jk_terms, std::size_t ram_bytes, int ranks,
+                                  bool fp32_z_vector);
 
 // The correlation energy the densities are of: opposite-spin (UHF: αβ) and same-spin parts, and
 // for UHF the same-spin part by spin (αα + ββ = ss).
@@ -115,7 +126,8 @@ struct Mp2GradientDensities {
   RowStore gamma;                   // Γ_ia^P: row P, column i·nvir + a (i active)
   Eigen::MatrixXd metric;           // V_PQ
   // The Z-vector's B^Q C_occ of the DF-SCF tensor's rows on this rank, each followed by C_occᵀ B^Q
-  // C_occ (OccupiedFockResponse::release_occupied_products), for the JK set's term.
+  // C_occ (OccupiedFockResponse::release_occupied_products), for the JK set's term, when the plan
+  // keeps them (else empty).
   LargeArray<double> occupied_products;
 };
 

@@ -103,7 +103,7 @@ StagePlan RiGradientPhases::peak() const {
       return on_disk ? a->disk_bytes() < b->disk_bytes() : a->ram_bytes() < b->ram_bytes();
     };
   };
-  const std::vector<const StagePlan*> phases{&pass, &amplitudes, &z_vector};
+  const std::vector<const StagePlan*> phases{&pass, &amplitudes, &z_vector, &separable_terms, &three_centre_terms};
   const StagePlan& in_ram = **std::max_element(phases.begin(), phases.end(), larger(false));
   const StagePlan& on_disk = **std::max_element(phases.begin(), phases.end(), larger(true));
   StagePlan out;
@@ -114,6 +114,35 @@ StagePlan RiGradientPhases::peak() const {
   out.read_bytes = on_disk.read_bytes;
   out.read_per = on_disk.read_per;
   return out;
+}
+
+void RiGradientPhases::add_contraction(const std::vector<PlannedBlock>& held, const Mp2GradientSizes& sizes,
+                                       const Mp2GradientPlan& p) {
+  separable_terms = separable_term_plan(p.jk_terms, p.jk_layout);
+  separable_terms.blocks.insert(separable_terms.blocks.end(), held.begin(), held.end());
+  three_centre_terms.blocks = held;
+  three_centre_terms.ram("a batch of Γ^P squares", squares_batch_bytes(sizes.nbf, sizes.naux, p.ri_largest_shell,
+                                                                       p.jk_terms.ranks, p.jk_layout.block_bytes));
+}
+
+std::string rows_in_memory_note(const Mp2GradientPlan& p) {
+  const std::size_t jk_rows = std::min(p.jk_layout.ram_rows, p.jk_terms.naux);
+  if (p.ram_rows >= p.sizes.naux && jk_rows >= p.jk_terms.naux) return "";
+  return "the gradient's rows P in memory: B_ia^P and Γ_ia^P " + std::to_string(p.ram_rows) + " of " +
+         std::to_string(p.sizes.naux) + ", the JK set's c^P C " + std::to_string(jk_rows) + " of " +
+         std::to_string(p.jk_terms.naux);
+}
+
+SeparableTermLayout separable_layout_that_fits(std::size_t naux, std::size_t ram_bytes,
+                                               const std::function<std::size_t(const SeparableTermLayout&)>& peak) {
+  SeparableTermLayout layout{0, 0};
+  layout.ram_rows = most_ram_rows(naux, ram_bytes, [&](std::size_t rows) { return peak({rows, 0}); });
+  for (std::size_t bytes = kLargestSeparableBlock; bytes >= (std::size_t(1) << 20); bytes /= 2)
+    if (peak({layout.ram_rows, bytes}) <= ram_bytes) {
+      layout.block_bytes = bytes;
+      break;
+    }
+  return layout;
 }
 
 std::size_t ri_fit_bytes(std::size_t naux) { return CoulombFitting::peak_bytes(naux) + sizeof(double) * naux * naux; }

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <functional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include <Eigen/Core>
@@ -18,6 +19,7 @@
 #include "src/common/stage_work.hpp"
 #include "src/gradient/mp2_relaxed_density.hpp"
 #include "src/integrals/density_fitting.hpp"
+#include "src/integrals/df_two_electron_derivatives.hpp"
 #include "src/integrals/shell_pairs.hpp"
 #include "src/integrals/shell_ranges.hpp"
 
@@ -31,6 +33,13 @@ std::size_t ri_fit_bytes(std::size_t naux);
 // size.
 struct RiGradientPhases {
   StagePlan pass, amplitudes, z_vector;
+  // The contraction with the derivative integrals: the JK set's separable term, then the RI set's
+  // three-centre term.
+  StagePlan separable_terms, three_centre_terms;
+  // Both, beside `held` (Γ_ia^P's blocks, RHF's kept occupied products), as p plans them: its
+  // jk_terms with its jk_layout, and the RI set's batch of Γ^P squares (squares_batch_bytes) for
+  // sizes' nbf and naux.
+  void add_contraction(const std::vector<PlannedBlock>& held, const Mp2GradientSizes& sizes, const Mp2GradientPlan& p);
   // The largest phase's blocks in memory, and the blocks on disk (with what is read back) of the
   // phase with most there.
   StagePlan peak() const;
@@ -80,6 +89,16 @@ void assign_or_add(Out&& out, const Product& product, bool assign) {
   else
     out.noalias() += product;
 }
+
+// The JK set's layout in the room a plan leaves its contraction: as many rows of its arrays in
+// memory as peak(layout) ≤ ram_bytes allows, then blocks as large as it allows (up to
+// kLargestSeparableBlock, else the least).
+SeparableTermLayout separable_layout_that_fits(std::size_t naux, std::size_t ram_bytes,
+                                               const std::function<std::size_t(const SeparableTermLayout&)>& peak);
+
+// The plan's note when some rows of B and Γ or of the JK set's c^P C are on disk: how many of each
+// are in memory (empty when all are).
+std::string rows_in_memory_note(const Mp2GradientPlan& p);
 
 // The most rows P of B and Γ (of naux) that can stay in memory: the largest count whose phases'
 // peak(rows) fits in ram_bytes (0 if none does; peak grows with the rows).

@@ -45,11 +45,13 @@ Eigen::MatrixXd exact_scf_gradient(const libint2::BasisSet& obs, const Molecule&
 
 Eigen::MatrixXd density_fitted_scf_gradient(const libint2::BasisSet& obs, const libint2::BasisSet& jk_aux,
                                             const ShellPairs& pairs, FittedTensorStore& factors, const Molecule& mol,
-                                            const Orbitals& orbitals, Communicator& comm) {
+                                            const Orbitals& orbitals, const SeparableTermLayout& layout,
+                                            MemoryBudget& budget, const ScratchDirectory* scratch,
+                                            Communicator& comm) {
   const ScfDensities densities = scf_densities(orbitals);
   return scf_gradient_without_two_electron(obs, mol, densities) +
          density_fitted_two_electron_gradient(obs, jk_aux, pairs, ThreeCentreScreening(obs, pairs), factors, mol,
-                                              scf_separable_densities(densities), comm);
+                                              scf_separable_densities(densities), layout, budget, scratch, comm);
 }
 
 }  // namespace dfmp2

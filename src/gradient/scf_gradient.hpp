@@ -40,10 +40,13 @@ Eigen::MatrixXd scf_gradient_without_two_electron(const libint2::BasisSet& obs, 
 Eigen::MatrixXd exact_scf_gradient(const libint2::BasisSet& obs, const Molecule& mol, const Orbitals& orbitals);
 
 // dE_SCF/dR_A of a density-fitted SCF (--scf df), RHF or UHF: jk_aux its auxiliary set, pairs the
-// orbital shell pairs its tensor stored, factors that tensor (this rank's Q). Collective (the ranks
-// share the three-centre terms).
+// orbital shell pairs its tensor stored, factors that tensor (this rank's Q). Its arrays are drawn
+// from `budget` and laid out as `layout` says (scratch: for its rows on disk, if any). Collective
+// (the ranks share the three-centre terms).
 Eigen::MatrixXd density_fitted_scf_gradient(const libint2::BasisSet& obs, const libint2::BasisSet& jk_aux,
                                             const ShellPairs& pairs, FittedTensorStore& factors, const Molecule& mol,
-                                            const Orbitals& orbitals, Communicator& comm);
+                                            const Orbitals& orbitals, const SeparableTermLayout& layout,
+                                            MemoryBudget& budget, const ScratchDirectory* scratch,
+                                            Communicator& comm);
 
 }  // namespace dfmp2

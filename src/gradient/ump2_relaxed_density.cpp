@@ -37,12 +37,13 @@ AmplitudeBlocks amplitude_blocks(const std::array<Mp2GradientSizes, 2>& s) {
 }
 
 // What the densities hold in the passes over the RI batches (the first holds each spin's B_ia^P,
-// the second its Γ_ia^P: the same size) and in the loops over the amplitudes, with `ram_rows` rows
-// P of each in memory and the rest on disk.
+// the second its Γ_ia^P: the same size), in the loops over the amplitudes and in the contraction,
+// with `ram_rows` rows P of each in memory and the rest on disk, and p's jk_terms, jk_layout and
+// ri_largest_shell.
 RiGradientPhases ump2_gradient_phases(const std::array<Mp2GradientSizes, 2>& s, std::size_t batch_functions,
-                                      std::size_t ram_rows) {
+                                      std::size_t ram_rows, const Mp2GradientPlan& p) {
   const std::size_t naux = s[0].naux, disk_rows = naux - ram_rows;
-  std::vector<PlannedBlock> passes_hold;
+  std::vector<PlannedBlock> passes_hold, contraction_holds;
   RiGradientPhases ph;
   ph.amplitudes.ram("the RI metric, its fit and V_PQ", ri_fit_bytes(naux));
   for (int spin = 0; spin < 2; ++spin) {
@@ -55,6 +56,8 @@ RiGradientPhases ump2_gradient_phases(const std::array<Mp2GradientSizes, 2>& s, 
     ph.amplitudes.ram("Γ_ia^P, " + name, in_ram);
     ph.amplitudes.disk("B_ia^P's other rows, " + name, on_disk);
     ph.amplitudes.disk("Γ_ia^P's other rows, " + name, on_disk);
+    contraction_holds.push_back({"Γ_ia^P, " + name, in_ram});
+    if (disk_rows > 0) contraction_holds.push_back({"Γ_ia^P's other rows, " + name, on_disk, true});
     ph.amplitudes.read_bytes += 2 * on_disk;  // each orbital k reads both spins' B twice
   }
   if (disk_rows > 0) {
@@ -70,6 +73,7 @@ RiGradientPhases ump2_gradient_phases(const std::array<Mp2GradientSizes, 2>& s, 
   ph.amplitudes.ram("one occupied orbital's B_kb^P and Γ_kb^P",
                     MemoryBudget::double_array_bytes(2 * naux * std::max(s[0].nvir(), s[1].nvir())));
   ph.pass = ri_pass_plan(s[0], batch_functions, passes_hold);
+  ph.add_contraction(contraction_holds, s[0], p);
   return ph;
 }
 
@@ -279,21 +283,37 @@ SpinZVector solve_spin_z_vector(DensityFittedFock& jk, Communicator& comm, const
 }  // namespace
 
 Mp2GradientPlan plan_ump2_gradient(const libint2::BasisSet& ri_aux, const Mp2GradientSizes& alpha,
-                                   const Mp2GradientSizes& beta, std::size_t ram_bytes, int ranks) {
+                                   const Mp2GradientSizes& beta, const SeparableTermSizes& jk_terms,
+                                   std::size_t ram_bytes, int ranks) {
   const std::array<Mp2GradientSizes, 2> spins{alpha, beta};
   Mp2GradientPlan p;
   p.sizes = alpha;
   p.beta = beta;
   std::size_t largest_shell = 1;
   for (const libint2::Shell& shell : ri_aux) largest_shell = std::max(largest_shell, shell.size());
+  p.jk_terms = jk_terms;
+  p.jk_layout.ram_rows = jk_terms.naux;
+  p.ri_largest_shell = largest_shell;
   const auto peak = [&](std::size_t rows) {
-    return ump2_gradient_phases(spins, largest_shell, rows).peak().ram_bytes();
+    return ump2_gradient_phases(spins, largest_shell, rows, p).peak().ram_bytes();
   };
-  p.ram_rows = peak(alpha.naux) <= ram_bytes ? alpha.naux : most_ram_rows(alpha.naux, ram_bytes, peak);
-  p.batch_functions =
-      ri_batch_functions(ri_aux, alpha, ram_bytes, ranks,
-                         [&](std::size_t functions) { return ump2_gradient_phases(spins, functions, p.ram_rows); });
-  p.densities = ump2_gradient_phases(spins, p.batch_functions, p.ram_rows).peak();
+  p.ram_rows = alpha.naux;
+  if (peak(p.ram_rows) > ram_bytes) {
+    // As RHF's (no products): the JK set's arrays on disk with the least blocks first, then B's and
+    // Γ's rows, then the room left to the JK set's rows and blocks.
+    p.jk_layout = {0, 0};
+    if (peak(p.ram_rows) > ram_bytes) p.ram_rows = most_ram_rows(alpha.naux, ram_bytes, peak);
+    p.jk_layout = separable_layout_that_fits(jk_terms.naux, ram_bytes, [&](const SeparableTermLayout& layout) {
+      Mp2GradientPlan trial = p;
+      trial.jk_layout = layout;
+      return ump2_gradient_phases(spins, largest_shell, p.ram_rows, trial).peak().ram_bytes();
+    });
+  }
+  p.batch_functions = ri_batch_functions(ri_aux, alpha, ram_bytes, ranks, [&](std::size_t functions) {
+    return ump2_gradient_phases(spins, functions, p.ram_rows, p);
+  });
+  p.densities = ump2_gradient_phases(spins, p.batch_functions, p.ram_rows, p).peak();
+  p.densities.note = rows_in_memory_note(p);
   return p;
 }
 
@@ -398,8 +418,8 @@ Ump2GradientDensities ump2_gradient_densities(const libint2::BasisSet& obs, cons
       {m, m},
       [&](std::size_t spin, Eigen::Index P, double* R) {
         const SpinBlocks& b = x[spin];
-        std::vector<double> buffer(out.gamma[spin].disk_rows() > 0 ? static_cast<std::size_t>(b.ov()) : 0);
-        const Eigen::Map<const RowMajorMatrix> gamma_P(out.gamma[spin].row(static_cast<std::size_t>(P), buffer.data()),
+        std::vector<double> buffer;
+        const Eigen::Map<const RowMajorMatrix> gamma_P(out.gamma[spin].row(static_cast<std::size_t>(P), buffer),
                                                        b.active, b.nvir);
         Eigen::Map<Eigen::MatrixXd> R_P(R, b.C.rows(), m);
         R_P.leftCols(b.active).noalias() = b.C_vir * gamma_P.transpose();

@@ -47,9 +47,11 @@
 namespace dfmp2 {
 
 // The plan for `ram_bytes` of memory, as plan_mp2_gradient's, for the α and β orbitals' sizes
-// (which differ only in nocc), with batches for each of `ranks` MPI ranks.
+// (which differ only in nocc), with batches for each of `ranks` MPI ranks, and the contraction's
+// JK-set term of both spins' occupied orbitals (jk_terms).
 Mp2GradientPlan plan_ump2_gradient(const libint2::BasisSet& ri_aux, const Mp2GradientSizes& alpha,
-                                   const Mp2GradientSizes& beta, std::size_t ram_bytes, int ranks);
+                                   const Mp2GradientSizes& beta, const SeparableTermSizes& jk_terms,
+                                   std::size_t ram_bytes, int ranks);
 
 struct Ump2GradientDensities {
   Mp2EnergyParts energy;

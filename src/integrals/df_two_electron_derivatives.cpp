@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <numeric>
 #include <stdexcept>
+#include <string>
 
 #include "kernels/block_packed.hpp"
+#include "src/common/row_store.hpp"
 #include "src/integrals/density_fitting.hpp"
 #include "src/integrals/shell_ranges.hpp"
 #include "src/integrals/two_electron_derivatives.hpp"
@@ -12,33 +14,84 @@
 namespace dfmp2 {
 namespace {
 
-// Auxiliary functions in one batch when each holds `row_elements` doubles: at most 64 MiB and a
-// rank's share of the naux, at least one function.
-std::size_t functions_per_batch(std::size_t row_elements, std::size_t naux, const Communicator& comm) {
-  constexpr std::size_t kBatchBytes = std::size_t(64) << 20;
-  const std::size_t share = share_of(naux, 0, comm.size()).size();  // the largest
-  return std::max<std::size_t>(1, std::min(share, kBatchBytes / (sizeof(double) * row_elements)));
+// Auxiliary functions in one batch of squares (squares_batch_bytes).
+std::size_t squares_per_batch(std::size_t nbf, std::size_t naux, std::size_t largest_shell, int ranks,
+                              std::size_t block_bytes) {
+  const std::size_t share = share_of(naux, 0, ranks).size();  // the largest
+  return std::max(largest_shell, std::min(share, block_bytes / (sizeof(double) * nbf * nbf)));
+}
+
+std::size_t largest_shell(const libint2::BasisSet& basis) {
+  std::size_t largest = 1;
+  for (const libint2::Shell& shell : basis) largest = std::max(largest, shell.size());
+  return largest;
+}
+
+// The JK set's metric, its fit, and the metric term's naux × naux weights.
+std::size_t fit_and_weights_bytes(std::size_t naux) {
+  return CoulombFitting::peak_bytes(naux) + sizeof(double) * naux * naux;
+}
+constexpr const char* kFitAndWeights = "the JK set's metric, its fit and the metric term's weights";
+constexpr const char* kSweepBuffers = "the sweep's two blocks of c^P C_σ's columns, then a batch of Γ^P squares";
+
+std::string store_name(std::size_t set, std::size_t sets) {
+  return sets == 1 ? std::string("c^P C_occ, then A c^P C_occ")
+                   : std::string(set == 0 ? "c^P C_α, then A_α c^P C_α" : "c^P C_β, then A_β c^P C_β");
 }
 
 }  // namespace
+
+std::size_t SeparableTermSizes::sweep_orbitals(std::size_t block_bytes) const {
+  std::size_t widest = 1, total = 0;
+  for (std::size_t o : occupied) {
+    widest = std::max(widest, o);
+    total += o;
+  }
+  const std::size_t fit = block_bytes / std::max<std::size_t>(sizeof(double) * naux * nbf, 1);
+  const std::size_t per_rank = std::max<std::size_t>(1, total / std::size_t(std::max(ranks, 1)));
+  return std::max<std::size_t>(1, std::min({fit, widest, per_rank}));
+}
+
+std::size_t squares_batch_bytes(std::size_t nbf, std::size_t naux, std::size_t largest_shell, int ranks,
+                                std::size_t block_bytes) {
+  return MemoryBudget::double_array_bytes(squares_per_batch(nbf, naux, largest_shell, ranks, block_bytes) * nbf * nbf);
+}
+
+StagePlan separable_term_plan(const SeparableTermSizes& sizes, const SeparableTermLayout& layout) {
+  StagePlan plan;
+  const std::size_t ram_rows = std::min(layout.ram_rows, sizes.naux), disk_rows = sizes.naux - ram_rows,
+                    sets = sizes.occupied.size();
+  for (std::size_t s = 0; s < sets; ++s) {
+    const std::size_t row = sizes.nbf * sizes.occupied[s];
+    plan.ram(store_name(s, sets), MemoryBudget::double_array_bytes(ram_rows * row));
+    plan.disk(store_name(s, sets) + ", its other rows", sizeof(double) * disk_rows * row);
+    plan.read_bytes += 2 * sizeof(double) * disk_rows * row;
+  }
+  if (plan.read_bytes > 0) plan.read_per = "gradient (the JK set's sweep and Γ^P squares)";
+  plan.ram(kFitAndWeights, fit_and_weights_bytes(sizes.naux));
+  const std::size_t sweep_elements = 2 * sizes.naux * sizes.nbf * sizes.sweep_orbitals(layout.block_bytes);
+  plan.ram(kSweepBuffers,
+           std::max(MemoryBudget::double_array_bytes(sweep_elements),
+                    squares_batch_bytes(sizes.nbf, sizes.naux, sizes.largest_shell, sizes.ranks, layout.block_bytes)));
+  return plan;
+}
 
 Eigen::MatrixXd three_centre_gradient_of_squares(const libint2::BasisSet& aux, const libint2::BasisSet& obs,
                                                  const ShellPairs& pairs, const ThreeCentreScreening& screening,
                                                  const Molecule& mol,
                                                  const std::function<void(Eigen::Index P, double* square)>& gamma,
-                                                 Communicator& comm, const std::function<void(double done)>& progress,
-                                                 StageWork* work, double square_flops) {
-  // The squares of one batch of auxiliary shells at a time (at most 64 MiB).
+                                                 MemoryBudget& budget, std::size_t block_bytes, Communicator& comm,
+                                                 const std::function<void(double done)>& progress, StageWork* work,
+                                                 double square_flops) {
   const std::size_t n = obs.nbf(), square = n * n;
-  const std::size_t batch_functions = functions_per_batch(square, aux.nbf(), comm);
-  std::vector<double> squares;
+  const std::size_t batch_functions = squares_per_batch(n, aux.nbf(), largest_shell(aux), comm.size(), block_bytes);
+  LargeArray<double> squares = budget.allocate<double>(batch_functions * square, "a batch of Γ^P squares");
   std::size_t batch_first = 0;
   ThreeCentreDensity density;
   density.batches = round_robin_share(shell_batches(aux, {0, aux.size()}, batch_functions), comm.rank(), comm.size());
   density.load = [&](ShellRange batch) {
     batch_first = first_function(aux, batch.first);
     const auto count = static_cast<Eigen::Index>(function_count(aux, batch));
-    squares.resize(static_cast<std::size_t>(count) * square);
     if (work != nullptr) work->flops_fp64 += static_cast<double>(count) * square_flops;
 #pragma omp parallel for schedule(dynamic)
     for (Eigen::Index f = 0; f < count; ++f)
@@ -62,110 +115,156 @@ Eigen::MatrixXd density_fitted_two_electron_gradient(const libint2::BasisSet& ob
                                                      const ShellPairs& pairs, const ThreeCentreScreening& screening,
                                                      FittedTensorStore& factors,
                                                      const Molecule& mol, const SeparableDensities& densities,
-                                                     Communicator& comm,
+                                                     const SeparableTermLayout& layout, MemoryBudget& budget,
+                                                     const ScratchDirectory* scratch, Communicator& comm,
                                                      const std::function<void(double done)>& progress,
                                                      StageWork* work, const double* occupied_products) {
-  const kernels::BlockPackedLayout& layout = pairs.layout;
+  const kernels::BlockPackedLayout& packed = pairs.layout;
   const auto nbf = static_cast<Eigen::Index>(obs.nbf()), naux = static_cast<Eigen::Index>(aux.nbf());
-  const std::size_t stored = layout.size();
+  const std::size_t stored = packed.size(), sets = densities.occupied.size();
   const Eigen::MatrixXd& D = densities.density;
   const Eigen::MatrixXd& A = densities.coulomb_partner;
+  if (occupied_products != nullptr && sets != 1)
+    throw std::logic_error("the occupied products are of one set of orbitals");
+  SeparableTermSizes sizes{std::size_t(obs.nbf()), std::size_t(aux.nbf()), largest_shell(aux), {}, comm.size()};
+  for (const Eigen::MatrixXd& C : densities.occupied) sizes.occupied.push_back(static_cast<std::size_t>(C.cols()));
 
-  // d_P and c^P C_s from the SCF's fitted factors B^Q = Σ_P M_QP (P|μν), block by block as the
-  // store serves them, and Mᵀ (it mixes only Q) applied afterwards, c^P = Σ_Q M_QP B^Q = J⁻¹ (P|μν):
-  // c^P_μν itself, as large as the SCF's tensor, is never held.
+  const MemoryBudget::Reservation fit_memory = budget.reserve(fit_and_weights_bytes(aux.nbf()), kFitAndWeights);
   const Eigen::MatrixXd metric = coulomb_metric(aux);
-  const std::vector<double> D_weights = kernels::pack_weighted(layout, D.data());
-  const std::vector<double> A_weights = kernels::pack_weighted(layout, A.data());
+  // Per set, row P: c^P C_s (first B^Q C_s), then A_s c^P C_s, each nbf × nocc_s column-major.
+  std::vector<RowStore> cC;
+  for (std::size_t s = 0; s < sets; ++s)
+    cC.emplace_back(aux.nbf(), obs.nbf() * sizes.occupied[s], layout.ram_rows, budget, scratch, store_name(s, sets));
+  const std::size_t sweep_orbitals = sizes.sweep_orbitals(layout.block_bytes);
+  const std::size_t sweep_width = obs.nbf() * sweep_orbitals;  // columns of a block, at most
+  LargeArray<double> buffers = budget.allocate<double>(2 * aux.nbf() * sweep_width, kSweepBuffers);
+
+  // d_P and B^Q C_s from the SCF's fitted factors B^Q = Σ_P M_QP (P|μν), block by block as the
+  // store serves them; Mᵀ (it mixes only Q) comes in the sweep, c^P = Σ_Q M_QP B^Q = J⁻¹ (P|μν).
+  const std::vector<double> D_weights = kernels::pack_weighted(packed, D.data());
+  const std::vector<double> A_weights = kernels::pack_weighted(packed, A.data());
   // This rank's rows fill their Q; the others' stay zero for the sum over ranks.
   Eigen::VectorXd d_D = Eigen::VectorXd::Zero(naux), d_A = Eigen::VectorXd::Zero(naux);
-  // Per spin, column P: c^P C_s (first B^Q C_s) and A_s c^P C_s, each nbf × nocc_s.
-  std::vector<Eigen::MatrixXd> cC, AcC;
-  for (const Eigen::MatrixXd& C : densities.occupied) {
-    cC.push_back(Eigen::MatrixXd::Zero(nbf * C.cols(), naux));
-    AcC.emplace_back(nbf * C.cols(), naux);
-  }
-  if (occupied_products != nullptr && densities.occupied.size() != 1)
-    throw std::logic_error("the occupied products are of one set of orbitals");
+  // The rows are made into the sweep's buffers a chunk at a time and then written (a scratch file's
+  // failure is thrown outside the threads).
+  std::size_t row_width = 0;  // of all sets' rows Q side by side
+  for (const RowStore& store : cC) row_width += store.cols();
+  const std::size_t chunk_rows = buffers.size() / row_width;
+  if (chunk_rows == 0) throw std::logic_error("the JK set's sweep buffers must hold a row of every set");
   factors.for_each_block([&](std::size_t first_row, std::size_t nrows, const double* rows) {
-    const auto first = static_cast<Eigen::Index>(factors.q().begin + first_row);
-    const auto count = static_cast<Eigen::Index>(nrows);
+    for (std::size_t chunk = 0; chunk < nrows; chunk += chunk_rows) {
+      const auto count = static_cast<Eigen::Index>(std::min(chunk_rows, nrows - chunk));
 #pragma omp parallel
-    {
-      Eigen::MatrixXd square(nbf, nbf);
+      {
+        Eigen::MatrixXd square(nbf, nbf);
 #pragma omp for schedule(dynamic)
-      for (Eigen::Index f = 0; f < count; ++f) {
-        const double* row = rows + static_cast<std::size_t>(f) * stored;
-        const Eigen::Index Q = first + f;
-        d_D(Q) = std::inner_product(row, row + stored, D_weights.begin(), 0.0);
-        d_A(Q) = std::inner_product(row, row + stored, A_weights.begin(), 0.0);
-        if (occupied_products != nullptr) {
-          const Eigen::Index o = densities.occupied[0].cols();
-          const double* BC = occupied_products + static_cast<std::size_t>((first_row + f) * (nbf * o + o * o));
-          std::copy(BC, BC + nbf * o, cC[0].col(Q).data());
-          continue;
-        }
-        kernels::unpack_symmetric(layout, row, square.data());
-        for (std::size_t s = 0; s < densities.occupied.size(); ++s) {
-          const Eigen::MatrixXd& C = densities.occupied[s];
-          Eigen::Map<Eigen::MatrixXd>(cC[s].col(Q).data(), nbf, C.cols()).noalias() = square * C;
+        for (Eigen::Index f = 0; f < count; ++f) {
+          const std::size_t row_index = first_row + chunk + static_cast<std::size_t>(f);
+          const double* row = rows + (chunk + static_cast<std::size_t>(f)) * stored;
+          const auto Q = static_cast<Eigen::Index>(factors.q().begin + row_index);
+          d_D(Q) = std::inner_product(row, row + stored, D_weights.begin(), 0.0);
+          d_A(Q) = std::inner_product(row, row + stored, A_weights.begin(), 0.0);
+          double* out = buffers.data() + static_cast<std::size_t>(f) * row_width;
+          if (occupied_products != nullptr) {
+            const Eigen::Index o = densities.occupied[0].cols();
+            const double* BC = occupied_products + row_index * static_cast<std::size_t>(nbf * o + o * o);
+            std::copy(BC, BC + nbf * o, out);
+            continue;
+          }
+          kernels::unpack_symmetric(packed, row, square.data());
+          for (std::size_t s = 0; s < sets; ++s) {
+            const Eigen::MatrixXd& C = densities.occupied[s];
+            Eigen::Map<Eigen::MatrixXd>(out, nbf, C.cols()).noalias() = square * C;
+            out += nbf * C.cols();
+          }
         }
       }
+      const std::size_t Q = factors.q().begin + first_row + chunk;
+      for (std::size_t s = 0, offset = 0; s < sets; offset += cC[s].cols(), ++s)
+        cC[s].write(Q, static_cast<std::size_t>(count), 0, cC[s].cols(), buffers.data() + offset, row_width);
     }
   });
   comm.allreduce_sum(d_D.data(), static_cast<std::size_t>(naux));
   comm.allreduce_sum(d_A.data(), static_cast<std::size_t>(naux));
-  for (Eigen::MatrixXd& cC_s : cC) comm.allreduce_sum(cC_s.data(), static_cast<std::size_t>(cC_s.size()));
+  const std::vector<double> q_begins = comm.allgather(double(factors.q().begin)),
+                            q_ends = comm.allgather(double(factors.q().end));
+  for (RowStore& store : cC)
+    for (int r = 0; r < comm.size(); ++r)
+      broadcast_rows(store, static_cast<std::size_t>(q_begins[r]), static_cast<std::size_t>(q_ends[r] - q_begins[r]),
+                     r, {buffers.data(), buffers.size()}, comm);
   const CoulombFitting fit(metric);
   fit.apply_transpose(d_D.data(), 1);
   fit.apply_transpose(d_A.data(), 1);
-  for (Eigen::MatrixXd& cC_s : cC) fit.apply_transpose(cC_s.data(), static_cast<std::size_t>(cC_s.rows()));
-  // Every P's nbf × nocc block side by side is cC's own storage: A_s c^P C_s for all P is one GEMM.
-  for (std::size_t s = 0; s < cC.size(); ++s) {
-    const Eigen::Index columns = cC[s].size() / nbf;
-    Eigen::Map<Eigen::MatrixXd>(AcC[s].data(), nbf, columns).noalias() =
-        densities.exchange_partners[s] * Eigen::Map<const Eigen::MatrixXd>(cC[s].data(), nbf, columns);
-  }
-  Eigen::MatrixXd metric_weights = -0.5 * (d_A * d_D.transpose() + d_D * d_A.transpose());
-  // Σ_s tr(c^P A_s c^Q C_s C_sᵀ), symmetric in P and Q as c^P, c^Q and A_s are: its lower triangle
-  // by blocks of rows P, dealt round-robin to the ranks, then mirrored.
+
+  // The sweep: each block of occupied orbitals' columns of every row P, dealt round-robin to the
+  // ranks, read, fitted, X = c^P C_s; Y = A_s X (every P's nbf × block side by side is one GEMM)
+  // written in its place; and Σ_s tr(c^P A_s c^Q C_s C_sᵀ) = Σ_s Σ_μi Y^P_μi X^Q_μi summed over
+  // the block's columns, symmetric in P and Q: its lower triangle by blocks of rows P, then
+  // mirrored. Then each block's columns go from their rank to the others.
+  struct ColumnBlock {
+    std::size_t set, first, width;  // columns [first, first + width) of set `set`
+  };
+  std::vector<ColumnBlock> blocks;
+  for (std::size_t s = 0; s < sets; ++s)
+    for (std::size_t i = 0; i < sizes.occupied[s]; i += sweep_orbitals)
+      blocks.push_back({s, obs.nbf() * i, obs.nbf() * std::min(sweep_orbitals, sizes.occupied[s] - i)});
   constexpr Eigen::Index kExchangeRows = 256;
   Eigen::MatrixXd exchange = Eigen::MatrixXd::Zero(naux, naux);
-  double exchange_elements = 0.0;  // this rank's P, Q ≤ its block's last
-  for (Eigen::Index first = kExchangeRows * comm.rank(); first < naux; first += kExchangeRows * comm.size()) {
-    const Eigen::Index count = std::min(kExchangeRows, naux - first);
-    for (std::size_t s = 0; s < cC.size(); ++s)
+  double sweep_flops = 0.0;
+  for (const ColumnBlock& b : round_robin_share(blocks, comm.rank(), comm.size())) {
+    double* X = buffers.data();
+    double* Y = X + aux.nbf() * sweep_width;
+    cC[b.set].read(0, aux.nbf(), b.first, b.width, X, b.width);
+    fit.apply_transpose(X, b.width);
+    const auto width = static_cast<Eigen::Index>(b.width);
+    Eigen::Map<Eigen::MatrixXd>(Y, nbf, width / nbf * naux).noalias() =
+        densities.exchange_partners[b.set] * Eigen::Map<const Eigen::MatrixXd>(X, nbf, width / nbf * naux);
+    const Eigen::Map<const Eigen::MatrixXd> X_columns(X, width, naux), Y_columns(Y, width, naux);
+    double exchange_elements = 0.0;
+    for (Eigen::Index first = 0; first < naux; first += kExchangeRows) {
+      const Eigen::Index count = std::min(kExchangeRows, naux - first);
       exchange.block(first, 0, count, first + count).noalias() +=
-          AcC[s].middleCols(first, count).transpose() * cC[s].leftCols(first + count);
-    exchange_elements += double(count) * double(first + count);
-  }
-  comm.allreduce_sum(exchange.data(), static_cast<std::size_t>(exchange.size()));
-  exchange.triangularView<Eigen::StrictlyUpper>() = exchange.transpose().eval();
-  metric_weights += exchange;
-  // Per spin: c^P C_s (2 n² nocc per row Q) and its fit, A_s c^P C_s, the exchange weights; each
-  // Γ^P two n × nocc × n products.
-  double square_flops = 0.0;
-  if (work != nullptr)
-    for (const Eigen::MatrixXd& C : densities.occupied) {
-      const double n = double(nbf), o = double(C.cols()), columns = n * o;
-      const double made = occupied_products != nullptr ? 0.0 : 2.0 * n * columns * double(factors.q().size());
-      work->flops_fp64 += made + fit.flops(C.size()) + 2.0 * n * columns * double(naux) +
-                          2.0 * exchange_elements * columns;
-      square_flops += 4.0 * n * columns;
+          Y_columns.middleCols(first, count).transpose() * X_columns.leftCols(first + count);
+      exchange_elements += double(count) * double(first + count);
     }
+    cC[b.set].write(0, aux.nbf(), b.first, b.width, Y, b.width);
+    sweep_flops += fit.flops(b.width) + 2.0 * double(nbf) * double(width) * double(naux) +
+                   2.0 * exchange_elements * double(width);
+  }
+  for (std::size_t k = 0; k < blocks.size(); ++k)
+    broadcast_columns(cC[blocks[k].set], blocks[k].first, blocks[k].width, round_robin_owner(k, comm.size()),
+                      buffers.data(), comm);
+  buffers = LargeArray<double>();
+  comm.allreduce_sum(exchange.data(), static_cast<std::size_t>(exchange.size()));
+  for (Eigen::Index Q = 1; Q < naux; ++Q) exchange.col(Q).head(Q) = exchange.row(Q).head(Q).transpose();
+  Eigen::MatrixXd metric_weights = std::move(exchange);
+  metric_weights.noalias() -= 0.5 * (d_A * d_D.transpose() + d_D * d_A.transpose());
+  // Per set: B^Q C_s (2 n² nocc per row Q, unless given) and the sweep's; each Γ^P two
+  // n × nocc × n products.
+  double square_flops = 0.0;
+  if (work != nullptr) {
+    work->flops_fp64 += sweep_flops;
+    for (std::size_t s = 0; s < sets; ++s) {
+      const double n = double(nbf), o = double(sizes.occupied[s]);
+      if (occupied_products == nullptr) work->flops_fp64 += 2.0 * n * n * o * double(factors.q().size());
+      square_flops += 4.0 * n * n * o;
+    }
+  }
 
   const auto gamma = [&](Eigen::Index P, double* square) {
     Eigen::Map<Eigen::MatrixXd> gamma_P(square, nbf, nbf);
     gamma_P = d_D(P) * A + d_A(P) * D;
-    for (std::size_t s = 0; s < cC.size(); ++s) {
+    std::vector<double> buffer;
+    for (std::size_t s = 0; s < sets; ++s) {
       const Eigen::MatrixXd& C = densities.occupied[s];
-      const Eigen::Map<const Eigen::MatrixXd> AcC_P(AcC[s].col(P).data(), nbf, C.cols());
+      const Eigen::Map<const Eigen::MatrixXd> AcC_P(cC[s].row(static_cast<std::size_t>(P), buffer), nbf,
+                                                    C.cols());
       gamma_P.noalias() -= AcC_P * C.transpose();
       gamma_P.noalias() -= C * AcC_P.transpose();
     }
   };
-  const Eigen::MatrixXd three_centre =
-      three_centre_gradient_of_squares(aux, obs, pairs, screening, mol, gamma, comm, progress, work, square_flops);
+  const Eigen::MatrixXd three_centre = three_centre_gradient_of_squares(
+      aux, obs, pairs, screening, mol, gamma, budget, layout.block_bytes, comm, progress, work, square_flops);
   return three_centre + metric_gradient(aux, mol, metric_weights);
 }
 

@@ -274,10 +274,15 @@ RunPlan plan_run(const Problem& problem, const RunContext& context) {
                               problem.pairs.layout.size(),
                               plan.density_fitted_scf->tensor.q.size()};
     };
+    SeparableTermSizes jk_terms{nbf, std::size_t(problem.jk_aux->nbf()), 1, {std::size_t(problem.nocc)},
+                                context.comm.size()};
+    for (const libint2::Shell& shell : *problem.jk_aux)
+      jk_terms.largest_shell = std::max(jk_terms.largest_shell, shell.size());
+    if (problem.unrestricted) jk_terms.occupied.push_back(std::size_t(problem.nocc_beta));
     plan.mp2_gradient = problem.unrestricted
-                            ? plan_ump2_gradient(problem.aux, sizes(problem.nocc), sizes(problem.nocc_beta), room,
-                                                 context.comm.size())
-                            : plan_mp2_gradient(problem.aux, sizes(problem.nocc), room, context.comm.size(),
+                            ? plan_ump2_gradient(problem.aux, sizes(problem.nocc), sizes(problem.nocc_beta), jk_terms,
+                                                 room, context.comm.size())
+                            : plan_mp2_gradient(problem.aux, sizes(problem.nocc), jk_terms, room, context.comm.size(),
                                                 options.scf.fp32_until_gradient > 0.0);
     add_blocks(gradient, plan.mp2_gradient->densities);
     plan.gradient = std::move(gradient);

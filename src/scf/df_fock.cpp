@@ -230,9 +230,13 @@ OccupiedFockResponse::OccupiedFockResponse(DensityFittedFock& jk, const Eigen::M
       [&](std::size_t first, std::size_t count, const double* rows) { response_.cache(first, count, rows); });
 }
 
+std::size_t OccupiedFockResponse::kept_products_bytes(std::size_t nbf, std::size_t nocc, std::size_t rows) {
+  return MemoryBudget::double_array_bytes(kernels::OccupiedResponse::cache_elements(nbf, nocc, rows));
+}
+
 std::size_t OccupiedFockResponse::bytes(std::size_t nbf, std::size_t nocc, std::size_t rows, bool fp32) {
   const std::size_t elements = kernels::OccupiedResponse::cache_elements(nbf, nocc, rows);
-  return MemoryBudget::double_array_bytes(elements) +
+  return kept_products_bytes(nbf, nocc, rows) +
          (fp32 ? MemoryBudget::array_bytes(sizeof(float) * elements) : 0) +
          kernels::OccupiedResponse::workspace_bytes(nbf, nocc, omp_get_max_threads(), fp32);
 }

@@ -89,6 +89,8 @@ class OccupiedFockResponse {
   OccupiedFockResponse(DensityFittedFock& jk, const Eigen::MatrixXd& C_occ, MemoryBudget& budget, bool fp32);
   // What it draws for `rows` rows Q: the kept products and the threads' buffers.
   static std::size_t bytes(std::size_t nbf, std::size_t nocc, std::size_t rows, bool fp32);
+  // What the kept products alone draw (release_occupied_products), of them.
+  static std::size_t kept_products_bytes(std::size_t nbf, std::size_t nocc, std::size_t rows);
   // fp32 only when made with fp32.
   Eigen::MatrixXd operator()(const Eigen::MatrixXd& L, kernels::Precision precision = kernels::Precision::fp64);
   // (4J − 2K)(D) C_o of a symmetric D (nbf × nbf), this rank's part likewise.

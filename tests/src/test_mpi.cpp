@@ -175,12 +175,14 @@ TEST_CASE("out of core on 2 ranks: the serial energies, and rank 0 draws what it
   check_drawn_as_planned(given_on_disk);
 }
 
-TEST_CASE("out of core on 2 ranks, RHF and UHF gradients: B_ia^P and Γ_ia^P partly on each rank's disk give the "
-          "serial gradient") {
-  // Each rank holds all rows of B and Γ, its first rows in memory and the rest in its own scratch
-  // files: each RI batch's rows and each amplitude block's (UHF: orbital's) Γ come from the rank
-  // that made them. 36 MiB beside what a rank holds at start (RHF; UHF, of the same closed shell,
-  // 48 MiB) leaves part of each in memory, and the DF-SCF tensor partly on disk.
+TEST_CASE("out of core on 2 ranks, RHF and UHF gradients: B_ia^P, Γ_ia^P and the JK set's c^P C partly on each "
+          "rank's disk give the serial gradient") {
+  // Each rank holds all rows of B and Γ and of the JK set's c^P C, its first rows in memory and the
+  // rest in its own scratch files: each RI batch's rows and each amplitude block's (UHF: orbital's)
+  // Γ come from the rank that made them, c^P C's rows Q from the rank with the DF-SCF tensor's row
+  // Q and its blocks of columns from the rank that swept them. 36 MiB beside what a rank holds at
+  // start (RHF; UHF, of the same closed shell, 48 MiB) leaves part of each in memory, and the
+  // DF-SCF tensor partly on disk.
   TempDir dir;
   const std::string benzene = dir.write("benzene.xyz", kBenzeneXyz);
   for (const auto& [reference, beside] : {std::pair{"rhf", 36 * MiB}, std::pair{"uhf", 48 * MiB}}) {
@@ -192,9 +194,11 @@ TEST_CASE("out of core on 2 ranks, RHF and UHF gradients: B_ia^P and Γ_ia^P par
     const std::string memory =
         " --memory " + std::to_string(in_memory["memory"]["baseline_bytes"].get<std::size_t>() + beside);
     const auto on_disk = run_json(dir, args + memory, mpirun(2));
-    const std::string spin = std::string(reference) == "uhf" ? ", β" : "";
-    CHECK(planned_on_disk(on_disk, "gradient", "B_ia^P's other rows" + spin));
-    CHECK(planned_on_disk(on_disk, "gradient", "Γ_ia^P's other rows" + spin));
+    const bool uhf = std::string(reference) == "uhf";
+    CHECK(planned_on_disk(on_disk, "gradient", uhf ? "Γ_ia^P's other rows, β" : "Γ_ia^P's other rows"));
+    CHECK(planned_on_disk(on_disk, "gradient",
+                          uhf ? "c^P C_β, then A_β c^P C_β, its other rows"
+                              : "c^P C_occ, then A c^P C_occ, its other rows"));
     check_drawn_as_planned(on_disk);
     check_same_energies(serial, on_disk);
     CHECK(largest_gradient_difference(serial, on_disk) <= 1e-10);

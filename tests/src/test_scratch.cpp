@@ -9,6 +9,7 @@
 #include <cmath>
 #include <filesystem>
 #include <numeric>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -149,12 +150,15 @@ TEST_CASE("out of core, UHF: both spins from one pass, on disk, give the in-memo
     CHECK(std::abs(on_disk[key].get<double>() - in_memory[key].get<double>()) < 1e-10);
 }
 
-TEST_CASE("out of core, RHF and UHF gradients: B_ia^P and Γ_ia^P partly on disk give the in-memory gradient") {
+TEST_CASE("out of core, RHF and UHF gradients: B_ia^P, Γ_ia^P and the JK set's c^P C partly on disk give the "
+          "in-memory gradient") {
   // Benzene's gradient with room for its stages before the gradient's only is refused, naming the
-  // least memory its gradient stage runs in: with every row of B and Γ on disk. 3 MiB above that,
-  // some of their rows are in memory beside the others on disk. The SCF in fp64 to 1e-10, so that
-  // the budgets' other choices do not move the orbitals the gradients are of. UHF (of the same
-  // closed shell) holds both spins' B and Γ.
+  // least memory its gradient stage runs in: with every row of B and Γ and of the JK set's c^P C
+  // on disk. 3 MiB above that, some of their rows are in memory beside the others on disk (the
+  // plan shows the files of the phase with most on disk, Γ is in both and B has Γ's rows; its note
+  // says how many rows of each are in memory). The
+  // SCF in fp64 to 1e-10, so that the budgets' other choices do not move the orbitals the
+  // gradients are of. UHF (of the same closed shell) holds both spins' B, Γ and c^P C.
   TempDir dir;
   for (const std::string reference : {"rhf", "uhf"}) {
     INFO(reference);
@@ -169,9 +173,13 @@ TEST_CASE("out of core, RHF and UHF gradients: B_ia^P and Γ_ia^P partly on disk
     REQUIRE(without_notes(refused.err).find("dfmp2: error: the gradient stage needs ") == 0);
     const double least = least_memory_named(refused);
     const auto on_disk = run_json(dir, args + " --memory " + std::to_string(std::size_t(least) + 3 * MiB));
-    const std::string spin = reference == "uhf" ? ", β" : "";
-    CHECK(planned_on_disk(on_disk, "gradient", "B_ia^P's other rows" + spin));
-    CHECK(planned_on_disk(on_disk, "gradient", "Γ_ia^P's other rows" + spin));
+    CHECK(planned_on_disk(on_disk, "gradient",
+                          reference == "uhf" ? "Γ_ia^P's other rows, β" : "Γ_ia^P's other rows"));
+    // c^P C's rows in memory, as the plan's note says.
+    const std::string note = planned_stage(on_disk, "gradient")["note"].get<std::string>();
+    std::smatch rows;
+    REQUIRE(std::regex_search(note, rows, std::regex("the JK set's c\\^P C (\\d+) of (\\d+)")));
+    CHECK(std::stoul(rows[1]) < std::stoul(rows[2]));
     CHECK(planned_stage(on_disk, "gradient")["read_bytes"].get<double>() > 0.0);
     check_drawn_as_planned(on_disk);
     CHECK(on_disk["memory"]["scratch"]["read_bytes"].get<double>() > 0.0);
