@@ -321,11 +321,10 @@ Mp2GradientPlan plan_mp2_gradient(const libint2::BasisSet& ri_aux, const Mp2Grad
   Mp2GradientPlan p;
   p.sizes = sizes;
   p.ram_rows = sizes.naux;
-  std::size_t largest_shell = 1;
-  for (const libint2::Shell& shell : ri_aux) largest_shell = std::max(largest_shell, shell.size());
+  const std::size_t ri_shell = largest_shell(ri_aux);
   p.jk_terms = jk_terms;
   p.jk_layout.ram_rows = jk_terms.naux;
-  p.ri_largest_shell = largest_shell;
+  p.ri_largest_shell = ri_shell;
   p.keeps_occupied_products = true;
   // About kBlockColumns columns k·b in the amplitude block's GEMMs run them at full rate; and
   // every rank should have a block.
@@ -335,12 +334,12 @@ Mp2GradientPlan plan_mp2_gradient(const libint2::BasisSet& ri_aux, const Mp2Grad
                                          (kBlockColumns + sizes.nvir() - 1) / std::max<std::size_t>(sizes.nvir(), 1));
   const auto amplitude_orbitals_that_fit = [&] {
     p.amplitude_orbitals = full_rate;
-    while (p.amplitude_orbitals > 1 && gradient_phases(sizes, largest_shell, p).amplitudes.ram_bytes() > ram_bytes)
+    while (p.amplitude_orbitals > 1 && gradient_phases(sizes, ri_shell, p).amplitudes.ram_bytes() > ram_bytes)
       --p.amplitude_orbitals;
   };
   amplitude_orbitals_that_fit();
   const auto peak = [&](const Mp2GradientPlan& trial) {
-    return gradient_phases(sizes, largest_shell, trial).peak().ram_bytes();
+    return gradient_phases(sizes, ri_shell, trial).peak().ram_bytes();
   };
   if (peak(p) > ram_bytes) {
     // Out of core, the cheapest first: the JK set's arrays on disk with the least blocks, the
@@ -372,7 +371,7 @@ Mp2GradientPlan plan_mp2_gradient(const libint2::BasisSet& ri_aux, const Mp2Grad
   const auto fits_with = [&](bool Mp2GradientPlan::*choice, bool whole_peak) {
     Mp2GradientPlan trial = p;
     trial.*choice = true;
-    const RiGradientPhases phases = gradient_phases(sizes, largest_shell, trial);
+    const RiGradientPhases phases = gradient_phases(sizes, ri_shell, trial);
     return (whole_peak ? phases.peak() : phases.amplitudes).ram_bytes() <= ram_bytes;
   };
   p.keeps_integrals = ranks == 1 && fits_with(&Mp2GradientPlan::keeps_integrals, false);

@@ -164,19 +164,18 @@ StagePlan ri_pass_plan(const Mp2GradientSizes& s, std::size_t batch_functions, c
 std::size_t ri_batch_functions(const libint2::BasisSet& ri_aux, const Mp2GradientSizes& sizes, std::size_t ram_bytes,
                                int ranks, const std::function<RiGradientPhases(std::size_t batch_functions)>& phases,
                                bool keeps_ao) {
-  std::size_t largest_shell = 1;
-  for (const libint2::Shell& shell : ri_aux) largest_shell = std::max(largest_shell, shell.size());
-  const RiGradientPhases smallest_batches = phases(largest_shell);
+  const std::size_t shell = largest_shell(ri_aux);
+  const RiGradientPhases smallest_batches = phases(shell);
   const std::size_t room = std::min(ram_bytes, smallest_batches.amplitudes.ram_bytes());
   // What grows with the batch: its (P|pq), and its (P|μν) unless all of them are kept anyway.
   const std::size_t ao_per_function = keeps_ao ? 0 : sizes.ao_batch(1);
-  const std::size_t smallest = MemoryBudget::double_array_bytes(ao_per_function * largest_shell) +
-                               MemoryBudget::double_array_bytes(sizes.mo_batch(largest_shell));
+  const std::size_t smallest = MemoryBudget::double_array_bytes(ao_per_function * shell) +
+                               MemoryBudget::double_array_bytes(sizes.mo_batch(shell));
   const std::size_t other = smallest_batches.pass.ram_bytes() - smallest + 2 * MemoryBudget::kPageSlack;
   const std::size_t per_function = sizeof(double) * (ao_per_function + sizes.mo_batch(1));
   const std::size_t fit = room > other ? (room - other) / per_function : 0;
   const std::size_t share = share_of(sizes.naux, 0, ranks).size();  // the largest
-  return std::clamp(fit, largest_shell, std::max(largest_shell, share));
+  return std::clamp(fit, shell, std::max(shell, share));
 }
 
 std::vector<ShellRange> RiPasses::batches() const {

@@ -289,13 +289,12 @@ Mp2GradientPlan plan_ump2_gradient(const libint2::BasisSet& ri_aux, const Mp2Gra
   Mp2GradientPlan p;
   p.sizes = alpha;
   p.beta = beta;
-  std::size_t largest_shell = 1;
-  for (const libint2::Shell& shell : ri_aux) largest_shell = std::max(largest_shell, shell.size());
+  const std::size_t ri_shell = largest_shell(ri_aux);
   p.jk_terms = jk_terms;
   p.jk_layout.ram_rows = jk_terms.naux;
-  p.ri_largest_shell = largest_shell;
+  p.ri_largest_shell = ri_shell;
   const auto peak = [&](std::size_t rows) {
-    return ump2_gradient_phases(spins, largest_shell, rows, p).peak().ram_bytes();
+    return ump2_gradient_phases(spins, ri_shell, rows, p).peak().ram_bytes();
   };
   p.ram_rows = alpha.naux;
   if (peak(p.ram_rows) > ram_bytes) {
@@ -306,7 +305,7 @@ Mp2GradientPlan plan_ump2_gradient(const libint2::BasisSet& ri_aux, const Mp2Gra
     p.jk_layout = separable_layout_that_fits(jk_terms.naux, ram_bytes, [&](const SeparableTermLayout& layout) {
       Mp2GradientPlan trial = p;
       trial.jk_layout = layout;
-      return ump2_gradient_phases(spins, largest_shell, p.ram_rows, trial).peak().ram_bytes();
+      return ump2_gradient_phases(spins, ri_shell, p.ram_rows, trial).peak().ram_bytes();
     });
   }
   p.batch_functions = ri_batch_functions(ri_aux, alpha, ram_bytes, ranks, [&](std::size_t functions) {

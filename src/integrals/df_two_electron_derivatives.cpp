@@ -21,12 +21,6 @@ std::size_t squares_per_batch(std::size_t nbf, std::size_t naux, std::size_t lar
   return std::max(largest_shell, std::min(share, block_bytes / (sizeof(double) * nbf * nbf)));
 }
 
-std::size_t largest_shell(const libint2::BasisSet& basis) {
-  std::size_t largest = 1;
-  for (const libint2::Shell& shell : basis) largest = std::max(largest, shell.size());
-  return largest;
-}
-
 // The JK set's metric, its fit, and the metric term's naux × naux weights.
 std::size_t fit_and_weights_bytes(std::size_t naux) {
   return CoulombFitting::peak_bytes(naux) + sizeof(double) * naux * naux;

@@ -1,5 +1,7 @@
 #include "src/integrals/shell_ranges.hpp"
 
+#include <algorithm>
+
 namespace dfmp2 {
 
 std::size_t first_function(const libint2::BasisSet& basis, std::size_t shell) {
@@ -9,6 +11,14 @@ std::size_t first_function(const libint2::BasisSet& basis, std::size_t shell) {
 std::size_t function_count(const libint2::BasisSet& basis, ShellRange range) {
   return first_function(basis, range.last) - first_function(basis, range.first);
 }
+
+std::size_t largest_shell(const libint2::BasisSet& basis, ShellRange range) {
+  std::size_t largest = 1;
+  for (std::size_t s = range.first; s < range.last; ++s) largest = std::max(largest, basis[s].size());
+  return largest;
+}
+
+std::size_t largest_shell(const libint2::BasisSet& basis) { return largest_shell(basis, {0, basis.size()}); }
 
 std::vector<ShellRange> shell_batches(const libint2::BasisSet& basis, ShellRange range,
                                       std::size_t max_functions) {

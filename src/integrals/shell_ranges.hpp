@@ -21,6 +21,10 @@ struct ShellRange {
 std::size_t first_function(const libint2::BasisSet& basis, std::size_t shell);
 // Functions of the shells [range.first, range.last).
 std::size_t function_count(const libint2::BasisSet& basis, ShellRange range);
+// The most functions any shell of `range` (default: every shell) has, at least 1: the least batch
+// of whole shells.
+std::size_t largest_shell(const libint2::BasisSet& basis, ShellRange range);
+std::size_t largest_shell(const libint2::BasisSet& basis);
 
 // Consecutive batches within `range` of at most max_functions functions each (at least one
 // shell per batch).

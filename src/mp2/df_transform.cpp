@@ -119,16 +119,15 @@ DFTransformPlan plan_df_transform(const libint2::BasisSet& obs, const libint2::B
   p.b_in_memory = b_in_memory;
   const Sizes z = sizes_of(p);
   p.chunk_rows = std::clamp<std::size_t>(kChunkBytes / (sizeof(double) * std::max<std::size_t>(z.nov_all, 1)), 1, 64);
-  std::size_t largest_shell = 1;
-  for (std::size_t s = p.shells.first; s < p.shells.last; ++s) largest_shell = std::max(largest_shell, aux[s].size());
+  const std::size_t shell = largest_shell(aux, p.shells);
   const std::size_t row = sizeof(double) * std::max<std::size_t>(p.stored, 1);
   // The batches of (Q|μν) take what the rest of the pass leaves.
   const auto size_batches = [&] {
-    p.batch_functions = largest_shell;
+    p.batch_functions = shell;
     const std::size_t other = phases_of(p).pass.ram_bytes() -
-                              MemoryBudget::double_array_bytes(largest_shell * p.stored) + MemoryBudget::kPageSlack;
+                              MemoryBudget::double_array_bytes(shell * p.stored) + MemoryBudget::kPageSlack;
     const std::size_t fit = ram_bytes > other ? (ram_bytes - other) / row : 0;
-    p.batch_functions = std::clamp(fit, largest_shell, std::max(largest_shell, p.q.size()));
+    p.batch_functions = std::clamp(fit, shell, std::max(shell, p.q.size()));
   };
   p.through_disk = !b_in_memory;
   if (!p.through_disk) {

@@ -11,6 +11,7 @@
 #include "src/common/errors.hpp"
 #include "src/gradient/ump2_relaxed_density.hpp"
 #include "src/integrals/one_electron.hpp"
+#include "src/integrals/shell_ranges.hpp"
 #include "src/io/ao_conventions.hpp"
 #include "src/mp2/df_transform.hpp"
 #include "src/scf/df_fock.hpp"
@@ -274,10 +275,8 @@ RunPlan plan_run(const Problem& problem, const RunContext& context) {
                               problem.pairs.layout.size(),
                               plan.density_fitted_scf->tensor.q.size()};
     };
-    SeparableTermSizes jk_terms{nbf, std::size_t(problem.jk_aux->nbf()), 1, {std::size_t(problem.nocc)},
-                                context.comm.size()};
-    for (const libint2::Shell& shell : *problem.jk_aux)
-      jk_terms.largest_shell = std::max(jk_terms.largest_shell, shell.size());
+    SeparableTermSizes jk_terms{nbf, std::size_t(problem.jk_aux->nbf()), largest_shell(*problem.jk_aux),
+                                {std::size_t(problem.nocc)}, context.comm.size()};
     if (problem.unrestricted) jk_terms.occupied.push_back(std::size_t(problem.nocc_beta));
     plan.mp2_gradient = problem.unrestricted
                             ? plan_ump2_gradient(problem.aux, sizes(problem.nocc), sizes(problem.nocc_beta), jk_terms,
