@@ -60,6 +60,42 @@ std::string start_and_await(const std::string& command, const std::string& err, 
          " || ! kill -0 $pid; do sleep 0.05; done; ";
 }
 
+// --memory 3 MiB above the least that a gradient run of `args` (in_memory: its in-memory run) is
+// not refused with: its B_ia^P, Γ_ia^P and the JK set's c^P C partly on disk, the DF-SCF tensor in
+// memory. Runs dfmp2 once, checking that the memory beside the stages before the gradient's is
+// refused, naming that least memory.
+std::string memory_for_gradient_rows_on_disk(const std::string& args, const nlohmann::json& in_memory) {
+  const double before_gradient = std::max(planned_stage(in_memory, "integrals")["ram_bytes"].get<double>(),
+                                          planned_stage(in_memory, "scf")["ram_bytes"].get<double>());
+  const CommandResult refused =
+      run_dfmp2(args + memory_beside_baseline(in_memory, std::size_t(before_gradient) + MiB) + " --quiet");
+  REQUIRE(without_notes(refused.err).find("dfmp2: error: the gradient stage needs ") == 0);
+  return " --memory " + std::to_string(std::size_t(least_memory_named(refused)) + 3 * MiB);
+}
+
+// Runs dfmp2 with `args` (its scratch directory $SCRATCH) on a 64 MiB tmpfs that another writer
+// fills once the SCF has begun, and checks the one error line, exit 1, no output file and nothing
+// left on the disk. The run must write to the scratch directory only after its SCF.
+void check_fails_cleanly_on_full_disk(const TempDir& dir, const std::string& args) {
+  const std::string out = dir.path("out.json"), err = dir.path("err");
+  const std::string script =
+      start_and_await(std::string(DFMP2_EXE) + " " + args + " --scratch $SCRATCH --json " + out, err, "SCF iter") +
+      "cat /dev/zero > $SCRATCH/filler 2>/dev/null; wait $pid; echo exit=$?; rm $SCRATCH/filler; "
+      "df -k --output=used $SCRATCH | tail -1";
+  CommandResult r;
+  if (!run_in_small_tmpfs(dir, "64m", script, r)) {
+    WARN("unshare cannot mount a tmpfs here: the full-disk case is not run");
+    return;
+  }
+  INFO(r.out << read_text(err));
+  CHECK(r.out.find("exit=1") != std::string::npos);
+  const std::string message = without_notes(read_text(err));
+  CHECK(message.find("dfmp2: error: the scratch directory '") != std::string::npos);
+  CHECK(message.find("is full (No space left on device)") != std::string::npos);
+  CHECK(!std::filesystem::exists(out));
+  CHECK(std::stol(r.out.substr(r.out.rfind('\n', r.out.size() - 2) + 1)) == 0);  // nothing left on the disk
+}
+
 }  // namespace
 
 TEST_CASE("a row store keeps its first rows in memory and the rest on disk, written by blocks, read in blocks") {
@@ -166,13 +202,7 @@ TEST_CASE("out of core, RHF and UHF gradients: B_ia^P, Γ_ia^P and the JK set's 
         kBenzeneCcPvdz + " --gradient --fp32-until 0 --d-convergence 1e-10 --reference " + reference;
     const auto in_memory = run_json(dir, args);
     CHECK(stage_disk(in_memory, "gradient") == 0.0);
-    const double before_gradient = std::max(planned_stage(in_memory, "integrals")["ram_bytes"].get<double>(),
-                                            planned_stage(in_memory, "scf")["ram_bytes"].get<double>());
-    const CommandResult refused =
-        run_dfmp2(args + memory_beside_baseline(in_memory, std::size_t(before_gradient) + MiB) + " --quiet");
-    REQUIRE(without_notes(refused.err).find("dfmp2: error: the gradient stage needs ") == 0);
-    const double least = least_memory_named(refused);
-    const auto on_disk = run_json(dir, args + " --memory " + std::to_string(std::size_t(least) + 3 * MiB));
+    const auto on_disk = run_json(dir, args + memory_for_gradient_rows_on_disk(args, in_memory));
     CHECK(planned_on_disk(on_disk, "gradient",
                           reference == "uhf" ? "Γ_ia^P's other rows, β" : "Γ_ia^P's other rows"));
     // c^P C's rows in memory, as the plan's note says.
@@ -210,27 +240,17 @@ TEST_CASE("a scratch disk that fills up mid-run: one error line, exit 1, no outp
   TempDir dir;
   // Exact SCF in memory, then the DF transform's tensors on disk: the disk is filled by another
   // writer while the SCF runs, after the up-front check has passed.
-  const std::string args = kBenzeneCcPvdz + " --scf exact";
   const auto in_memory = run_json(dir, kBenzeneCcPvdz);  // its baseline, the RSS before any stage: the faster DF run's
-  const std::string out = dir.path("out.json"), err = dir.path("err");
-  const std::string script =
-      start_and_await(std::string(DFMP2_EXE) + " " + args + memory_beside_baseline(in_memory, 12 * MiB) +
-                          " --scratch $SCRATCH --json " + out,
-                      err, "SCF iter") +
-      "cat /dev/zero > $SCRATCH/filler 2>/dev/null; wait $pid; echo exit=$?; rm $SCRATCH/filler; "
-      "df -k --output=used $SCRATCH | tail -1";
-  CommandResult r;
-  if (!run_in_small_tmpfs(dir, "64m", script, r)) {
-    WARN("unshare cannot mount a tmpfs here: the full-disk case is not run");
-    return;
-  }
-  INFO(r.out << read_text(err));
-  CHECK(r.out.find("exit=1") != std::string::npos);
-  const std::string message = without_notes(read_text(err));
-  CHECK(message.find("dfmp2: error: the scratch directory '") != std::string::npos);
-  CHECK(message.find("is full (No space left on device)") != std::string::npos);
-  CHECK(!std::filesystem::exists(out));
-  CHECK(std::stol(r.out.substr(r.out.rfind('\n', r.out.size() - 2) + 1)) == 0);  // nothing left on the disk
+  check_fails_cleanly_on_full_disk(dir, kBenzeneCcPvdz + " --scf exact" + memory_beside_baseline(in_memory, 12 * MiB));
+}
+
+TEST_CASE("a scratch disk that fills up before the gradient writes its rows: one error line, exit 1, no output, "
+          "the space given back") {
+  TempDir dir;
+  // The gradient's B_ia^P, Γ_ia^P and c^P C partly on disk, the DF-SCF tensor in memory: the disk
+  // fills while the SCF runs, before the gradient's first row is written.
+  const std::string args = kBenzeneCcPvdz + " --gradient";
+  check_fails_cleanly_on_full_disk(dir, args + memory_for_gradient_rows_on_disk(args, run_json(dir, args)));
 }
 
 TEST_CASE("SIGTERM mid-run gives the scratch space back") {
