@@ -41,6 +41,8 @@ def run_dfmp2(binary, name, args, work):
            "--threads", str(args.threads), "--json", str(out), "--quiet"]
     if args.memory:
         cmd += ["--memory", args.memory]
+    if args.precision != "fp64":
+        cmd += ["--precision", args.precision]
     if family_of(name).endswith("(frozen core)"):
         cmd.append("--frozen-core")
     wall, usage = amdahl.run_child(cmd, amdahl.basis_environment(args.basis), "scale.py")
@@ -131,7 +133,7 @@ def markdown(runs, fits, machine, args):
     lines = [f"# Molecules beyond RAM: the scale series ({args.basis})", "",
              f"`bench/scale.py`; {cpu}, {machine['cores']} cores, {machine['blas']}, kernels "
              f"{first['blas_kernels']} (OPENBLAS_CORETYPE {amdahl.openblas_coretype() or 'unset'}); "
-             f"{args.threads} threads; memory budget {gib(first['memory_limit_bytes'])} GiB "
+             f"{args.threads} threads; B and the energy step in {args.precision}; memory budget {gib(first['memory_limit_bytes'])} GiB "
              f"({'--memory ' + args.memory if args.memory else 'the default, half the RAM'}); one run per molecule, "
              "in the order of the table; water clusters all electrons, alkanes `--frozen-core`.", "",
              "| molecule | nbf | naux | naux_jk | nocc (active) | nvir | integrals s (floor) | SCF s (floor) | iterations "
@@ -228,6 +230,7 @@ def main():
     p.add_argument("--basis", default="cc-pvdz")
     p.add_argument("--threads", type=int, default=os.cpu_count())
     p.add_argument("--memory", help="dfmp2's --memory (default: its own, half the RAM)")
+    p.add_argument("--precision", default="fp64", choices=["fp64", "fp32"], help="dfmp2's --precision")
     p.add_argument("--psi4", default="", help="comma-separated molecules also run with Psi4")
     p.add_argument("--psi4-memory", default="11GB")
     p.add_argument("--again", action="store_true", help="rerun molecules already in scale.json")
