@@ -40,6 +40,8 @@ class BlockPackedLayout {
   std::size_t n() const { return n_; }
   std::size_t size() const { return row_offset_.back(); }  // stored elements
   std::size_t row_blocks() const { return row_block_start_.size() - 1; }
+  // First function of row block b (b = row_blocks(): n).
+  std::size_t row_block_start(std::size_t b) const { return row_block_start_[b]; }
   // Stored blocks, in the order they were given.
   const std::vector<StoredBlock>& blocks() const { return blocks_; }
   // First stored element of row m (m = n: size()).

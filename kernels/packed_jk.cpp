@@ -13,6 +13,74 @@ namespace {
 // A SYRK wants k ≳ 1000 to run near its peak: that many columns of X^Q per SYRK.
 constexpr std::size_t kSyrkColumns = 1024;
 
+// The square is cut into panels of whole row blocks of about this many functions: GEMMs this
+// wide run near their rate.
+constexpr std::size_t kPanelFunctions = 64;
+// The panels replace one SYMM when the panel pairs with a stored block cover at most this share
+// of the square (their GEMMs run a little below the SYMM's rate).
+constexpr double kPanelShare = 0.7;
+
+}  // namespace
+
+// Panels of row blocks and the panel pairs (p, c), c ≤ p, that hold a stored block: X^Q = B^Q L
+// multiplies those only. No pairs: one SYMM over the whole square.
+struct PackedJK::Panels {
+  std::vector<std::size_t> start;  // first function of each panel, and n after the last
+  std::vector<std::pair<std::size_t, std::size_t>> pairs;
+  std::size_t multiplied = 0;      // elements of the square the products multiply
+
+  explicit Panels(const BlockPackedLayout& layout) {
+    const std::size_t n = layout.n();
+    std::vector<std::size_t> panel_of(layout.row_blocks());
+    start.push_back(0);
+    for (std::size_t b = 0; b < layout.row_blocks(); ++b) {
+      if (layout.row_block_start(b) - start.back() >= kPanelFunctions) start.push_back(layout.row_block_start(b));
+      panel_of[b] = start.size() - 1;
+    }
+    start.push_back(n);
+    const std::size_t panels = start.size() - 1;
+    std::vector<bool> stored(panels * panels, false);
+    for (const StoredBlock& block : layout.blocks())
+      stored[panel_of[block.row_block] * panels + panel_of[block.col_block]] = true;
+    for (std::size_t p = 0; p < panels; ++p)
+      for (std::size_t c = 0; c <= p; ++c) {
+        if (!stored[p * panels + c]) continue;
+        pairs.emplace_back(p, c);
+        multiplied += (p == c ? 1 : 2) * width(p) * width(c);
+      }
+    if (double(multiplied) > kPanelShare * double(n) * double(n)) {
+      pairs.clear();
+      multiplied = n * n;
+    }
+  }
+  std::size_t width(std::size_t p) const { return start[p + 1] - start[p]; }
+
+  // X (n × columns, column-major) = B L for the symmetric B of which `square` holds the upper
+  // triangle (column-major, leading dimension n).
+  template <typename Real>
+  void multiply(std::size_t n, std::size_t columns, const Real* square, const Real* L, Real* X) const {
+    if (pairs.empty()) {
+      symm_upper_left(n, columns, square, n, L, n, X, n);
+      return;
+    }
+    std::fill_n(X, n * columns, Real(0));
+    for (const auto& [p, c] : pairs) {
+      const std::size_t p0 = start[p], c0 = start[c];
+      const Real* block = square + c0 + p0 * n;  // rows of panel c, columns of panel p: upper triangle
+      if (p == c) {
+        symm_upper_left(width(p), columns, block, n, L + p0, n, X + p0, n, Real(1), Real(1));
+        continue;
+      }
+      gemm(Transpose::no, Transpose::no, width(c), columns, width(p), Real(1), block, n, L + p0, n, Real(1), X + c0,
+           n);
+      gemm(Transpose::yes, Transpose::no, width(p), columns, width(c), Real(1), block, n, L + c0, n, Real(1), X + p0,
+           n);
+    }
+  }
+};
+
+namespace {
+
 std::size_t q_per_batch(const JKShape& shape) {
   return std::max<std::size_t>(1, kSyrkColumns / std::max<std::size_t>(shape.factor_columns(), 1));
 }
@@ -28,8 +96,8 @@ ThreadBuffers thread_buffers(const JKShape& shape) {
 
 }  // namespace
 
-JKShape jk_shape(const BlockPackedLayout& layout, std::span<const DensityFactors> densities) {
-  JKShape shape{layout.n(), layout.size(), densities.size(), 0, 0};
+JKShape PackedJK::shape(std::span<const DensityFactors> densities) const {
+  JKShape shape{layout_.n(), layout_.size(), densities.size(), 0, 0, panels_->multiplied};
   for (const DensityFactors& d : densities) (d.symmetric() ? shape.symmetric_columns : shape.general_columns) += d.columns;
   return shape;
 }
@@ -77,9 +145,10 @@ struct PackedJK::Thread {
   }
 
   // Per Q, while its row is in cache: γ_Q and its share of each J_s, then X^Q = B^Q L_s (and
-  // B^Q R_s) by SYMM from the row copied into one triangle of the square.
+  // B^Q R_s) from the row copied into one triangle of the square, by SYMM or by the panels.
   template <typename Real>
-  void add_batch(const BlockPackedLayout& layout, const Build& build, const double* rows, std::size_t nq) {
+  void add_batch(const BlockPackedLayout& layout, const Panels& panels, const Build& build, const double* rows,
+                 std::size_t nq) {
     const std::size_t nbf = layout.n(), stored = layout.size();
     Real* B_square = as<Real>(square, nbf * nbf);
     Real* X_all = as<Real>(X, nq * nbf * build.shape.factor_columns());
@@ -91,10 +160,10 @@ struct PackedJK::Thread {
       for (std::size_t s = 0; s < build.densities.size(); ++s) {
         const std::size_t nf = build.densities[s].columns;
         Real* X_left = X_all + x_offset(build, s, nq, false) + q * nbf * nf;
-        if (nf > 0) symm_upper_left(nbf, nf, B_square, nbf, build.factor<Real>(build.left, s), nbf, X_left, nbf);
+        if (nf > 0) panels.multiply(nbf, nf, B_square, build.factor<Real>(build.left, s), X_left);
         if (nf > 0 && !build.densities[s].symmetric())
-          symm_upper_left(nbf, nf, B_square, nbf, build.factor<Real>(build.right, s), nbf,
-                          X_all + x_offset(build, s, nq, true) + q * nbf * nf, nbf);
+          panels.multiply(nbf, nf, B_square, build.factor<Real>(build.right, s),
+                          X_all + x_offset(build, s, nq, true) + q * nbf * nf);
       }
     }
     for (std::size_t s = 0; s < build.densities.size(); ++s) {
@@ -139,14 +208,16 @@ struct PackedJK::Thread {
 };
 
 PackedJK::PackedJK(const BlockPackedLayout& layout, int threads)
-    : layout_(layout), threads_(static_cast<std::size_t>(std::max(threads, 1))) {}
+    : layout_(layout),
+      panels_(std::make_unique<Panels>(layout)),
+      threads_(static_cast<std::size_t>(std::max(threads, 1))) {}
 PackedJK::~PackedJK() = default;
 
 void PackedJK::begin(std::span<const DensityFactors> densities, Precision precision) {
   build_ = std::make_unique<Build>();
   Build& b = *build_;
   b.precision = precision;
-  b.shape = jk_shape(layout_, densities);
+  b.shape = shape(densities);
   b.densities.assign(densities.begin(), densities.end());
   const std::size_t nbf = layout_.n();
   for (const DensityFactors& d : densities) {
@@ -186,9 +257,9 @@ void PackedJK::add(const double* rows, std::size_t count) {
     for (std::size_t batch = 0; batch < nbatches; ++batch) {
       const std::size_t first = batch * per_batch, nq = std::min(per_batch, count - first);
       if (b.precision == Precision::fp32)
-        mine.add_batch<float>(layout_, b, rows + first * stored, nq);
+        mine.add_batch<float>(layout_, *panels_, b, rows + first * stored, nq);
       else
-        mine.add_batch<double>(layout_, b, rows + first * stored, nq);
+        mine.add_batch<double>(layout_, *panels_, b, rows + first * stored, nq);
     }
   }
 }
@@ -230,7 +301,8 @@ std::size_t PackedJK::workspace_bytes(const JKShape& shape, int threads) {
 
 double PackedJK::flops(const JKShape& shape, std::size_t naux) {
   const double n2 = double(shape.nbf) * double(shape.nbf);
-  const double per_q = 2.0 * n2 * double(shape.factor_columns()) + n2 * double(shape.symmetric_columns) +
+  const double per_q = 2.0 * double(shape.multiplied) * double(shape.factor_columns()) +
+                       n2 * double(shape.symmetric_columns) +
                        2.0 * n2 * double(shape.general_columns) + 4.0 * double(shape.stored * shape.densities);
   return per_q * double(naux);
 }

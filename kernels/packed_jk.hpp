@@ -7,7 +7,9 @@
 // as Psi4's JK takes C_left and C_right: the SCF's densities and the response equations' (CPHF,
 // gradients) non-symmetric ones alike.
 // Threads take batches of Q; for each Q a thread copies B^Q into one triangle of a square, forms
-// X^Q = B^Q L_s (and B^Q R_s) by SYMM (which reads only that triangle), and adds the batch's
+// X^Q = B^Q L_s (and B^Q R_s) by SYMM (which reads only that triangle) — or, when Schwarz
+// screening leaves whole panels of the square zero, by one SYMM per diagonal panel and two GEMMs
+// per other panel pair with a stored block, skipping the zero panels — and adds the batch's
 // X_L X_Rᵀ to its K_s with one SYRK (symmetric densities) or GEMM (single-threaded BLAS inside
 // the parallel region). J is summed in double; K's SYMM and SYRK/GEMM run in the precision asked
 // for, so fp32 halves their cost (the SCF's early iterations) while K is still summed in double.
@@ -37,9 +39,9 @@ struct JKShape {
   std::size_t densities = 0;
   std::size_t symmetric_columns = 0;  // Σ_s columns of the symmetric densities' L_s
   std::size_t general_columns = 0;    // Σ_s columns of the others' L_s (their R_s have as many)
+  std::size_t multiplied = 0;         // elements of each B^Q square that X^Q = B^Q L_s multiplies
   std::size_t factor_columns() const { return symmetric_columns + 2 * general_columns; }
 };
-JKShape jk_shape(const BlockPackedLayout& layout, std::span<const DensityFactors> densities);
 
 class PackedJK {
  public:
@@ -48,6 +50,8 @@ class PackedJK {
   PackedJK(const PackedJK&) = delete;
   PackedJK& operator=(const PackedJK&) = delete;
 
+  // The shape of a build of these densities.
+  JKShape shape(std::span<const DensityFactors> densities) const;
   // Starts J and K of each density; the factors must live until finish().
   void begin(std::span<const DensityFactors> densities, Precision precision);
   // Adds `count` rows B^Q, each layout.size() elements, row q at rows + q·layout.size().
@@ -60,10 +64,14 @@ class PackedJK {
   // Floating-point work of one build over naux rows.
   static double flops(const JKShape& shape, std::size_t naux);
 
+  // The panels of the square that X^Q = B^Q L multiplies (packed_jk.cpp).
+  struct Panels;
+
  private:
   struct Thread;
   struct Build;
   const BlockPackedLayout& layout_;
+  std::unique_ptr<Panels> panels_;
   std::vector<Thread> threads_;
   std::unique_ptr<Build> build_;
 };

@@ -188,7 +188,7 @@ void DensityFittedFock::coulomb_exchange(std::span<const kernels::DensityFactors
     }
   });
   jk_.finish(J, K);
-  const double flops = kernels::PackedJK::flops(kernels::jk_shape(layout_, densities), store_.rows());
+  const double flops = kernels::PackedJK::flops(jk_.shape(densities), store_.rows());
   (precision == kernels::Precision::fp32 ? work_.flops_fp32 : work_.flops_fp64) += flops;
 }
 

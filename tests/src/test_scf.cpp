@@ -1,8 +1,9 @@
-// The SCF's starting point: the SAD guess and the spherically averaged atoms it is made of.
+// The SCF: the SAD guess and the spherically averaged atoms it is made of, and the DF J/K kernel.
 #include <catch2/catch.hpp>
 
 #include <cmath>
 
+#include "kernels/packed_jk.hpp"
 #include "src/common/memory.hpp"
 #include "src/common/parallel.hpp"
 #include "src/integrals/libint.hpp"
@@ -106,4 +107,48 @@ TEST_CASE("exact Fock builds from stored quartets equal the direct, incremental 
     CHECK((G_stored - G_direct).norm() <= 1e-10 * G_stored.norm());
   }
   CHECK(roomy.peak_drawn() > builds.peak_drawn());  // the quartets were stored there
+}
+
+TEST_CASE("DF J/K from block-packed factors whose screening leaves zero panels equal the dense products") {
+  // 40 row blocks of 13 functions, blocks stored within 6 of the diagonal: the panels of 130
+  // functions with a stored block cover 62.5 % of the square, so X^Q = B^Q L skips the rest.
+  constexpr std::size_t kBlock = 13, kBlocks = 40, n = kBlock * kBlocks, nq = 12;
+  std::vector<std::size_t> starts;
+  std::vector<std::pair<std::size_t, std::size_t>> stored;
+  for (std::size_t r = 0; r < kBlocks; ++r) {
+    starts.push_back(r * kBlock);
+    for (std::size_t c = r > 6 ? r - 6 : 0; c <= r; ++c) stored.emplace_back(r, c);
+  }
+  const kernels::BlockPackedLayout layout(starts, n, stored);
+  const Eigen::MatrixXd rows = Eigen::MatrixXd::Random(static_cast<Eigen::Index>(layout.size()), nq);
+  const Eigen::MatrixXd L_sym = Eigen::MatrixXd::Random(n, 7), L = Eigen::MatrixXd::Random(n, 5),
+                        R = Eigen::MatrixXd::Random(n, 5);
+  const kernels::DensityFactors densities[2] = {{L_sym.data(), nullptr, 7}, {L.data(), R.data(), 5}};
+  REQUIRE(kernels::PackedJK(layout, 2).shape(densities).multiplied < n * n);  // the panels, not one SYMM
+  const Eigen::MatrixXd D[2] = {L_sym * L_sym.transpose(), L * R.transpose()};
+  Eigen::MatrixXd J_expected[2], K_expected[2];
+  for (int s = 0; s < 2; ++s) J_expected[s] = K_expected[s] = Eigen::MatrixXd::Zero(n, n);
+  Eigen::MatrixXd B(n, n);
+  for (Eigen::Index q = 0; q < Eigen::Index(nq); ++q) {
+    kernels::unpack_symmetric(layout, rows.col(q).data(), B.data());
+    for (int s = 0; s < 2; ++s) {
+      J_expected[s] += B.cwiseProduct(D[s]).sum() * B;
+      K_expected[s] += B * D[s] * B;
+    }
+  }
+  for (const kernels::Precision precision : {kernels::Precision::fp64, kernels::Precision::fp32}) {
+    INFO((precision == kernels::Precision::fp64 ? "fp64" : "fp32"));
+    const double tolerance = precision == kernels::Precision::fp64 ? 1e-12 : 1e-5;
+    kernels::PackedJK jk(layout, 2);
+    Eigen::MatrixXd J[2] = {Eigen::MatrixXd(n, n), Eigen::MatrixXd(n, n)}, K[2] = {J[0], J[1]};
+    double* J_data[2] = {J[0].data(), J[1].data()};
+    double* K_data[2] = {K[0].data(), K[1].data()};
+    jk.begin(densities, precision);
+    jk.add(rows.data(), nq);
+    jk.finish(J_data, K_data);
+    for (int s = 0; s < 2; ++s) {
+      CHECK((J[s] - J_expected[s]).cwiseAbs().maxCoeff() <= 1e-12 * J_expected[s].cwiseAbs().maxCoeff());
+      CHECK((K[s] - K_expected[s]).cwiseAbs().maxCoeff() <= tolerance * K_expected[s].cwiseAbs().maxCoeff());
+    }
+  }
 }
