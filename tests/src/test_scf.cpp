@@ -110,8 +110,8 @@ TEST_CASE("exact Fock builds from stored quartets equal the direct, incremental 
 }
 
 TEST_CASE("DF J/K from block-packed factors whose screening leaves zero panels equal the dense products") {
-  // 40 row blocks of 13 functions, blocks stored within 6 of the diagonal: the panels of 130
-  // functions with a stored block cover 62.5 % of the square, so X^Q = B^Q L skips the rest.
+  // 40 row blocks of 13 functions, blocks stored within 6 of the diagonal: the panel pairs with a
+  // stored block (panels of 5 row blocks) cover 53 % of the square, so X^Q = B^Q L skips the rest.
   constexpr std::size_t kBlock = 13, kBlocks = 40, n = kBlock * kBlocks, nq = 12;
   std::vector<std::size_t> starts;
   std::vector<std::pair<std::size_t, std::size_t>> stored;
