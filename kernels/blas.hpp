@@ -23,14 +23,15 @@ void gemm(Transpose ta, Transpose tb, std::size_t m, std::size_t n, std::size_t 
     cblas_sgemm(CblasColMajor, a, b, int(m), int(n), int(k), alpha, A, int(lda), B, int(ldb), beta, C, int(ldc));
 }
 
-// Lower triangle of C (n × n) = alpha X Xᵀ + beta C, X n × k.
+// Lower triangle of C (n × n) = alpha op(X) op(X)ᵀ + beta C, op(X) n × k (X n × k, or k × n transposed).
 template <typename Real>
-void syrk_lower(std::size_t n, std::size_t k, Real alpha, const Real* X, std::size_t ldx, Real beta, Real* C,
-                std::size_t ldc) {
+void syrk_lower(Transpose tx, std::size_t n, std::size_t k, Real alpha, const Real* X, std::size_t ldx, Real beta,
+                Real* C, std::size_t ldc) {
+  const auto t = tx == Transpose::yes ? CblasTrans : CblasNoTrans;
   if constexpr (std::is_same_v<Real, double>)
-    cblas_dsyrk(CblasColMajor, CblasLower, CblasNoTrans, int(n), int(k), alpha, X, int(ldx), beta, C, int(ldc));
+    cblas_dsyrk(CblasColMajor, CblasLower, t, int(n), int(k), alpha, X, int(ldx), beta, C, int(ldc));
   else
-    cblas_ssyrk(CblasColMajor, CblasLower, CblasNoTrans, int(n), int(k), alpha, X, int(ldx), beta, C, int(ldc));
+    cblas_ssyrk(CblasColMajor, CblasLower, t, int(n), int(k), alpha, X, int(ldx), beta, C, int(ldc));
 }
 
 // C (m × n) = alpha A B + beta C, A symmetric m × m of which only the upper triangle is read.

@@ -3,6 +3,8 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <type_traits>
 
 #include "kernels/blas.hpp"
@@ -13,104 +15,150 @@ namespace {
 // A SYRK wants k ≳ 1000 to run near its peak: that many columns of X^Q per SYRK.
 constexpr std::size_t kSyrkColumns = 1024;
 
-// The square is cut into panels of whole row blocks of about this many functions: GEMMs this
-// wide run near their rate.
-constexpr std::size_t kPanelFunctions = 64;
-// The panels replace one SYMM when the panel pairs with a stored block cover at most this share
-// of the square (their GEMMs run a little below the SYMM's rate).
-constexpr double kPanelShare = 0.7;
+// Consecutive shells share a row group while the group stays at most this many functions and its
+// rows' significant columns cover at most (1 + kGroupSlack) times the elements the shells'
+// own would: taller GEMMs for few more zeros.
+constexpr std::size_t kGroupFunctions = 32;
+constexpr double kGroupSlack = 0.1;
+// The groups replace one SYMM when their significant columns cover at most this share of the
+// square: their gathers and smaller GEMMs cost more per element than the SYMM (results/
+// jk_builds.md: 25 waters, 53 %, 0.90× the SYMM's time in fp64 and 0.96× in fp32; C20H42, 49 %,
+// 0.88× and 1.17×).
+constexpr double kGatherShare = 0.55;
+// When gathering, a batch is this many columns of X (rows of B^Q times the factors' columns):
+// each group's GEMM then takes the batch's rows of B^Q at once, and the factors' rows it gathers
+// serve them all.
+constexpr std::size_t kGatherBatchColumns = 8192;
+
+// A gathered element's place in the stored row; kZero for an element of a block not stored.
+using Position = std::uint32_t;
+constexpr Position kZero = std::numeric_limits<Position>::max();
+
+struct RowGroup {
+  std::size_t start = 0, rows = 0;   // its functions
+  std::vector<std::size_t> columns;  // functions of the blocks stored in its rows (either triangle)
+};
+
+std::vector<RowGroup> row_groups(const BlockPackedLayout& layout) {
+  const std::size_t blocks = layout.row_blocks();
+  const auto width = [&](std::size_t b) { return layout.row_block_start(b + 1) - layout.row_block_start(b); };
+  // Per row block, the column blocks stored in its rows, ascending (the blocks come by row block).
+  std::vector<std::vector<std::size_t>> touched(blocks);
+  for (const StoredBlock& block : layout.blocks()) {
+    touched[block.row_block].push_back(block.col_block);
+    if (!block.diagonal()) touched[block.col_block].push_back(block.row_block);
+  }
+  const auto functions = [&](const std::vector<std::size_t>& set) {
+    std::size_t count = 0;
+    for (const std::size_t b : set) count += width(b);
+    return count;
+  };
+  std::vector<RowGroup> groups;
+  std::vector<std::vector<std::size_t>> group_blocks;
+  std::vector<std::size_t> merged;
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const std::size_t rows = width(b), columns = functions(touched[b]);
+    if (!groups.empty()) {
+      RowGroup& g = groups.back();
+      merged.clear();
+      std::set_union(group_blocks.back().begin(), group_blocks.back().end(), touched[b].begin(), touched[b].end(),
+                     std::back_inserter(merged));
+      const std::size_t merged_columns = functions(merged);
+      const double apart = double(g.rows * functions(group_blocks.back()) + rows * columns);
+      if (g.rows + rows <= kGroupFunctions && double((g.rows + rows) * merged_columns) <= (1 + kGroupSlack) * apart) {
+        g.rows += rows;
+        group_blocks.back().swap(merged);
+        continue;
+      }
+    }
+    groups.push_back({layout.row_block_start(b), rows, {}});
+    group_blocks.push_back(touched[b]);
+  }
+  for (std::size_t g = 0; g < groups.size(); ++g)
+    for (const std::size_t b : group_blocks[g])
+      for (std::size_t f = layout.row_block_start(b); f < layout.row_block_start(b + 1); ++f)
+        groups[g].columns.push_back(f);
+  return groups;
+}
+
+// The groups' extent, or one SYMM's (the whole square) when they would not pay.
+ProductExtent extent_of(const std::vector<RowGroup>& groups, const BlockPackedLayout& layout) {
+  ProductExtent extent;
+  for (const RowGroup& g : groups) {
+    extent.multiplied += g.rows * g.columns.size();
+    extent.most_columns = std::max(extent.most_columns, g.columns.size());
+    extent.widest_group = std::max(extent.widest_group, g.rows * g.columns.size());
+  }
+  const double square = double(layout.n()) * double(layout.n());
+  if (double(extent.multiplied) > kGatherShare * square || layout.size() >= kZero)
+    return {layout.n() * layout.n(), 0, 0};
+  return extent;
+}
 
 }  // namespace
 
-// Panels of row blocks and the panel pairs (p, c), c ≤ p, that hold a stored block: X^Q = B^Q L
-// multiplies those only. No pairs: one SYMM over the whole square.
-struct PackedJK::Panels {
-  std::vector<std::size_t> start;  // first function of each panel, and n after the last
-  std::vector<std::pair<std::size_t, std::size_t>> pairs;
-  std::size_t multiplied = 0;      // elements of the square the products multiply
+// The row groups and, for each, the stored place of every element its rows have in its columns;
+// no groups: one SYMM over the whole square.
+struct PackedJK::RowGroups {
+  std::vector<RowGroup> groups;
+  ProductExtent extent;
+  std::vector<Position> positions;  // group by group, row by row, column by column
 
-  explicit Panels(const BlockPackedLayout& layout) {
-    const std::size_t n = layout.n();
-    std::vector<std::size_t> panel_of(layout.row_blocks());
-    start.push_back(0);
-    for (std::size_t b = 0; b < layout.row_blocks(); ++b) {
-      if (layout.row_block_start(b) - start.back() >= kPanelFunctions) start.push_back(layout.row_block_start(b));
-      panel_of[b] = start.size() - 1;
-    }
-    start.push_back(n);
-    const std::size_t panels = start.size() - 1;
-    std::vector<bool> stored(panels * panels, false);
-    for (const StoredBlock& block : layout.blocks())
-      stored[panel_of[block.row_block] * panels + panel_of[block.col_block]] = true;
-    for (std::size_t p = 0; p < panels; ++p)
-      for (std::size_t c = 0; c <= p; ++c) {
-        if (!stored[p * panels + c]) continue;
-        pairs.emplace_back(p, c);
-        multiplied += (p == c ? 1 : 2) * width(p) * width(c);
-      }
-    if (double(multiplied) > kPanelShare * double(n) * double(n)) {
-      pairs.clear();
-      multiplied = n * n;
-    }
-  }
-  std::size_t width(std::size_t p) const { return start[p + 1] - start[p]; }
-
-  // X (n × columns, column-major) = B L for the symmetric B of which `square` holds the upper
-  // triangle (column-major, leading dimension n).
-  template <typename Real>
-  void multiply(std::size_t n, std::size_t columns, const Real* square, const Real* L, Real* X) const {
-    if (pairs.empty()) {
-      symm_upper_left(n, columns, square, n, L, n, X, n);
+  explicit RowGroups(const BlockPackedLayout& layout) : groups(row_groups(layout)), extent(extent_of(groups, layout)) {
+    if (extent.most_columns == 0) {
+      groups.clear();
       return;
     }
-    std::fill_n(X, n * columns, Real(0));
-    for (const auto& [p, c] : pairs) {
-      const std::size_t p0 = start[p], c0 = start[c];
-      const Real* block = square + c0 + p0 * n;  // rows of panel c, columns of panel p: upper triangle
-      if (p == c) {
-        symm_upper_left(width(p), columns, block, n, L + p0, n, X + p0, n, Real(1), Real(1));
-        continue;
-      }
-      gemm(Transpose::no, Transpose::no, width(c), columns, width(p), Real(1), block, n, L + p0, n, Real(1), X + c0,
-           n);
-      gemm(Transpose::yes, Transpose::no, width(p), columns, width(c), Real(1), block, n, L + c0, n, Real(1), X + p0,
-           n);
-    }
+    positions.reserve(extent.multiplied);
+    for (const RowGroup& g : groups)
+      for (std::size_t m = g.start; m < g.start + g.rows; ++m)
+        for (const std::size_t k : g.columns) {
+          const std::size_t place = k <= m ? layout.find(m, k) : layout.find(k, m);
+          positions.push_back(place == BlockPackedLayout::npos ? kZero : static_cast<Position>(place));
+        }
   }
 };
 
 namespace {
 
+bool gathers(const JKShape& shape) { return shape.product.most_columns > 0; }
+
 std::size_t q_per_batch(const JKShape& shape) {
-  return std::max<std::size_t>(1, kSyrkColumns / std::max<std::size_t>(shape.factor_columns(), 1));
+  const std::size_t columns = std::max<std::size_t>(shape.factor_columns(), 1);
+  return std::max<std::size_t>(1, (gathers(shape) ? kGatherBatchColumns : kSyrkColumns) / columns);
 }
 
-// Buffer sizes in elements, one definition for the allocations and for workspace_bytes().
+// Buffer sizes in elements, one definition for the allocations and for workspace_bytes(): J, K
+// per density; the others in the build's precision: B^Q's square (one SYMM) or a group's gathered
+// rows of the batch, the factors' rows in a group's columns, X and a batch's K.
 struct ThreadBuffers {
-  std::size_t J, K, square, X, K_batch;  // J, K per density; X and K_batch in the build's precision
+  std::size_t J, K, square, factor_rows, X, K_batch;
 };
 ThreadBuffers thread_buffers(const JKShape& shape) {
-  const std::size_t n2 = shape.nbf * shape.nbf;
-  return {shape.stored, n2, n2, q_per_batch(shape) * shape.nbf * shape.factor_columns(), n2};
+  const std::size_t n2 = shape.nbf * shape.nbf, nq = q_per_batch(shape);
+  if (!gathers(shape)) return {shape.stored, n2, n2, 0, nq * shape.nbf * shape.factor_columns(), n2};
+  return {shape.stored, n2, nq * shape.product.widest_group, shape.product.most_columns * shape.factor_columns(),
+          nq * shape.nbf * shape.factor_columns(), n2};
 }
 
 }  // namespace
 
 JKShape PackedJK::shape(std::span<const DensityFactors> densities) const {
-  JKShape shape{layout_.n(), layout_.size(), densities.size(), 0, 0, panels_->multiplied};
+  JKShape shape{layout_.n(), layout_.size(), densities.size(), 0, 0, groups_->extent};
   for (const DensityFactors& d : densities) (d.symmetric() ? shape.symmetric_columns : shape.general_columns) += d.columns;
   return shape;
 }
 
 // What one build holds beside the threads: the densities, packed and weighted for γ_Q, and their
-// factors in the build's precision.
+// factors in the build's precision, transposed (columns × nbf) for the groups.
 struct PackedJK::Build {
   Precision precision = Precision::fp64;
   JKShape shape;
   std::vector<DensityFactors> densities;
   std::vector<std::vector<double>> D_weighted;
-  std::vector<float> factors_fp32;             // L_s (and R_s) converted, for fp32 builds
-  std::vector<const void*> left, right;        // per density, in the build's precision
+  std::vector<double> factors_fp64;
+  std::vector<float> factors_fp32;
+  std::vector<const void*> left, right;  // per density: L_s and R_s (null when symmetric) as used
 
   template <typename Real>
   const Real* factor(const std::vector<const void*>& which, std::size_t s) const {
@@ -122,7 +170,7 @@ struct PackedJK::Build {
 // symmetric density). Buffers are raw storage, grown when needed and used as float or double.
 struct PackedJK::Thread {
   std::vector<std::vector<double>> J, K;
-  std::vector<double> square, X, K_batch;
+  std::vector<double> square, factor_rows, X, K_batch;
 
   template <typename Real>
   Real* as(std::vector<double>& buffer, std::size_t count) {
@@ -144,34 +192,93 @@ struct PackedJK::Thread {
       std::fill_n(as<double>(square, sizes.square), sizes.square, 0.0);
   }
 
-  // Per Q, while its row is in cache: γ_Q and its share of each J_s, then X^Q = B^Q L_s (and
-  // B^Q R_s) from the row copied into one triangle of the square, by SYMM or by the panels.
+  // γ_Q and its share of each J_s per Q while its row is in cache; then X^Q = B^Q L_s (and
+  // B^Q R_s) for the batch, and the batch's X_L X_Rᵀ added to K_s.
   template <typename Real>
-  void add_batch(const BlockPackedLayout& layout, const Panels& panels, const Build& build, const double* rows,
+  void add_batch(const BlockPackedLayout& layout, const RowGroups& groups, const Build& build, const double* rows,
                  std::size_t nq) {
     const std::size_t nbf = layout.n(), stored = layout.size();
-    Real* B_square = as<Real>(square, nbf * nbf);
     Real* X_all = as<Real>(X, nq * nbf * build.shape.factor_columns());
-    for (std::size_t q = 0; q < nq; ++q) {
-      const double* row = rows + q * stored;
-      for (std::size_t s = 0; s < build.densities.size(); ++s)
-        axpy(stored, dot(stored, row, build.D_weighted[s].data()), row, J[s].data());
-      unpack_upper(layout, row, B_square);
-      for (std::size_t s = 0; s < build.densities.size(); ++s) {
-        const std::size_t nf = build.densities[s].columns;
-        Real* X_left = X_all + x_offset(build, s, nq, false) + q * nbf * nf;
-        if (nf > 0) panels.multiply(nbf, nf, B_square, build.factor<Real>(build.left, s), X_left);
-        if (nf > 0 && !build.densities[s].symmetric())
-          panels.multiply(nbf, nf, B_square, build.factor<Real>(build.right, s),
-                          X_all + x_offset(build, s, nq, true) + q * nbf * nf);
+    if (groups.groups.empty()) {
+      Real* B_square = as<Real>(square, nbf * nbf);
+      for (std::size_t q = 0; q < nq; ++q) {
+        const double* row = rows + q * stored;
+        add_coulomb(build, row, stored);
+        unpack_upper(layout, row, B_square);
+        for_each_factor(build, [&](std::size_t s, bool right, std::size_t nf) {
+          symm_upper_left(nbf, nf, B_square, nbf, build.factor<Real>(right ? build.right : build.left, s), nbf,
+                          X_all + x_offset(build, s, nq, right) + q * nbf * nf, nbf);
+        });
       }
+    } else {
+      for (std::size_t q = 0; q < nq; ++q) add_coulomb(build, rows + q * stored, stored);
+      multiply_by_groups<Real>(groups, build, rows, nq, X_all);
     }
     for (std::size_t s = 0; s < build.densities.size(); ++s) {
       const std::size_t k = nq * build.densities[s].columns;
       if (k == 0) continue;  // a spin without electrons (the H atom's β) has K = 0
       const Real* X_left = X_all + x_offset(build, s, nq, false);
       const Real* X_right = build.densities[s].symmetric() ? nullptr : X_all + x_offset(build, s, nq, true);
-      add_product(nbf, k, X_left, X_right, K[s]);
+      add_product(nbf, k, X_left, X_right, K[s], groups.groups.empty() ? Transpose::no : Transpose::yes);
+    }
+  }
+
+  void add_coulomb(const Build& build, const double* row, std::size_t stored) {
+    for (std::size_t s = 0; s < build.densities.size(); ++s)
+      axpy(stored, dot(stored, row, build.D_weighted[s].data()), row, J[s].data());
+  }
+
+  // visit(s, right, columns) for each factor with columns: L_s, and R_s of a non-symmetric density.
+  template <typename Visit>
+  static void for_each_factor(const Build& build, Visit visit) {
+    for (std::size_t s = 0; s < build.densities.size(); ++s) {
+      const std::size_t nf = build.densities[s].columns;
+      if (nf == 0) continue;
+      visit(s, false, nf);
+      if (!build.densities[s].symmetric()) visit(s, true, nf);
+    }
+  }
+
+  // X^Q of the batch's nq rows, group by group: the group's rows of each B^Q in its columns are
+  // gathered into Aᵀ (columns × nq·rows, column q + nq·r for row r of B^Q), each factor's rows in
+  // those columns into Fᵀ (nf × columns; none to gather when the columns are one range), and one
+  // GEMM writes Fᵀ Aᵀ (nf × nq·rows): X^Q transposed, the batch's X holding element (i, Q, μ) at
+  // i + nf·(Q + nq·μ).
+  template <typename Real>
+  void multiply_by_groups(const RowGroups& groups, const Build& build, const double* rows, std::size_t nq,
+                          Real* X_all) {
+    const std::size_t stored = build.shape.stored;
+    const ThreadBuffers sizes = thread_buffers(build.shape);
+    Real* A = as<Real>(square, sizes.square);
+    Real* F_gathered = as<Real>(factor_rows, sizes.factor_rows);
+    const Position* place = groups.positions.data();
+    for (const RowGroup& g : groups.groups) {
+      const std::size_t columns = g.columns.size();
+      if (columns == 0) {  // rows without a stored block: X^Q's rows are zero
+        for_each_factor(build, [&](std::size_t s, bool right, std::size_t nf) {
+          std::fill_n(X_all + x_offset(build, s, nq, right) + nf * nq * g.start, nf * nq * g.rows, Real(0));
+        });
+        continue;
+      }
+      for (std::size_t r = 0; r < g.rows; ++r, place += columns)
+        for (std::size_t q = 0; q < nq; ++q) {
+          const double* row = rows + q * stored;
+          Real* a = A + columns * (q + nq * r);
+          for (std::size_t j = 0; j < columns; ++j)
+            a[j] = place[j] == kZero ? Real(0) : static_cast<Real>(row[place[j]]);
+        }
+      const bool one_range = g.columns.back() - g.columns.front() + 1 == columns;
+      for_each_factor(build, [&](std::size_t s, bool right, std::size_t nf) {
+        const Real* F_transposed = build.factor<Real>(right ? build.right : build.left, s);
+        const Real* F = F_transposed + nf * g.columns.front();
+        if (!one_range) {
+          for (std::size_t j = 0; j < columns; ++j)
+            std::copy_n(F_transposed + nf * g.columns[j], nf, F_gathered + nf * j);
+          F = F_gathered;
+        }
+        gemm(Transpose::no, Transpose::no, nf, nq * g.rows, columns, Real(1), F, nf, A, columns, Real(0),
+             X_all + x_offset(build, s, nq, right) + nf * nq * g.start, nf);
+      });
     }
   }
 
@@ -185,22 +292,26 @@ struct PackedJK::Thread {
     return offset + (right ? nq * nbf * build.densities[s].columns : 0);
   }
 
-  // K += X_L X_Rᵀ (X_R null: the lower triangle of X_L X_Lᵀ), X nbf × k, summed in double.
+  // K += X_L X_Rᵀ (X_R null: the lower triangle of X_L X_Lᵀ), X nbf × k — or k × nbf, transposed,
+  // from the groups — summed in double.
   template <typename Real>
-  void add_product(std::size_t nbf, std::size_t k, const Real* X_left, const Real* X_right, std::vector<double>& K_s) {
+  void add_product(std::size_t nbf, std::size_t k, const Real* X_left, const Real* X_right, std::vector<double>& K_s,
+                   Transpose transposed) {
+    const std::size_t ld = transposed == Transpose::yes ? k : nbf;
+    const Transpose other = transposed == Transpose::yes ? Transpose::no : Transpose::yes;
     if constexpr (std::is_same_v<Real, double>) {
       if (X_right == nullptr)
-        syrk_lower(nbf, k, 1.0, X_left, nbf, 1.0, K_s.data(), nbf);
+        syrk_lower(transposed, nbf, k, 1.0, X_left, ld, 1.0, K_s.data(), nbf);
       else
-        gemm(Transpose::no, Transpose::yes, nbf, nbf, k, 1.0, X_left, nbf, X_right, nbf, 1.0, K_s.data(), nbf);
+        gemm(transposed, other, nbf, nbf, k, 1.0, X_left, ld, X_right, ld, 1.0, K_s.data(), nbf);
     } else {  // float products, double sum across batches
       float* K_float = as<float>(K_batch, nbf * nbf);
       if (X_right == nullptr) {
-        syrk_lower(nbf, k, 1.0f, X_left, nbf, 0.0f, K_float, nbf);
+        syrk_lower(transposed, nbf, k, 1.0f, X_left, ld, 0.0f, K_float, nbf);
         for (std::size_t col = 0; col < nbf; ++col)
           for (std::size_t row = col; row < nbf; ++row) K_s[col * nbf + row] += K_float[col * nbf + row];
       } else {
-        gemm(Transpose::no, Transpose::yes, nbf, nbf, k, 1.0f, X_left, nbf, X_right, nbf, 0.0f, K_float, nbf);
+        gemm(transposed, other, nbf, nbf, k, 1.0f, X_left, ld, X_right, ld, 0.0f, K_float, nbf);
         for (std::size_t x = 0; x < nbf * nbf; ++x) K_s[x] += K_float[x];
       }
     }
@@ -209,7 +320,7 @@ struct PackedJK::Thread {
 
 PackedJK::PackedJK(const BlockPackedLayout& layout, int threads)
     : layout_(layout),
-      panels_(std::make_unique<Panels>(layout)),
+      groups_(std::make_unique<RowGroups>(layout)),
       threads_(static_cast<std::size_t>(std::max(threads, 1))) {}
 PackedJK::~PackedJK() = default;
 
@@ -226,40 +337,55 @@ void PackedJK::begin(std::span<const DensityFactors> densities, Precision precis
          0.0, D.data(), nbf);
     b.D_weighted.push_back(pack_weighted(layout_, D.data()));
   }
-  if (precision == Precision::fp32) {
-    b.factors_fp32.reserve(nbf * b.shape.factor_columns());
-    const auto convert = [&](const double* factor, std::size_t columns) {
-      const std::size_t start = b.factors_fp32.size();
-      b.factors_fp32.insert(b.factors_fp32.end(), factor, factor + nbf * columns);
-      return static_cast<const void*>(b.factors_fp32.data() + start);
-    };
-    for (const DensityFactors& d : densities) {
-      b.left.push_back(convert(d.left, d.columns));
-      b.right.push_back(d.symmetric() ? nullptr : convert(d.right, d.columns));
-    }
-  } else {
+  const bool gathered = !groups_->groups.empty();
+  if (precision == Precision::fp64 && !gathered) {
     for (const DensityFactors& d : densities) {
       b.left.push_back(d.left);
       b.right.push_back(d.right);
     }
+  } else {  // each factor copied in the build's precision, transposed (columns × nbf) for the groups
+    const auto keep = [&]<typename Real>(std::vector<Real>& kept, const double* factor, std::size_t columns) {
+      Real* copy = kept.data() + kept.size();
+      kept.resize(kept.size() + nbf * columns);  // reserved: the earlier copies stay where they are
+      for (std::size_t i = 0; i < columns; ++i)
+        for (std::size_t k = 0; k < nbf; ++k)
+          copy[gathered ? i + columns * k : k + nbf * i] = static_cast<Real>(factor[k + nbf * i]);
+      return static_cast<const void*>(copy);
+    };
+    const auto keep_all = [&](auto& kept) {
+      kept.reserve(nbf * b.shape.factor_columns());
+      for (const DensityFactors& d : densities) {
+        b.left.push_back(keep(kept, d.left, d.columns));
+        b.right.push_back(d.symmetric() ? nullptr : keep(kept, d.right, d.columns));
+      }
+    };
+    if (precision == Precision::fp32)
+      keep_all(b.factors_fp32);
+    else
+      keep_all(b.factors_fp64);
   }
   for (Thread& t : threads_) t.start(b.shape, precision);
 }
 
 void PackedJK::add(const double* rows, std::size_t count) {
   const Build& b = *build_;
-  const std::size_t per_batch = q_per_batch(b.shape), stored = layout_.size();
-  const std::size_t nbatches = (count + per_batch - 1) / per_batch;
+  // Batches of (nearly) equal size, as many as a multiple of the threads: no thread waits long for
+  // another's last batch.
+  const std::size_t threads = threads_.size(), most = q_per_batch(b.shape), stored = layout_.size();
+  const std::size_t nbatches = ((count + most - 1) / most + threads - 1) / threads * threads;
+  const std::size_t per_batch = (count + nbatches - 1) / nbatches;
 #pragma omp parallel num_threads(static_cast<int>(threads_.size()))
   {
     Thread& mine = threads_[static_cast<std::size_t>(omp_get_thread_num())];
 #pragma omp for schedule(dynamic, 1)
     for (std::size_t batch = 0; batch < nbatches; ++batch) {
-      const std::size_t first = batch * per_batch, nq = std::min(per_batch, count - first);
+      const std::size_t first = batch * per_batch;
+      if (first >= count) continue;
+      const std::size_t nq = std::min(per_batch, count - first);
       if (b.precision == Precision::fp32)
-        mine.add_batch<float>(layout_, *panels_, b, rows + first * stored, nq);
+        mine.add_batch<float>(layout_, *groups_, b, rows + first * stored, nq);
       else
-        mine.add_batch<double>(layout_, *panels_, b, rows + first * stored, nq);
+        mine.add_batch<double>(layout_, *groups_, b, rows + first * stored, nq);
     }
   }
 }
@@ -292,16 +418,24 @@ void PackedJK::finish(std::span<double* const> J, std::span<double* const> K) {
 
 std::size_t PackedJK::workspace_bytes(const JKShape& shape, int threads) {
   const ThreadBuffers b = thread_buffers(shape);
-  const std::size_t per_thread =
-      sizeof(double) * (shape.densities * (b.J + b.K) + b.square + b.X) + sizeof(float) * b.K_batch;
-  const std::size_t build = sizeof(double) * (shape.densities * shape.stored + shape.nbf * shape.nbf) +
-                            sizeof(float) * shape.nbf * shape.factor_columns();
-  return std::size_t(std::max(threads, 1)) * per_thread + build;
+  const std::size_t per_thread = sizeof(double) * (shape.densities * (b.J + b.K) + b.square + b.factor_rows + b.X) +
+                                 sizeof(float) * b.K_batch;
+  // The factors copied: transposed for the groups (in either precision), converted for an fp32 SYMM.
+  const std::size_t factors =
+      (gathers(shape) ? sizeof(double) : sizeof(float)) * shape.nbf * shape.factor_columns();
+  const std::size_t build =
+      sizeof(double) * (shape.densities * shape.stored + shape.nbf * shape.nbf) + factors;
+  const std::size_t positions = gathers(shape) ? sizeof(Position) * shape.product.multiplied : 0;
+  return std::size_t(std::max(threads, 1)) * per_thread + build + positions;
+}
+
+ProductExtent PackedJK::product_extent(const BlockPackedLayout& layout) {
+  return extent_of(row_groups(layout), layout);
 }
 
 double PackedJK::flops(const JKShape& shape, std::size_t naux) {
   const double n2 = double(shape.nbf) * double(shape.nbf);
-  const double per_q = 2.0 * double(shape.multiplied) * double(shape.factor_columns()) +
+  const double per_q = 2.0 * double(shape.product.multiplied) * double(shape.factor_columns()) +
                        n2 * double(shape.symmetric_columns) +
                        2.0 * n2 * double(shape.general_columns) + 4.0 * double(shape.stored * shape.densities);
   return per_q * double(naux);

@@ -6,13 +6,15 @@
 //   K_s = Σ_Q (B^Q L_s)(B^Q R_s)ᵀ,
 // as Psi4's JK takes C_left and C_right: the SCF's densities and the response equations' (CPHF,
 // gradients) non-symmetric ones alike.
-// Threads take batches of Q; for each Q a thread copies B^Q into one triangle of a square, forms
-// X^Q = B^Q L_s (and B^Q R_s) by SYMM (which reads only that triangle) — or, when Schwarz
-// screening leaves whole panels of the square zero, by one SYMM per diagonal panel and two GEMMs
-// per other panel pair with a stored block, skipping the zero panels — and adds the batch's
-// X_L X_Rᵀ to its K_s with one SYRK (symmetric densities) or GEMM (single-threaded BLAS inside
-// the parallel region). J is summed in double; K's SYMM and SYRK/GEMM run in the precision asked
-// for, so fp32 halves their cost (the SCF's early iterations) while K is still summed in double.
+// Threads take batches of Q; for each Q a thread forms X^Q = B^Q L_s (and B^Q R_s) and adds the
+// batch's X_L X_Rᵀ to its K_s with one SYRK (symmetric densities) or GEMM (single-threaded BLAS
+// inside the parallel region). X^Q comes from one SYMM over B^Q copied into one triangle of a
+// square — or, when Schwarz screening leaves most of the square zero, by row groups (a few
+// consecutive shells): the batch's elements of a group's rows in the columns stored in any of
+// them are gathered and multiplied by those rows of L_s in one GEMM, as Psi4's DiskDFJK gathers
+// each function's significant pairs. J is summed in double; the products of K run in the
+// precision asked for, so fp32 halves their cost (the SCF's early iterations) while K is still
+// summed in double.
 #pragma once
 
 #include <cstddef>
@@ -33,13 +35,20 @@ struct DensityFactors {
   bool symmetric() const { return right == nullptr; }
 };
 
+// How X^Q = B^Q L covers the squares of a layout.
+struct ProductExtent {
+  std::size_t multiplied = 0;    // elements of each B^Q square multiplied
+  std::size_t most_columns = 0;  // of one row group (0: no groups, one SYMM)
+  std::size_t widest_group = 0;  // most elements of one group's rows in its columns
+};
+
 // The sizes of one build, for its work and for the caller's memory budget.
 struct JKShape {
   std::size_t nbf = 0, stored = 0;    // the layout's n and stored elements
   std::size_t densities = 0;
   std::size_t symmetric_columns = 0;  // Σ_s columns of the symmetric densities' L_s
   std::size_t general_columns = 0;    // Σ_s columns of the others' L_s (their R_s have as many)
-  std::size_t multiplied = 0;         // elements of each B^Q square that X^Q = B^Q L_s multiplies
+  ProductExtent product;
   std::size_t factor_columns() const { return symmetric_columns + 2 * general_columns; }
 };
 
@@ -50,6 +59,8 @@ class PackedJK {
   PackedJK(const PackedJK&) = delete;
   PackedJK& operator=(const PackedJK&) = delete;
 
+  // How the products cover this layout's squares (cheap: from its blocks alone).
+  static ProductExtent product_extent(const BlockPackedLayout& layout);
   // The shape of a build of these densities.
   JKShape shape(std::span<const DensityFactors> densities) const;
   // Starts J and K of each density; the factors must live until finish().
@@ -64,14 +75,14 @@ class PackedJK {
   // Floating-point work of one build over naux rows.
   static double flops(const JKShape& shape, std::size_t naux);
 
-  // The panels of the square that X^Q = B^Q L multiplies (packed_jk.cpp).
-  struct Panels;
+  // The row groups and the columns significant to each (packed_jk.cpp).
+  struct RowGroups;
 
  private:
   struct Thread;
   struct Build;
   const BlockPackedLayout& layout_;
-  std::unique_ptr<Panels> panels_;
+  std::unique_ptr<RowGroups> groups_;
   std::vector<Thread> threads_;
   std::unique_ptr<Build> build_;
 };

@@ -15,7 +15,7 @@ namespace {
 
 // The builds' shape for `spins` densities: a guess density's factor may have up to nbf columns.
 kernels::JKShape build_shape(const kernels::BlockPackedLayout& layout, std::size_t spins) {
-  return {layout.n(), layout.size(), spins, spins * layout.n(), 0};
+  return {layout.n(), layout.size(), spins, spins * layout.n(), 0, kernels::PackedJK::product_extent(layout)};
 }
 
 std::size_t workspace_bytes(const kernels::BlockPackedLayout& layout, std::size_t spins) {
@@ -123,9 +123,14 @@ DensityFittedScfPlan plan_density_fitted_scf(const libint2::BasisSet& obs, const
   plan.iterations.blocks.insert(plan.iterations.blocks.end(), scf_blocks.begin(), scf_blocks.end());
   plan.iterations.read_bytes = on_disk;
   plan.iterations.read_per = "SCF iteration";
-  char note[128];
-  std::snprintf(note, sizeof note, "the DF-SCF tensor stores %.1f %% of the packed μν pairs (Schwarz screening)",
-                100.0 * double(t.stored) / double(kernels::packed_size(obs.nbf())));
+  const kernels::ProductExtent product = kernels::PackedJK::product_extent(layout);
+  char note[192];
+  std::snprintf(note, sizeof note,
+                "the DF-SCF tensor stores %.1f %% of the packed μν pairs (Schwarz screening); its exchange "
+                "multiplies %.1f %% of each square (%s)",
+                100.0 * double(t.stored) / double(kernels::packed_size(obs.nbf())),
+                100.0 * double(product.multiplied) / (double(obs.nbf()) * double(obs.nbf())),
+                product.most_columns > 0 ? "row groups" : "one SYMM");
   plan.setup.note = plan.iterations.note = note;
   return plan;
 }

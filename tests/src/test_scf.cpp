@@ -109,22 +109,16 @@ TEST_CASE("exact Fock builds from stored quartets equal the direct, incremental 
   CHECK(roomy.peak_drawn() > builds.peak_drawn());  // the quartets were stored there
 }
 
-TEST_CASE("DF J/K from block-packed factors whose screening leaves zero panels equal the dense products") {
-  // 40 row blocks of 13 functions, blocks stored within 6 of the diagonal: the panel pairs with a
-  // stored block (panels of 5 row blocks) cover 53 % of the square, so X^Q = B^Q L skips the rest.
-  constexpr std::size_t kBlock = 13, kBlocks = 40, n = kBlock * kBlocks, nq = 12;
-  std::vector<std::size_t> starts;
-  std::vector<std::pair<std::size_t, std::size_t>> stored;
-  for (std::size_t r = 0; r < kBlocks; ++r) {
-    starts.push_back(r * kBlock);
-    for (std::size_t c = r > 6 ? r - 6 : 0; c <= r; ++c) stored.emplace_back(r, c);
-  }
-  const kernels::BlockPackedLayout layout(starts, n, stored);
-  const Eigen::MatrixXd rows = Eigen::MatrixXd::Random(static_cast<Eigen::Index>(layout.size()), nq);
+namespace {
+
+// J and K of a symmetric and a non-symmetric density from nq random rows in `layout`, fp64 and
+// fp32, against the dense products of the unpacked squares.
+void check_jk_equals_dense_products(const kernels::BlockPackedLayout& layout, std::size_t nq) {
+  const auto n = static_cast<Eigen::Index>(layout.n());
+  const Eigen::MatrixXd rows = Eigen::MatrixXd::Random(static_cast<Eigen::Index>(layout.size()), Eigen::Index(nq));
   const Eigen::MatrixXd L_sym = Eigen::MatrixXd::Random(n, 7), L = Eigen::MatrixXd::Random(n, 5),
                         R = Eigen::MatrixXd::Random(n, 5);
   const kernels::DensityFactors densities[2] = {{L_sym.data(), nullptr, 7}, {L.data(), R.data(), 5}};
-  REQUIRE(kernels::PackedJK(layout, 2).shape(densities).multiplied < n * n);  // the panels, not one SYMM
   const Eigen::MatrixXd D[2] = {L_sym * L_sym.transpose(), L * R.transpose()};
   Eigen::MatrixXd J_expected[2], K_expected[2];
   for (int s = 0; s < 2; ++s) J_expected[s] = K_expected[s] = Eigen::MatrixXd::Zero(n, n);
@@ -151,4 +145,36 @@ TEST_CASE("DF J/K from block-packed factors whose screening leaves zero panels e
       CHECK((K[s] - K_expected[s]).cwiseAbs().maxCoeff() <= tolerance * K_expected[s].cwiseAbs().maxCoeff());
     }
   }
+}
+
+}  // namespace
+
+TEST_CASE("DF J/K from block-packed factors of a banded screening, gathered by row group, equal the dense products") {
+  // 40 row blocks of 13 functions, blocks stored within 6 of the diagonal: a row group's
+  // significant columns are the 13 or 14 blocks around it (some zero in some of its rows), under
+  // 40 % of the square, so X^Q = B^Q L gathers those and skips the rest.
+  constexpr std::size_t kBlock = 13, kBlocks = 40, n = kBlock * kBlocks;
+  std::vector<std::size_t> starts;
+  std::vector<std::pair<std::size_t, std::size_t>> stored;
+  for (std::size_t r = 0; r < kBlocks; ++r) {
+    starts.push_back(r * kBlock);
+    for (std::size_t c = r > 6 ? r - 6 : 0; c <= r; ++c) stored.emplace_back(r, c);
+  }
+  const kernels::BlockPackedLayout layout(starts, n, stored);
+  const kernels::ProductExtent extent = kernels::PackedJK::product_extent(layout);
+  REQUIRE(extent.most_columns > 0);  // the groups, not one SYMM
+  CHECK(extent.multiplied < n * n * 2 / 5);
+  check_jk_equals_dense_products(layout, 12);
+}
+
+TEST_CASE("DF J/K from the Schwarz-screened layout of an alkane (C20H42, cc-pVDZ) equal the dense products") {
+  // Shells of 1, 3 and 5 functions, stored pairs of a real screening: the row groups cover under
+  // half of the square.
+  Libint2Session session;
+  const libint2::BasisSet obs = place_on(load_basis("cc-pvdz", BasisRole::orbital), input_molecule("scale/c20h42"));
+  const ShellPairs pairs = significant_shell_pairs(obs);
+  const kernels::ProductExtent extent = kernels::PackedJK::product_extent(pairs.layout);
+  REQUIRE(extent.most_columns > 0);
+  CHECK(extent.multiplied < std::size_t(obs.nbf() * obs.nbf()) / 2);
+  check_jk_equals_dense_products(pairs.layout, 6);
 }
