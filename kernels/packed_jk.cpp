@@ -30,6 +30,9 @@ constexpr double kGatherShare = 0.55;
 // each group's GEMM then takes the batch's rows of B^Q at once, and the factors' rows it gathers
 // serve them all.
 constexpr std::size_t kGatherBatchColumns = 8192;
+// ... and at most this many rows of B^Q: factors of few columns (an atom's) would otherwise gather
+// thousands of rows of each group at once.
+constexpr std::size_t kGatherMostQ = 128;
 
 // A gathered element's place in the stored row; kZero for an element of a block not stored.
 using Position = std::uint32_t;
@@ -126,12 +129,14 @@ bool gathers(const JKShape& shape) { return shape.product.most_columns > 0; }
 
 std::size_t q_per_batch(const JKShape& shape) {
   const std::size_t columns = std::max<std::size_t>(shape.factor_columns(), 1);
-  return std::max<std::size_t>(1, (gathers(shape) ? kGatherBatchColumns : kSyrkColumns) / columns);
+  if (!gathers(shape)) return std::max<std::size_t>(1, kSyrkColumns / columns);
+  return std::clamp<std::size_t>(kGatherBatchColumns / columns, 1, kGatherMostQ);
 }
 
-// Buffer sizes in elements, one definition for the allocations and for workspace_bytes(): J, K
-// per density; the others in the build's precision: B^Q's square (one SYMM) or a group's gathered
-// rows of the batch, the factors' rows in a group's columns, X and a batch's K.
+// Buffer sizes in elements of a build of this shape, one definition for the allocations and for
+// workspace_bytes(): J, K per density; the others in the build's precision: B^Q's square (one
+// SYMM) or a group's gathered rows of the batch, the factors' rows in a group's columns, X and a
+// batch's K.
 struct ThreadBuffers {
   std::size_t J, K, square, factor_rows, X, K_batch;
 };
@@ -140,6 +145,23 @@ ThreadBuffers thread_buffers(const JKShape& shape) {
   if (!gathers(shape)) return {shape.stored, n2, n2, 0, nq * shape.nbf * shape.factor_columns(), n2};
   return {shape.stored, n2, nq * shape.product.widest_group, shape.product.most_columns * shape.factor_columns(),
           nq * shape.nbf * shape.factor_columns(), n2};
+}
+
+// What the threads' buffers may grow to over builds of up to `shape`'s factor columns: a budget is
+// set before the factors are known (a guess density's may have up to nbf columns), and each buffer
+// keeps the most any build asked of it. The batch's rows grow as the columns fall, so no one
+// column count gives every buffer's most.
+ThreadBuffers most_thread_buffers(const JKShape& shape) {
+  ThreadBuffers most{};
+  JKShape build = shape;
+  build.general_columns = 0;
+  for (std::size_t columns = 1; columns <= shape.factor_columns(); ++columns) {
+    build.symmetric_columns = columns;
+    const ThreadBuffers b = thread_buffers(build);
+    most = {std::max(most.J, b.J), std::max(most.K, b.K), std::max(most.square, b.square),
+            std::max(most.factor_rows, b.factor_rows), std::max(most.X, b.X), std::max(most.K_batch, b.K_batch)};
+  }
+  return most;
 }
 
 }  // namespace
@@ -185,6 +207,7 @@ struct PackedJK::Thread {
     K.resize(shape.densities);
     for (auto& J_s : J) J_s.assign(sizes.J, 0.0);
     for (auto& K_s : K) K_s.assign(sizes.K, 0.0);
+    if (gathers(shape)) return;  // the gathers write every element they multiply
     // Positions outside the stored blocks are never written by unpack_upper: zero in this
     // precision's element size.
     if (precision == Precision::fp32)
@@ -418,7 +441,7 @@ void PackedJK::finish(std::span<double* const> J, std::span<double* const> K) {
 }
 
 std::size_t PackedJK::workspace_bytes(const JKShape& shape, int threads) {
-  const ThreadBuffers b = thread_buffers(shape);
+  const ThreadBuffers b = most_thread_buffers(shape);
   const std::size_t per_thread = sizeof(double) * (shape.densities * (b.J + b.K) + b.square + b.factor_rows + b.X) +
                                  sizeof(float) * b.K_batch;
   // The factors copied: transposed for the groups (in either precision), converted for an fp32 SYMM.

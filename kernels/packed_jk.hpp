@@ -70,7 +70,8 @@ class PackedJK {
   // J_s and K_s (column-major nbf × nbf, overwritten), one pointer per density.
   void finish(std::span<double* const> J, std::span<double* const> K);
 
-  // Bytes of the buffers a build of this shape allocates with `threads` threads.
+  // Bytes of the buffers that builds of up to this shape's factor columns allocate with `threads`
+  // threads (the threads' buffers persist between builds).
   static std::size_t workspace_bytes(const JKShape& shape, int threads);
   // Floating-point work of one build over naux rows.
   static double flops(const JKShape& shape, std::size_t naux);

@@ -352,6 +352,7 @@ ScfSolution solve_scf(const Problem& problem, Integrals& integrals, const std::o
   });
   const auto matrices = context.budget.reserve(
       scf_working_bytes(problem.obs.nbf(), context.options.scf, problem.unrestricted ? 2 : 1), "the SCF's matrices");
+  integrals.fock->set_aside_workspace();
   if (given) {  // one Fock build for E_SCF instead of the SCF (checked by define_problem)
     solution.orbitals = *given;
     solution.e_scf = scf_energy(*given, integrals.H, *integrals.fock) + problem.e_nuc;

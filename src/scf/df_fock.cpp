@@ -144,7 +144,8 @@ DensityFittedFock::DensityFittedFock(const libint2::BasisSet& obs, const libint2
       nbf_(obs.nbf()),
       store_(obs, aux, pairs, plan.tensor, budget, scratch, comm, progress),
       jk_(pairs.layout, omp_get_max_threads()),
-      workspace_(budget.reserve(workspace_bytes(pairs.layout, spins), "the J/K builds' workspace")) {}
+      budget_(budget),
+      spins_(spins) {}
 
 Eigen::MatrixXd DensityFittedFock::build(const Eigen::MatrixXd& density_factor, kernels::Precision precision) {
   const auto n = static_cast<Eigen::Index>(nbf_);
@@ -178,9 +179,14 @@ std::array<Eigen::MatrixXd, 2> DensityFittedFock::build_unrestricted(const Eigen
   return G;
 }
 
+void DensityFittedFock::set_aside_workspace() {
+  if (!workspace_) workspace_ = budget_.reserve(workspace_bytes(layout_, spins_), "the J/K builds' workspace");
+}
+
 void DensityFittedFock::coulomb_exchange(std::span<const kernels::DensityFactors> densities,
                                          std::span<double* const> J, std::span<double* const> K,
                                          kernels::Precision precision) {
+  set_aside_workspace();
   jk_.begin(densities, precision);
   // In steps of a sixteenth of the rows, for progress.
   const std::size_t total = store_.rows(), step = std::max<std::size_t>(total / 16, 256);

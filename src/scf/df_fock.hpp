@@ -8,6 +8,7 @@
 
 #include <array>
 #include <memory>
+#include <optional>
 #include <span>
 
 #include <libint2/basis.h>
@@ -44,9 +45,9 @@ DensityFittedScfPlan plan_density_fitted_scf(const libint2::BasisSet& obs, const
 
 class DensityFittedFock : public FockBuilder {
  public:
-  // Computes and fits this rank's factors as planned, and sets aside the builds' workspace for
-  // `spins` densities per build (1: RHF; 2: UHF, or an RHF gradient run's). progress(fraction)
-  // during the set-up.
+  // Computes and fits this rank's factors as planned; the builds' workspace, for `spins` densities
+  // per build (1: RHF; 2: UHF, or an RHF gradient run's), is drawn by set_aside_workspace() or the
+  // first build, after the set-up's fitting metric is gone. progress(fraction) during the set-up.
   DensityFittedFock(const libint2::BasisSet& obs, const libint2::BasisSet& aux, const ShellPairs& pairs,
                     const DensityFittedScfPlan& plan, MemoryBudget& budget, const ScratchDirectory* scratch,
                     Communicator& comm, std::size_t spins, const std::function<void(double)>& progress);
@@ -55,6 +56,7 @@ class DensityFittedFock : public FockBuilder {
                                                     const Eigen::MatrixXd& beta_factor,
                                                     kernels::Precision precision) override;
   bool has_fp32_build() const override { return true; }
+  void set_aside_workspace() override;
   // J_s and K_s (this rank's Q; not summed over ranks) of any densities given by factors, counting
   // the work: the SCF's and the response equations' builds.
   void coulomb_exchange(std::span<const kernels::DensityFactors> densities, std::span<double* const> J,
@@ -76,7 +78,9 @@ class DensityFittedFock : public FockBuilder {
   std::size_t nbf_;
   FittedTensorStore store_;
   kernels::PackedJK jk_;
-  MemoryBudget::Reservation workspace_;
+  MemoryBudget& budget_;
+  std::size_t spins_;
+  std::optional<MemoryBudget::Reservation> workspace_;
 };
 
 // The Z-vector's products F(Z) C_o = (4J − 2K)(Z) C_o, Z = ½ (L C_oᵀ + C_o Lᵀ), for many L and one

@@ -28,6 +28,9 @@ class FockBuilder {
                                                             const Eigen::MatrixXd& beta_factor,
                                                             kernels::Precision precision) = 0;
   virtual bool has_fp32_build() const { return false; }
+  // Draws the builds' working memory from the budget (at the SCF stage's start, where the plans
+  // count it); the first build draws it otherwise. Builders that hold theirs from the start: no-op.
+  virtual void set_aside_workspace() {}
   // Work of the builds so far.
   const StageWork& work() const { return work_; }
   // Told the share of each build done as it goes, from 0 at its start to 1 (builders whose builds

@@ -1,7 +1,11 @@
 // The SCF: the SAD guess and the spherically averaged atoms it is made of, and the DF J/K kernel.
 #include <catch2/catch.hpp>
 
+#include <malloc.h>
+
+#include <algorithm>
 #include <cmath>
+#include <span>
 
 #include "kernels/packed_jk.hpp"
 #include "src/common/memory.hpp"
@@ -147,20 +151,25 @@ void check_jk_equals_dense_products(const kernels::BlockPackedLayout& layout, st
   }
 }
 
-}  // namespace
-
-TEST_CASE("DF J/K from block-packed factors of a banded screening, gathered by row group, equal the dense products") {
-  // 40 row blocks of 13 functions, blocks stored within 6 of the diagonal: a row group's
-  // significant columns are the 13 or 14 blocks around it (some zero in some of its rows), under
-  // 40 % of the square, so X^Q = B^Q L gathers those and skips the rest.
-  constexpr std::size_t kBlock = 13, kBlocks = 40, n = kBlock * kBlocks;
+// 40 row blocks of 13 functions, blocks stored within 6 of the diagonal: a row group's
+// significant columns are the 13 or 14 blocks around it (some zero in some of its rows), under
+// 40 % of the square, so X^Q = B^Q L gathers those and skips the rest.
+kernels::BlockPackedLayout banded_layout() {
+  constexpr std::size_t kBlock = 13, kBlocks = 40;
   std::vector<std::size_t> starts;
   std::vector<std::pair<std::size_t, std::size_t>> stored;
   for (std::size_t r = 0; r < kBlocks; ++r) {
     starts.push_back(r * kBlock);
     for (std::size_t c = r > 6 ? r - 6 : 0; c <= r; ++c) stored.emplace_back(r, c);
   }
-  const kernels::BlockPackedLayout layout(starts, n, stored);
+  return kernels::BlockPackedLayout(starts, kBlock * kBlocks, stored);
+}
+
+}  // namespace
+
+TEST_CASE("DF J/K from block-packed factors of a banded screening, gathered by row group, equal the dense products") {
+  const kernels::BlockPackedLayout layout = banded_layout();
+  const std::size_t n = layout.n();
   const kernels::ProductExtent extent = kernels::PackedJK::product_extent(layout);
   REQUIRE(extent.most_columns > 0);  // the groups, not one SYMM
   CHECK(extent.multiplied < n * n * 2 / 5);
@@ -177,4 +186,42 @@ TEST_CASE("DF J/K from the Schwarz-screened layout of an alkane (C20H42, cc-pVDZ
   REQUIRE(extent.most_columns > 0);
   CHECK(extent.multiplied < std::size_t(obs.nbf() * obs.nbf()) / 2);
   check_jk_equals_dense_products(pairs.layout, 6);
+}
+
+TEST_CASE("DF J/K: the heap its builds draw, one column up to the most, stays within the workspace budgeted") {
+#if defined(__SANITIZE_ADDRESS__)
+  WARN("AddressSanitizer's allocator keeps no glibc heap statistics: not measured");
+#else
+  // The budget is set before the factors are known; few columns mean more rows of B^Q per
+  // batch, and the threads keep their buffers between builds: a build of one column, then one of
+  // two densities with 17 columns in all (7, and 5 left and 5 right), budgeted for the latter.
+  const kernels::BlockPackedLayout layout = banded_layout();
+  const auto n = static_cast<Eigen::Index>(layout.n());
+  const Eigen::MatrixXd rows = Eigen::MatrixXd::Random(static_cast<Eigen::Index>(layout.size()), 300);
+  const Eigen::MatrixXd one = Eigen::MatrixXd::Random(n, 1), L_sym = Eigen::MatrixXd::Random(n, 7),
+                        L = Eigen::MatrixXd::Random(n, 5), R = Eigen::MatrixXd::Random(n, 5);
+  const kernels::DensityFactors guess[1] = {{one.data(), nullptr, 1}};
+  const kernels::DensityFactors iteration[2] = {{L_sym.data(), nullptr, 7}, {L.data(), R.data(), 5}};
+  Eigen::MatrixXd J[2] = {Eigen::MatrixXd(n, n), Eigen::MatrixXd(n, n)}, K[2] = {J[0], J[1]};
+  double* J_data[2] = {J[0].data(), J[1].data()};
+  double* K_data[2] = {K[0].data(), K[1].data()};
+  const auto heap = [] { return mallinfo2().uordblks + mallinfo2().hblkhd; };
+  for (const kernels::Precision precision : {kernels::Precision::fp64, kernels::Precision::fp32}) {
+    INFO((precision == kernels::Precision::fp64 ? "fp64" : "fp32"));
+#pragma omp parallel num_threads(2)
+    {}  // the OpenMP runtime's own allocations before the heap is measured
+    const std::size_t before = heap();
+    std::size_t most = 0;
+    kernels::PackedJK jk(layout, 2);
+    const std::size_t budgeted = kernels::PackedJK::workspace_bytes(jk.shape(iteration), 2);
+    for (const std::span<const kernels::DensityFactors> densities :
+         {std::span<const kernels::DensityFactors>(guess), std::span<const kernels::DensityFactors>(iteration)}) {
+      jk.begin(densities, precision);
+      jk.add(rows.data(), std::size_t(rows.cols()));
+      most = std::max(most, heap() - before);
+      jk.finish(J_data, K_data);
+    }
+    CHECK(most <= budgeted);
+  }
+#endif
 }
