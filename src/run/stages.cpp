@@ -331,7 +331,6 @@ Integrals compute_integrals(const Problem& problem, const RunPlan& plan, const R
     context.progress.begin("DF-SCF integrals and fitting (batches of shell rows)");
     auto df = std::make_unique<DensityFittedFock>(problem.obs, *problem.jk_aux, problem.pairs, *plan.density_fitted_scf,
                                                   context.budget, &context.scratch, context.comm,
-                                                  jk_densities(problem, context.options),
                                                   [&context](double done) { context.progress.fraction(done); });
     ints.work = df->setup_work();
     ints.fock = std::move(df);

@@ -13,13 +13,11 @@
 namespace dfmp2 {
 namespace {
 
-// The builds' shape for `spins` densities: a guess density's factor may have up to nbf columns.
-kernels::JKShape build_shape(const kernels::BlockPackedLayout& layout, std::size_t spins) {
-  return {layout.n(), layout.size(), spins, spins * layout.n(), 0, kernels::PackedJK::product_extent(layout)};
-}
-
-std::size_t workspace_bytes(const kernels::BlockPackedLayout& layout, std::size_t spins) {
-  return kernels::PackedJK::workspace_bytes(build_shape(layout, spins), omp_get_max_threads());
+// The workspace of builds of `spins` densities: a guess density's factor may have up to nbf columns.
+std::size_t workspace_bytes(const kernels::BlockPackedLayout& layout, const kernels::ProductExtent& product,
+                            std::size_t spins) {
+  return kernels::PackedJK::workspace_bytes({layout.n(), layout.size(), spins, spins * layout.n(), 0, product},
+                                            omp_get_max_threads());
 }
 
 // A read buffer: large sequential reads, and a small share of the memory.
@@ -70,6 +68,8 @@ DensityFittedScfPlan plan_density_fitted_scf(const libint2::BasisSet& obs, const
   t.q = share_of(t.naux, comm.rank(), comm.size());
   t.stored = layout.size();
   const std::size_t row = sizeof(double) * t.stored;
+  const kernels::ProductExtent product = kernels::PackedJK::product_extent(layout);
+  plan.workspace_bytes = workspace_bytes(layout, product, spins);
   std::size_t widest_part = 0, widest_row = 0;
   for (int r = 0; r < t.ranks; ++r) widest_part = std::max(widest_part, columns_of(layout, shell_part_of_rows(obs, layout, r, t.ranks)));
   for (std::size_t s = 0; s < obs.size(); ++s) widest_row = std::max(widest_row, columns_of(layout, {s, s + 1}));
@@ -80,7 +80,7 @@ DensityFittedScfPlan plan_density_fitted_scf(const libint2::BasisSet& obs, const
     StagePlan setup;
     add_setup_blocks(t, rounds, setup);
     const std::size_t read = t.disk_rows() > 0 ? MemoryBudget::double_array_bytes(2 * t.read_rows * t.stored) : 0;
-    return std::max(setup.ram_bytes(), read + workspace_bytes(layout, spins) + scf_bytes);
+    return std::max(setup.ram_bytes(), read + plan.workspace_bytes + scf_bytes);
   };
   std::size_t rounds = 1;
   t.ram_rows = t.q.size();  // all in memory: one batch of every rank's rows
@@ -118,12 +118,11 @@ DensityFittedScfPlan plan_density_fitted_scf(const libint2::BasisSet& obs, const
   add_setup_blocks(t, rounds, plan.setup);
   if (on_disk > 0)
     plan.builder.ram("the DF-SCF tensor's read buffers", MemoryBudget::double_array_bytes(2 * t.read_rows * t.stored));
-  plan.builder.ram("the J/K builds' workspace", workspace_bytes(layout, spins));
+  plan.builder.ram("the J/K builds' workspace", plan.workspace_bytes);
   plan.iterations.blocks = plan.builder.blocks;
   plan.iterations.blocks.insert(plan.iterations.blocks.end(), scf_blocks.begin(), scf_blocks.end());
   plan.iterations.read_bytes = on_disk;
   plan.iterations.read_per = "SCF iteration";
-  const kernels::ProductExtent product = kernels::PackedJK::product_extent(layout);
   char note[192];
   std::snprintf(note, sizeof note,
                 "the DF-SCF tensor stores %.1f %% of the packed μν pairs (Schwarz screening); its exchange "
@@ -137,7 +136,7 @@ DensityFittedScfPlan plan_density_fitted_scf(const libint2::BasisSet& obs, const
 
 DensityFittedFock::DensityFittedFock(const libint2::BasisSet& obs, const libint2::BasisSet& aux,
                                      const ShellPairs& pairs, const DensityFittedScfPlan& plan, MemoryBudget& budget,
-                                     const ScratchDirectory* scratch, Communicator& comm, std::size_t spins,
+                                     const ScratchDirectory* scratch, Communicator& comm,
                                      const std::function<void(double)>& progress)
     : comm_(comm),
       layout_(pairs.layout),
@@ -145,7 +144,7 @@ DensityFittedFock::DensityFittedFock(const libint2::BasisSet& obs, const libint2
       store_(obs, aux, pairs, plan.tensor, budget, scratch, comm, progress),
       jk_(pairs.layout, omp_get_max_threads()),
       budget_(budget),
-      spins_(spins) {}
+      workspace_bytes_(plan.workspace_bytes) {}
 
 Eigen::MatrixXd DensityFittedFock::build(const Eigen::MatrixXd& density_factor, kernels::Precision precision) {
   const auto n = static_cast<Eigen::Index>(nbf_);
@@ -180,7 +179,7 @@ std::array<Eigen::MatrixXd, 2> DensityFittedFock::build_unrestricted(const Eigen
 }
 
 void DensityFittedFock::set_aside_workspace() {
-  if (!workspace_) workspace_ = budget_.reserve(workspace_bytes(layout_, spins_), "the J/K builds' workspace");
+  if (!workspace_) workspace_ = budget_.reserve(workspace_bytes_, "the J/K builds' workspace");
 }
 
 void DensityFittedFock::coulomb_exchange(std::span<const kernels::DensityFactors> densities,

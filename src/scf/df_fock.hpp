@@ -32,12 +32,14 @@ namespace dfmp2 {
 struct DensityFittedScfPlan {
   FittedTensorPlan tensor;
   StagePlan setup, iterations, builder;
+  std::size_t workspace_bytes = 0;  // the J/K builds', in builder
 };
 
 // The plan for `ram_bytes` of memory (what the budget leaves this stage): the whole tensor in
 // memory when it fits, else as many of this rank's rows as fit beside the batches and buffers and
 // the rest on disk. Its RAM exceeds ram_bytes only when even no row in memory does not fit.
-// scf_blocks: what the SCF holds beside the Fock builder. Collective.
+// spins: the densities of one J/K build (1: RHF; 2: UHF, or an RHF gradient run's); scf_blocks:
+// what the SCF holds beside the Fock builder. Collective.
 DensityFittedScfPlan plan_density_fitted_scf(const libint2::BasisSet& obs, const libint2::BasisSet& aux,
                                              const ShellPairs& pairs, std::size_t spins,
                                              const std::vector<PlannedBlock>& scf_blocks, std::size_t ram_bytes,
@@ -45,12 +47,12 @@ DensityFittedScfPlan plan_density_fitted_scf(const libint2::BasisSet& obs, const
 
 class DensityFittedFock : public FockBuilder {
  public:
-  // Computes and fits this rank's factors as planned; the builds' workspace, for `spins` densities
-  // per build (1: RHF; 2: UHF, or an RHF gradient run's), is drawn by set_aside_workspace() or the
-  // first build, after the set-up's fitting metric is gone. progress(fraction) during the set-up.
+  // Computes and fits this rank's factors as planned; the builds' planned workspace is drawn by
+  // set_aside_workspace() or the first build, after the set-up's fitting metric is gone.
+  // progress(fraction) during the set-up.
   DensityFittedFock(const libint2::BasisSet& obs, const libint2::BasisSet& aux, const ShellPairs& pairs,
                     const DensityFittedScfPlan& plan, MemoryBudget& budget, const ScratchDirectory* scratch,
-                    Communicator& comm, std::size_t spins, const std::function<void(double)>& progress);
+                    Communicator& comm, const std::function<void(double)>& progress);
   Eigen::MatrixXd build(const Eigen::MatrixXd& density_factor, kernels::Precision precision) override;
   std::array<Eigen::MatrixXd, 2> build_unrestricted(const Eigen::MatrixXd& alpha_factor,
                                                     const Eigen::MatrixXd& beta_factor,
@@ -79,7 +81,7 @@ class DensityFittedFock : public FockBuilder {
   FittedTensorStore store_;
   kernels::PackedJK jk_;
   MemoryBudget& budget_;
-  std::size_t spins_;
+  std::size_t workspace_bytes_;
   std::optional<MemoryBudget::Reservation> workspace_;
 };
 
