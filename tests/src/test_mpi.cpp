@@ -153,8 +153,8 @@ TEST_CASE("with 2 ranks each holds at most ~60% of the serial run's B") {
 
 TEST_CASE("out of core on 2 ranks: the in-memory energies, and rank 0 draws what its plan says") {
   // Each rank's DF-SCF tensor on its own scratch files; then, from given UHF orbitals, each rank's
-  // (Q|ia) and B on disk and its energy step in blocks. Against 2 ranks in memory: that these give
-  // the serial energies is the cases' above.
+  // (Q|ia) and B on disk and its energy step in blocks. Compared with 2 ranks in memory; the cases
+  // above check that ranks give the serial energies.
   TempDir dir;
   const std::string benzene = dir.write("benzene.xyz", kBenzeneXyz) + " --basis cc-pvdz --threads 1";
   const auto beside = [](const nlohmann::json& run, std::size_t mib) {
@@ -181,8 +181,8 @@ TEST_CASE("out of core on 2 ranks, RHF and UHF gradients: B_ia^P, Γ_ia^P and th
   // Γ come from the rank that made them, c^P C's rows Q from the rank with the DF-SCF tensor's row
   // Q and its blocks of columns from the rank that swept them. 36 MiB beside what a rank holds at
   // start (RHF; UHF, of the same closed shell, 48 MiB) leaves part of each in memory, and the
-  // DF-SCF tensor partly on disk. Against 2 ranks in memory: that these give the serial gradient
-  // is the case's above.
+  // DF-SCF tensor partly on disk. Compared with 2 ranks in memory; the gradient case above checks
+  // that ranks give the serial gradient.
   TempDir dir;
   const std::string benzene = dir.write("benzene.xyz", kBenzeneXyz);
   for (const auto& [reference, beside] : {std::pair{"rhf", 36 * MiB}, std::pair{"uhf", 48 * MiB}}) {
