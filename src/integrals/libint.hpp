@@ -20,6 +20,10 @@ class Libint2Session {
 
 std::vector<libint2::Engine> engines_per_thread(const libint2::Engine& prototype);
 
+// Engines are called through compute1 (one-body) or compute2<operator, bra-ket, order>, never
+// compute(): its run-time dispatch makes every file that calls it instantiate all of libint2's
+// compute2 kinds (about 4 minutes of compilation under the sanitizers).
+
 // A Coulomb engine for one bra-ket kind and derivative order (0: the integrals; 1: their first
 // derivatives with respect to the shells' centres). The kind is fixed at construction: an engine
 // built for the default four-centre kind and switched later refuses auxiliary shells above the

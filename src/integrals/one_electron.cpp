@@ -25,7 +25,7 @@ std::array<Eigen::MatrixXd, components> one_body_components(const libint2::Basis
     Engine& engine = engines[omp_get_thread_num()];
     const auto& buf = engine.results();
     for (std::size_t s2 = 0; s2 <= s1; ++s2) {
-      engine.compute(obs[s1], obs[s2]);
+      engine.compute1(obs[s1], obs[s2]);
       if (buf[0] == nullptr) continue;
       const std::size_t n1 = obs[s1].size(), n2 = obs[s2].size();
       const std::size_t b1 = shell2bf[s1], b2 = shell2bf[s2];

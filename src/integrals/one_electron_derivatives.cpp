@@ -31,7 +31,7 @@ Eigen::Vector3d shell_force(Engine& engine, const libint2::BasisSet& obs, std::s
     for (std::size_t fa = 0; fa < na; ++fa)
       for (std::size_t fb = 0; fb < nb; ++fb) weights[fa * nb + fb] = D(shell2bf[a] + fa, shell2bf[b] + fb);
     force += contract(obs[a], da, 1, nb, weights.data(), [&](const libint2::Shell& shifted) {
-      engine.compute(shifted, obs[b]);
+      engine.compute1(shifted, obs[b]);
       return engine.results()[0];
     });
   }

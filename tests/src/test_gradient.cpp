@@ -152,7 +152,8 @@ double three_centre_sum(const libint2::BasisSet& aux, const libint2::BasisSet& o
   for (std::size_t p = 0; p < aux.size(); ++p)
     for (std::size_t s1 = 0; s1 < obs.size(); ++s1)
       for (std::size_t s2 = 0; s2 < obs.size(); ++s2) {
-        engine.compute(aux[p], libint2::Shell::unit(), obs[s1], obs[s2]);
+        engine.compute2<libint2::Operator::coulomb, libint2::BraKet::xs_xx, 0>(aux[p], libint2::Shell::unit(), obs[s1],
+                                                                            obs[s2]);
         const double* v = engine.results()[0];
         if (v == nullptr) continue;
         for (std::size_t fp = 0, f = 0; fp < aux[p].size(); ++fp)
@@ -490,7 +491,7 @@ TEST_CASE("three-centre derivatives: the screening's bound holds, and the triple
             std::array<double, 3> centre = shifted.O;
             centre[static_cast<std::size_t>(k)] += side == 0 ? h : -h;
             shifted.move(centre);
-            three.compute(aux[p], unit, shifted, obs[s2]);
+            three.compute2<libint2::Operator::coulomb, libint2::BraKet::xs_xx, 0>(aux[p], unit, shifted, obs[s2]);
             const double* v = three.results()[0];
             moved[side].assign(n, 0.0);
             if (v != nullptr) std::copy(v, v + n, moved[side].begin());
