@@ -2,5 +2,4 @@
 # Configures and builds dfmp2 (Release) into build/. Extra arguments go to the CMake configure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
-cmake --build build -j "$(nproc)"
+scripts/cmake-build.sh build -DCMAKE_BUILD_TYPE=Release "$@"

@@ -17,10 +17,9 @@ sanitizers="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-fra
 # Line tables (-g1) are all a sanitizer's stack trace reads, and a fifth cheaper to compile than
 # full debug information. The fuzz job replays the fuzzers' committed inputs under ASan + UBSan,
 # and the benchmark drivers' test is skipped here, so neither is built.
-cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS="$sanitizers" \
+scripts/cmake-build.sh build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS="$sanitizers" \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DCMAKE_EXE_LINKER_FLAGS="$sanitizers" \
-  -DDFMP2_BUILD_BENCH=OFF -DDFMP2_REPLAY_FUZZ_CORPUS=OFF >/dev/null
-cmake --build build-asan -j "$(nproc)"
+  -DDFMP2_BUILD_BENCH=OFF -DDFMP2_REPLAY_FUZZ_CORPUS=OFF
 # Full unwinding at each allocation: OpenMPI's libraries have no frame pointers, and a leak's
 # stack must reach them for the suppressions to see whose it is.
 export ASAN_OPTIONS="detect_leaks=1:fast_unwind_on_malloc=0"
