@@ -153,7 +153,7 @@ double three_centre_sum(const libint2::BasisSet& aux, const libint2::BasisSet& o
     for (std::size_t s1 = 0; s1 < obs.size(); ++s1)
       for (std::size_t s2 = 0; s2 < obs.size(); ++s2) {
         engine.compute2<libint2::Operator::coulomb, libint2::BraKet::xs_xx, 0>(aux[p], libint2::Shell::unit(), obs[s1],
-                                                                            obs[s2]);
+                                                                               obs[s2]);
         const double* v = engine.results()[0];
         if (v == nullptr) continue;
         for (std::size_t fp = 0, f = 0; fp < aux[p].size(); ++fp)

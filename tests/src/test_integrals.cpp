@@ -47,7 +47,7 @@ TEST_CASE("block-packed (P|μν) equals libint2's own integrals, for all rows an
     for (std::size_t s1 = 0; s1 < obs.size(); ++s1)
       for (std::size_t s2 = 0; s2 < obs.size(); ++s2) {
         engine.compute2<libint2::Operator::coulomb, libint2::BraKet::xs_xx, 0>(aux[sP], libint2::Shell::unit(), obs[s1],
-                                                                            obs[s2]);
+                                                                               obs[s2]);
         const double* v = engine.results()[0];
         for (std::size_t p = 0; p < aux[sP].size(); ++p)
           for (std::size_t a = 0; a < obs[s1].size(); ++a)
