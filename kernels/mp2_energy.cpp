@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "kernels/backends.hpp"
+#include "kernels/gpu/gpu_energy.hpp"
 #include "kernels/named_choices.hpp"
 #include "kernels/pair_schedule.hpp"
 
@@ -25,6 +26,11 @@ constexpr std::array<std::pair<Backend, const char*>, 4> kBackendNames{{
 constexpr std::array<std::pair<Precision, const char*>, 2> kPrecisionNames{{
     {Precision::fp64, "fp64"},
     {Precision::fp32, "fp32"},
+}};
+constexpr std::array<std::pair<Device, const char*>, 3> kDeviceNames{{
+    {Device::cpu, "cpu"},
+    {Device::gpu, "gpu"},
+    {Device::automatic, "auto"},
 }};
 
 }  // namespace
@@ -62,6 +68,7 @@ std::size_t energy_workspace_bytes(Backend backend, Precision precision, const P
 
 NamedChoices<Backend> backend_names() { return kBackendNames; }
 NamedChoices<Precision> precision_names() { return kPrecisionNames; }
+NamedChoices<Device> device_names() { return kDeviceNames; }
 
 Backend parse_backend(const std::string& name) { return parse_in(backend_names(), name, "energy backend"); }
 std::string to_string(Backend backend) { return name_in(backend_names(), backend); }
@@ -106,13 +113,15 @@ void check_same_naux(const char* what, const DFTensorView<Real>& rows, const DFT
 template <typename Real>
 EnergyResult dispatch(Backend backend, const detail::PairSpace<Real>& pairs, const EnergyOptions& options) {
   if (options.threads < 0) throw std::invalid_argument("mp2_energy: threads must be >= 0");
-  if (backend == Backend::automatic)
+  if (backend == Backend::automatic && options.gpu == nullptr)
     backend = resolve_automatic(std::is_same_v<Real, float> ? Precision::fp32 : Precision::fp64, pairs.cols.nocc,
                                 pairs.rows.nvir, options.memory_bytes);
   const auto start = std::chrono::steady_clock::now();
   EnergyResult r;
   if (pairs.rows.nocc == 0 || pairs.cols.nocc == 0 || pairs.rows.nvir == 0 || pairs.cols.nvir == 0) {
     r.backend = backend;  // nothing to correlate
+  } else if (options.gpu != nullptr) {
+    r = options.gpu->energy(backend, pairs, options);
   } else {
     switch (backend) {
       case Backend::reference: r = detail::reference_energy(pairs, options); break;

@@ -26,10 +26,14 @@
 namespace dfmp2::kernels {
 
 enum class Backend { reference, loop, fused, automatic };
+// Where the energy step runs: automatic is the GPU when one is usable and the step is large
+// enough to gain (src/run decides).
+enum class Device { cpu, gpu, automatic };
 
 // The registry's names, in the order users see them (the command line lists these).
 NamedChoices<Backend> backend_names();
 NamedChoices<Precision> precision_names();
+NamedChoices<Device> device_names();
 Backend parse_backend(const std::string& name);      // throws std::invalid_argument
 std::string to_string(Backend backend);
 Precision parse_precision(const std::string& name);  // throws std::invalid_argument
@@ -40,6 +44,17 @@ template <typename Real>
 struct DFTensorView {
   const Real* data = nullptr;
   std::size_t nocc = 0, nvir = 0, naux = 0;
+  // The rows keep their contents for the whole energy step (B where it lies, not a buffer that is
+  // refilled): a GPU may keep its copy between calls.
+  bool stable = false;
+};
+
+class GpuEnergyEngine;  // kernels/gpu/gpu_energy.hpp
+
+// Rows of a B view, whatever its precision: data, occupied rows, bytes per row.
+struct GpuNextBlock {
+  const void* data = nullptr;
+  std::size_t rows = 0, row_bytes = 0;
 };
 
 struct EnergyOptions {
@@ -52,6 +67,11 @@ struct EnergyOptions {
   std::size_t workspace_bytes = 0;
   // Called from one thread with the share of pair blocks done, in [0, 1]; may be empty.
   std::function<void(double fraction_done)> progress;
+  // Set: the pair spaces are summed on this GPU (backend loop or fused; automatic: the engine's).
+  GpuEnergyEngine* gpu = nullptr;
+  // With gpu, B streamed in blocks: the block the next call pairs with (its rows keep their
+  // contents), copied to the GPU while this call computes.
+  GpuNextBlock gpu_next;
 };
 
 struct EnergyResult {

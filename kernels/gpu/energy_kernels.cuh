@@ -1,0 +1,371 @@
+// The GPU energy step's kernels (device code only; the engine in gpu_energy.cu launches them).
+//   reduce_pairs: the loop backend's reduction over a T_flat chunk, one block per pair, strip-tiled
+//                 in 32 × 32 tiles with T_ba staged through shared memory (T read once, coalesced).
+//   fused_pairs:  one block per (pair, tile pair (A ≤ B)): T_ij[A,B] and T_ij[B,A] formed in
+//                 registers from B_i and B_j panels staged in shared memory, then reduced; T is
+//                 never written. Opposite spin: one tile T_ij[A,B], no exchange term. fp32 on
+//                 the FMA units; fp64 (fused_pairs_dmma) on the tensor cores.
+//   sum_partials: the per-pair or per-block sums added to the call's total in a fixed order, so
+//                 that a rerun gives the same bits.
+// Every sum is in fp64, for fp32 T too. Energies as in kernels/mp2_energy.hpp:
+//   os = Σ_ab T_ab² / Δ_ab,  ss = Σ_ab T_ab (T_ab − T_ba) / Δ_ab,  Δ_ab = ε_i + ε_j − ε_a − ε_b;
+// a tile pair A < B sums both orders at once: os += (T_ab² + T_ba²)/Δ, ss += (T_ab − T_ba)²/Δ.
+#pragma once
+
+#include <cstddef>
+
+namespace dfmp2::kernels::gpu {
+
+// The pair weight of kernels/backends.hpp: i ≠ j of one spin counts for (i, j) and (j, i).
+__device__ __forceinline__ double pair_weight(bool same_spin, bool triangular, int i, int j) {
+  return !same_spin || (triangular && i == j) ? 1.0 : 2.0;
+}
+
+// Sums (os, ss) over the block; thread 0 gets the totals. blockDim.x * blockDim.y ≤ 1024.
+__device__ __forceinline__ void block_sum(double& os, double& ss) {
+  __shared__ double warp_os[32], warp_ss[32];
+  for (int offset = 16; offset > 0; offset /= 2) {
+    os += __shfl_down_sync(0xffffffffu, os, offset);
+    ss += __shfl_down_sync(0xffffffffu, ss, offset);
+  }
+  const int tid = threadIdx.y * blockDim.x + threadIdx.x, warps = (blockDim.x * blockDim.y + 31) / 32;
+  if (tid % 32 == 0) {
+    warp_os[tid / 32] = os;
+    warp_ss[tid / 32] = ss;
+  }
+  __syncthreads();
+  if (tid == 0) {
+    os = ss = 0.0;
+    for (int w = 0; w < warps; ++w) {
+      os += warp_os[w];
+      ss += warp_ss[w];
+    }
+  }
+}
+
+// The orbital energies of a pair space: occupied rows i and columns j, virtuals a (rows') and b.
+struct PairEnergies {
+  const double *eps_i, *eps_j, *eps_a, *eps_b;
+};
+
+// ---- loop: reduction of one T_flat chunk ---------------------------------------------------------
+
+template <typename Real>
+struct ChunkArgs {
+  const Real* T;            // T_flat[(i − i0)·nvir_a + a][(j − j0)·nvir_b + b] = T_ij,ab
+  std::size_t ldt;
+  int i0, j0, ncols;        // pair p of the launch is (i0 + p / ncols, j0 + p % ncols)
+  int nvir_a, nvir_b;
+  PairEnergies eps;
+  bool triangular, same_spin;
+  double* partials;         // (os, ss) per pair, weighted
+};
+
+constexpr int kReduceTile = 32, kReduceRows = 8;  // 32 × 8 threads per pair
+
+template <typename Real>
+__global__ void __launch_bounds__(kReduceTile * kReduceRows) reduce_pairs(ChunkArgs<Real> args) {
+  const int p = blockIdx.x, i = args.i0 + p / args.ncols, j = args.j0 + p % args.ncols;
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  double os = 0.0, ss = 0.0;
+  if (!(args.triangular && j > i)) {  // above the diagonal: T_ji = T_ijᵀ is summed as (j, i)
+    const Real* Tij = args.T + std::size_t(i - args.i0) * args.nvir_a * args.ldt + std::size_t(j - args.j0) * args.nvir_b;
+    const double eps_ij = args.eps.eps_i[i] + args.eps.eps_j[j];
+    if (args.same_spin) {
+      __shared__ Real tile[kReduceTile][kReduceTile + 1];  // T[B0 + r][A0 + c]: T_ba for the tile pair
+      const int n = args.nvir_a, tiles = (n + kReduceTile - 1) / kReduceTile;
+      for (int A = 0; A < tiles; ++A)
+        for (int B = A; B < tiles; ++B) {
+          const int A0 = A * kReduceTile, B0 = B * kReduceTile;
+          __syncthreads();
+          for (int r = ty; r < kReduceTile; r += kReduceRows)
+            tile[r][tx] = B0 + r < n && A0 + tx < n ? Tij[std::size_t(B0 + r) * args.ldt + A0 + tx] : Real(0);
+          __syncthreads();
+          for (int r = ty; r < kReduceTile; r += kReduceRows) {
+            const int a = A0 + r, b = B0 + tx;
+            if (a >= n || b >= n) continue;
+            const double t_ab = Tij[std::size_t(a) * args.ldt + b], t_ba = tile[tx][r];
+            const double delta = eps_ij - args.eps.eps_a[a] - args.eps.eps_b[b];
+            if (A == B) {
+              os += t_ab * t_ab / delta;
+              ss += t_ab * (t_ab - t_ba) / delta;
+            } else {
+              os += (t_ab * t_ab + t_ba * t_ba) / delta;
+              ss += (t_ab - t_ba) * (t_ab - t_ba) / delta;
+            }
+          }
+        }
+    } else {
+      for (int a = ty; a < args.nvir_a; a += kReduceRows)
+        for (int b = tx; b < args.nvir_b; b += kReduceTile) {
+          const double t = Tij[std::size_t(a) * args.ldt + b];
+          os += t * t / (eps_ij - args.eps.eps_a[a] - args.eps.eps_b[b]);
+        }
+    }
+  }
+  block_sum(os, ss);
+  if (tx == 0 && ty == 0) {
+    const double w = pair_weight(args.same_spin, args.triangular, i, j);
+    args.partials[2 * std::size_t(p)] = w * os;
+    args.partials[2 * std::size_t(p) + 1] = w * ss;
+  }
+}
+
+// ---- fused: GEMM and reduction of one tile pair in one block -------------------------------------
+
+template <typename Real>
+struct FusedArgs {
+  const Real *rows, *cols;  // B blocks on the device, [i][a][P] and [j][b][P]
+  int naux, nvir_a, nvir_b;
+  const int2* pairs;        // (i, j) of each blockIdx.y, indices into rows and cols
+  const int2* tiles;        // (A, B) of each blockIdx.x
+  PairEnergies eps;
+  bool triangular;
+  double* partials;         // (os, ss) per block, weighted
+};
+
+constexpr int kFusedEdge = 64;     // virtuals per tile edge
+constexpr int kFusedMicro = 4;     // each thread holds 4 × 4 elements of each tile
+constexpr int kFusedK = 16;        // auxiliary functions per shared-memory stage
+constexpr int kFusedThreads = 256; // 16 × 16
+
+static_assert(kFusedEdge == kFusedMicro * 16 && kFusedEdge * kFusedK == 4 * kFusedThreads);
+
+// A panel: kFusedK auxiliary functions of kFusedEdge rows, stored k-major (rows contiguous for the
+// threads' 4-wide reads), padded by 16 bytes against bank conflicts on the transposing stores.
+template <typename Real>
+struct Panel {
+  static constexpr int kStride = kFusedEdge + 16 / int(sizeof(Real));
+  __align__(16) Real v[kFusedK][kStride];
+};
+
+// This thread's share of a panel's next stage: rows row0.. of block `tensor` (nvir rows per
+// orbital `orbital`), auxiliary functions k0.. (zeros past the ends).
+template <typename Real>
+__device__ __forceinline__ void fetch(Real (&out)[4], const Real* tensor, int orbital, int nvir, int naux, int row0,
+                                      int k0) {
+  const Real* base = tensor + std::size_t(orbital) * nvir * naux;
+#pragma unroll
+  for (int q = 0; q < 4; ++q) {
+    const int idx = threadIdx.x + q * kFusedThreads, row = idx / kFusedK, k = k0 + idx % kFusedK;
+    out[q] = row0 + row < nvir && k < naux ? base[std::size_t(row0 + row) * naux + k] : Real(0);
+  }
+}
+
+template <typename Real>
+__device__ __forceinline__ void stash(Panel<Real>& panel, const Real (&in)[4]) {
+#pragma unroll
+  for (int q = 0; q < 4; ++q) {
+    const int idx = threadIdx.x + q * kFusedThreads;
+    panel.v[idx % kFusedK][idx / kFusedK] = in[q];
+  }
+}
+
+// Four consecutive shared-memory elements in 16-byte loads (the panels' rows are 16-byte aligned).
+__device__ __forceinline__ void read4(float (&out)[4], const float* p) {
+  const float4 v = *reinterpret_cast<const float4*>(p);
+  out[0] = v.x, out[1] = v.y, out[2] = v.z, out[3] = v.w;
+}
+__device__ __forceinline__ void read4(double (&out)[4], const double* p) {
+  const double2 lo = *reinterpret_cast<const double2*>(p), hi = *reinterpret_cast<const double2*>(p + 2);
+  out[0] = lo.x, out[1] = lo.y, out[2] = hi.x, out[3] = hi.y;
+}
+
+template <typename Real, bool kSameSpin>
+__global__ void __launch_bounds__(kFusedThreads) fused_pairs(FusedArgs<Real> args) {
+  __shared__ Panel<Real> Ai, Bj, Bi, Aj;  // B_i[A], B_j[B], B_i[B], B_j[A]
+  const int2 pair = args.pairs[blockIdx.y], tile = args.tiles[blockIdx.x];
+  const int i = pair.x, j = pair.y, A0 = tile.x * kFusedEdge, B0 = tile.y * kFusedEdge;
+  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+  // T_ab and T_ba for a = A0 + 4ty + r, b = B0 + 4tx + c, accumulated in the precision of B (as
+  // the CPU's GEMMs do); the energy sums are fp64.
+  Real acc_ab[4][4] = {}, acc_ba[4][4] = {};
+  Real next[4][4];
+  const auto fetch_all = [&](int k0) {
+    fetch(next[0], args.rows, i, args.nvir_a, args.naux, A0, k0);
+    fetch(next[1], args.cols, j, args.nvir_b, args.naux, B0, k0);
+    if constexpr (kSameSpin) {
+      fetch(next[2], args.rows, i, args.nvir_a, args.naux, B0, k0);
+      fetch(next[3], args.cols, j, args.nvir_b, args.naux, A0, k0);
+    }
+  };
+  fetch_all(0);
+  for (int k0 = 0; k0 < args.naux; k0 += kFusedK) {
+    __syncthreads();  // the previous stage is read
+    stash(Ai, next[0]);
+    stash(Bj, next[1]);
+    if constexpr (kSameSpin) {
+      stash(Bi, next[2]);
+      stash(Aj, next[3]);
+    }
+    __syncthreads();
+    if (k0 + kFusedK < args.naux) fetch_all(k0 + kFusedK);  // in flight while this stage computes
+#pragma unroll
+    for (int k = 0; k < kFusedK; ++k) {
+      Real ai[4], bj[4];
+      read4(ai, &Ai.v[k][4 * ty]);
+      read4(bj, &Bj.v[k][4 * tx]);
+#pragma unroll
+      for (int r = 0; r < 4; ++r)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) acc_ab[r][c] += ai[r] * bj[c];
+      if constexpr (kSameSpin) {
+        Real bi[4], aj[4];
+        read4(bi, &Bi.v[k][4 * tx]);
+        read4(aj, &Aj.v[k][4 * ty]);
+#pragma unroll
+        for (int r = 0; r < 4; ++r)
+#pragma unroll
+          for (int c = 0; c < 4; ++c) acc_ba[r][c] += bi[c] * aj[r];
+      }
+    }
+  }
+  const double eps_ij = args.eps.eps_i[i] + args.eps.eps_j[j];
+  double os = 0.0, ss = 0.0;
+#pragma unroll
+  for (int r = 0; r < 4; ++r)
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      const int a = A0 + 4 * ty + r, b = B0 + 4 * tx + c;
+      if (a >= args.nvir_a || b >= args.nvir_b) continue;
+      const double delta = eps_ij - args.eps.eps_a[a] - args.eps.eps_b[b], t_ab = acc_ab[r][c];
+      if constexpr (kSameSpin) {
+        const double t_ba = acc_ba[r][c];
+        if (A0 == B0) {
+          os += t_ab * t_ab / delta;
+          ss += t_ab * (t_ab - t_ba) / delta;
+        } else {
+          os += (t_ab * t_ab + t_ba * t_ba) / delta;
+          ss += (t_ab - t_ba) * (t_ab - t_ba) / delta;
+        }
+      } else {
+        os += t_ab * t_ab / delta;
+      }
+    }
+  block_sum(os, ss);
+  if (threadIdx.x == 0) {
+    const double w = pair_weight(kSameSpin, args.triangular, i, j);
+    const std::size_t slot = 2 * (std::size_t(blockIdx.y) * gridDim.x + blockIdx.x);
+    args.partials[slot] = w * os;
+    args.partials[slot + 1] = w * ss;
+  }
+}
+
+// ---- fused in fp64 on the tensor cores (DMMA) -----------------------------------------------------
+// The same tile pair as fused_pairs, each of the 8 warps forming a 16 × 32 region of T_ij[A,B] and
+// of T_ij[B,A]ᵀ with mma.sync m8n8k4 (fp64, 2 × 4 tiles of 8 × 8 each), so that a thread holds T_ab
+// and T_ba of the same (a, b) for the reduction. Fragments (PTX ISA, m8n8k4 .f64): A row g = lane/4,
+// column (k) t = lane%4; B row (k) t, column g; C rows g, columns 2t and 2t + 1.
+
+// A k-slice of a panel: kFusedEdge rows and 4 padding doubles (≡ 4 mod 16), so that a fragment's
+// four k-rows fall on different banks.
+constexpr int kDmmaStride = kFusedEdge + 4;
+
+__device__ __forceinline__ void dmma(double (&d)[2], double a, double b) {
+  asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};\n"
+               : "+d"(d[0]), "+d"(d[1])
+               : "d"(a), "d"(b));
+}
+
+__device__ __forceinline__ void stash_dmma(double (*panel)[kDmmaStride], const double (&in)[4]) {
+#pragma unroll
+  for (int q = 0; q < 4; ++q) {
+    const int idx = threadIdx.x + q * kFusedThreads;
+    panel[idx % kFusedK][idx / kFusedK] = in[q];
+  }
+}
+
+template <bool kSameSpin>
+__global__ void __launch_bounds__(kFusedThreads, 2) fused_pairs_dmma(FusedArgs<double> args) {
+  __shared__ __align__(16) double panels[4][kFusedK][kDmmaStride];  // B_i[A], B_j[B], B_j[A], B_i[B]
+  const int2 pair = args.pairs[blockIdx.y], tile = args.tiles[blockIdx.x];
+  const int i = pair.x, j = pair.y, A0 = tile.x * kFusedEdge, B0 = tile.y * kFusedEdge;
+  const int warp = threadIdx.x / 32, g = (threadIdx.x % 32) / 4, t = threadIdx.x % 4;
+  const int rows0 = (warp / 2) * 16, cols0 = (warp % 2) * 32;  // the warp's a and b within the tiles
+  double acc[2][2][4][2] = {};  // [T_ab, T_ba][8-row tile][8-column tile][the thread's two]
+  double next[4][4];
+  const auto fetch_all = [&](int k0) {
+    fetch(next[0], args.rows, i, args.nvir_a, args.naux, A0, k0);
+    fetch(next[1], args.cols, j, args.nvir_b, args.naux, B0, k0);
+    if constexpr (kSameSpin) {
+      fetch(next[2], args.cols, j, args.nvir_b, args.naux, A0, k0);
+      fetch(next[3], args.rows, i, args.nvir_a, args.naux, B0, k0);
+    }
+  };
+  fetch_all(0);
+  for (int k0 = 0; k0 < args.naux; k0 += kFusedK) {
+    __syncthreads();
+#pragma unroll
+    for (int p = 0; p < (kSameSpin ? 4 : 2); ++p) stash_dmma(panels[p], next[p]);
+    __syncthreads();
+    if (k0 + kFusedK < args.naux) fetch_all(k0 + kFusedK);
+#pragma unroll
+    for (int k = 0; k < kFusedK; k += 4)
+#pragma unroll
+      for (int product = 0; product < (kSameSpin ? 2 : 1); ++product) {
+        // T_ab = Σ B_i[a] B_j[b]; T_ba, held at (a, b), = Σ B_j[a] B_i[b].
+        const double(*left)[kDmmaStride] = panels[product == 0 ? 0 : 2];
+        const double(*right)[kDmmaStride] = panels[product == 0 ? 1 : 3];
+        double a[2], b[4];
+#pragma unroll
+        for (int m = 0; m < 2; ++m) a[m] = left[k + t][rows0 + 8 * m + g];
+#pragma unroll
+        for (int n = 0; n < 4; ++n) b[n] = right[k + t][cols0 + 8 * n + g];
+#pragma unroll
+        for (int m = 0; m < 2; ++m)
+#pragma unroll
+          for (int n = 0; n < 4; ++n) dmma(acc[product][m][n], a[m], b[n]);
+      }
+  }
+  const double eps_ij = args.eps.eps_i[i] + args.eps.eps_j[j];
+  double os = 0.0, ss = 0.0;
+#pragma unroll
+  for (int m = 0; m < 2; ++m)
+#pragma unroll
+    for (int n = 0; n < 4; ++n)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int a = A0 + rows0 + 8 * m + g, b = B0 + cols0 + 8 * n + 2 * t + e;
+        if (a >= args.nvir_a || b >= args.nvir_b) continue;
+        const double delta = eps_ij - args.eps.eps_a[a] - args.eps.eps_b[b], t_ab = acc[0][m][n][e];
+        if constexpr (kSameSpin) {
+          const double t_ba = acc[1][m][n][e];
+          if (A0 == B0) {
+            os += t_ab * t_ab / delta;
+            ss += t_ab * (t_ab - t_ba) / delta;
+          } else {
+            os += (t_ab * t_ab + t_ba * t_ba) / delta;
+            ss += (t_ab - t_ba) * (t_ab - t_ba) / delta;
+          }
+        } else {
+          os += t_ab * t_ab / delta;
+        }
+      }
+  block_sum(os, ss);
+  if (threadIdx.x == 0) {
+    const double w = pair_weight(kSameSpin, args.triangular, i, j);
+    const std::size_t slot = 2 * (std::size_t(blockIdx.y) * gridDim.x + blockIdx.x);
+    args.partials[slot] = w * os;
+    args.partials[slot + 1] = w * ss;
+  }
+}
+
+// ---- the call's total -----------------------------------------------------------------------------
+
+constexpr int kSumThreads = 512;
+
+// total[0..1] += the (os, ss) pairs of partials[0 .. 2n), summed in a fixed order.
+__global__ void __launch_bounds__(kSumThreads) sum_partials(const double* partials, std::size_t n, double* total) {
+  double os = 0.0, ss = 0.0;
+  for (std::size_t k = threadIdx.x; k < n; k += kSumThreads) {
+    os += partials[2 * k];
+    ss += partials[2 * k + 1];
+  }
+  block_sum(os, ss);
+  if (threadIdx.x == 0) {
+    total[0] += os;
+    total[1] += ss;
+  }
+}
+
+}  // namespace dfmp2::kernels::gpu

@@ -1,0 +1,71 @@
+// The GPU energy step's device memory, planned on the host before any CUDA call (testable on a
+// machine without a GPU): slots for blocks of B_ia^P's occupied rows, the backend's workspace and
+// small arrays. Resident: each spin's whole B has a slot and is copied once; else blocks of
+// block_occ rows stream from host memory through three slots (the rows and the columns of a pair
+// space, and the next columns, copied while the current pair computes).
+#pragma once
+
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kernels/mp2_energy.hpp"
+
+namespace dfmp2::kernels {
+
+// A GPU that cannot be used, a plan that does not fit it, or a CUDA call that failed: one line
+// that names the call or the sizes.
+class GpuError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct GpuProperties {
+  int index = 0;              // the CUDA device this process uses
+  std::string name;           // e.g. "NVIDIA H100 80GB HBM3"
+  int multiprocessors = 0;
+  int compute_major = 0, compute_minor = 0;
+  std::size_t total_bytes = 0, free_bytes = 0;
+  int driver_version = 0, runtime_version = 0;  // as CUDA encodes them: 13000 is 13.0
+};
+
+struct GpuSpin {
+  std::size_t nocc = 0, nvir = 0;  // the occupied rows this process sums (its share), virtuals
+};
+
+struct GpuEnergyPlan {
+  Backend backend = Backend::loop;  // loop or fused
+  Precision precision = Precision::fp64;
+  std::size_t naux = 0, nvir_max = 0, nocc_max = 0;
+  bool resident = false;            // each spin's B in a slot of its own, uploaded once
+  std::size_t slots = 2;            // 1 for a resident RHF tensor, 3 when streamed
+  std::size_t block_occ = 0;        // occupied rows a slot holds
+  std::size_t slot_bytes = 0;       // each slot
+  std::size_t workspace_bytes = 0;  // loop: T_flat
+  std::size_t partial_sums = 0;     // per-pair (loop) or per-tile (fused) energy sums per launch
+  std::size_t small_bytes = 0;      // orbital energies, pair and tile lists, the partial sums
+  std::size_t device_bytes() const { return slots * slot_bytes + workspace_bytes + small_bytes; }
+};
+
+// Most blocks one fused launch or pairs one loop chunk sum (their partial sums' array).
+inline constexpr std::size_t kGpuMaxPartialSums = std::size_t(1) << 18;
+// The fused kernel's tile edge (virtuals) in each precision.
+inline constexpr std::size_t kFusedTileEdge = 64;
+
+// The backend `automatic` runs on the GPU.
+Backend gpu_automatic_backend(Precision precision);
+
+// The plan for these spins' shares in `device_bytes` of device memory, over MPI with chunks of
+// `visiting_occ` rows arriving from other ranks (0: one rank), which a slot must hold too.
+// Resident when it fits, else the largest blocks that do; GpuError naming the sizes when one
+// orbital's rows do not.
+GpuEnergyPlan plan_gpu_energy(const std::vector<GpuSpin>& spins, std::size_t naux, Backend backend,
+                              Precision precision, std::size_t device_bytes, std::size_t visiting_occ = 0);
+
+// The plan with slots of `block_occ` rows (at least visiting_occ).
+GpuEnergyPlan plan_gpu_blocks(const std::vector<GpuSpin>& spins, std::size_t naux, Backend backend,
+                              Precision precision, std::size_t device_bytes, std::size_t block_occ,
+                              std::size_t visiting_occ = 0);
+
+}  // namespace dfmp2::kernels

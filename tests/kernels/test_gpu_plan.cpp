@@ -1,0 +1,80 @@
+// The GPU energy step's device-memory plan (kernels/gpu/gpu_plan), which is made on the host
+// before any CUDA call: testable without a GPU.
+#include <catch2/catch.hpp>
+
+#include "kernels/gpu/gpu_plan.hpp"
+
+namespace k = dfmp2::kernels;
+
+namespace {
+
+constexpr std::size_t GiB = std::size_t(1) << 30;
+
+// The medium synthetic shape's B: 64 × 448 × 1536 fp64 = 336 MiB.
+const std::vector<k::GpuSpin> kMedium{{64, 448}};
+constexpr std::size_t kMediumAux = 1536, kMediumBytes = std::size_t(64) * 448 * 1536 * 8;
+
+}  // namespace
+
+TEST_CASE("B fits the GPU: one slot holds it whole and T_flat takes the rows the loop backend wants") {
+  const k::GpuEnergyPlan plan = k::plan_gpu_energy(kMedium, kMediumAux, k::Backend::loop, k::Precision::fp64, 40 * GiB);
+  CHECK(plan.resident);
+  CHECK(plan.slots == 1);
+  CHECK(plan.block_occ == 64);
+  CHECK(plan.slot_bytes >= kMediumBytes);
+  CHECK(plan.slot_bytes < kMediumBytes + 256);
+  // The loop backend's chunks: 64/16 = 4 rows against their trapezoid, 4 × 64 pair tiles of 448².
+  CHECK(plan.workspace_bytes == std::size_t(4) * 64 * 448 * 448 * 8);
+  CHECK(plan.device_bytes() <= 40 * GiB);
+}
+
+TEST_CASE("B larger than the GPU's memory: the largest blocks whose three slots and workspace fit") {
+  for (const k::Backend backend : {k::Backend::loop, k::Backend::fused}) {
+    INFO(k::to_string(backend));
+    const std::size_t budget = kMediumBytes / 2;  // half of B
+    const k::GpuEnergyPlan plan = k::plan_gpu_energy(kMedium, kMediumAux, backend, k::Precision::fp64, budget);
+    CHECK_FALSE(plan.resident);
+    CHECK(plan.slots == 3);
+    CHECK(plan.block_occ >= 1);
+    CHECK(plan.block_occ < 11);  // three slots of a sixth of B would not leave room for the rest
+    CHECK(plan.device_bytes() <= budget);
+    const k::GpuEnergyPlan larger =
+        k::plan_gpu_blocks(kMedium, kMediumAux, backend, k::Precision::fp64, budget, plan.block_occ + 1);
+    CHECK(larger.device_bytes() > budget);
+  }
+}
+
+TEST_CASE("fp32 halves the slots; UHF keeps each spin's B in its own slot; MPI's visiting chunks fit a slot") {
+  const k::GpuEnergyPlan fp64 = k::plan_gpu_energy(kMedium, kMediumAux, k::Backend::fused, k::Precision::fp64, 40 * GiB);
+  const k::GpuEnergyPlan fp32 = k::plan_gpu_energy(kMedium, kMediumAux, k::Backend::fused, k::Precision::fp32, 40 * GiB);
+  CHECK(fp32.slot_bytes * 2 <= fp64.slot_bytes + 256);
+  CHECK(fp64.workspace_bytes == 0);  // fused writes no T
+  const k::GpuEnergyPlan uhf =
+      k::plan_gpu_energy({{40, 300}, {38, 302}}, 900, k::Backend::loop, k::Precision::fp64, 40 * GiB);
+  CHECK(uhf.resident);
+  CHECK(uhf.slots == 2);
+  CHECK(uhf.slot_bytes >= std::size_t(40) * 302 * 900 * 8);
+  const k::GpuEnergyPlan mpi =
+      k::plan_gpu_energy({{10, 300}}, 900, k::Backend::loop, k::Precision::fp64, 40 * GiB, 12);
+  CHECK(mpi.slots == 2);
+  CHECK(mpi.block_occ >= 12);
+}
+
+TEST_CASE("a GPU too small for one orbital's rows is refused with the sizes; reference is refused") {
+  CHECK_THROWS_WITH(k::plan_gpu_energy(kMedium, kMediumAux, k::Backend::loop, k::Precision::fp64, 8 << 20),
+                    Catch::Contains("cannot hold blocks of 1 occupied orbital") && Catch::Contains("--gpu-memory"));
+  CHECK_THROWS_AS(k::plan_gpu_energy(kMedium, kMediumAux, k::Backend::reference, k::Precision::fp64, 40 * GiB),
+                  k::GpuError);
+}
+
+TEST_CASE("allyl's UHF tensors (12 × 55 and 11 × 56, naux 238) stream through 5 MiB in both precisions") {
+  // The GPU test (tests/gpu/test_gpu_runs.cpp) streams them with --gpu-memory 5MiB.
+  for (const k::Precision precision : {k::Precision::fp64, k::Precision::fp32})
+    for (const k::Backend backend : {k::Backend::loop, k::Backend::fused}) {
+      INFO(k::to_string(backend) << ", " << k::to_string(precision));
+      const k::GpuEnergyPlan plan =
+          k::plan_gpu_energy({{12, 55}, {11, 56}}, 238, backend, precision, std::size_t(5) << 20);
+      CHECK_FALSE(plan.resident);
+      CHECK(plan.device_bytes() <= std::size_t(5) << 20);
+    }
+}
