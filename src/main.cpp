@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "kernels/gpu/gpu_plan.hpp"
 #include "src/cli/qcschema_command.hpp"
 #include "src/cli/run_options_cli.hpp"
 #include "src/run/counterpoise.hpp"
@@ -215,6 +216,8 @@ int main(int argc, char** argv) {
   } catch (const InputError& e) {
     fail(e.what());
   } catch (const std::invalid_argument& e) {
+    fail(e.what());
+  } catch (const kernels::GpuError& e) {
     fail(e.what());
   } catch (const std::bad_alloc&) {
     fail("out of memory (lower the problem size or --memory)");

@@ -57,6 +57,11 @@ RunOptionsCli::RunOptionsCli(CLI::App& app, bool energy_choices) {
   if (energy_choices) {
     add_choice(app, "--backend", options_.backend, backend_names(), "MP2 energy backend");
     add_choice(app, "--precision", options_.precision, precision_names(), "B tensor precision");
+    add_choice(app, "--device", options_.device, device_names(),
+               "where the MP2 energy step runs: auto is the GPU when one is usable and the step is large");
+    app.add_option("--gpu-memory", gpu_memory_, "GPU memory the energy step may take, e.g. 40GB (default: 90% of "
+                                                "what is free); B_ia^P streams from RAM when it does not fit")
+        ->type_name("SIZE");
   }
   app.add_option("--memory", memory_, "memory budget of the whole run, e.g. 8GB (default: half the RAM)")
       ->type_name("SIZE");
@@ -89,6 +94,7 @@ RunOptions RunOptionsCli::options() const {
   if (*charge_option_) options.charge = charge_;
   if (*multiplicity_option_) options.multiplicity = multiplicity_;
   if (!memory_.empty()) options.memory_bytes = parse_memory(memory_);
+  if (!gpu_memory_.empty()) options.gpu_memory_bytes = parse_memory(gpu_memory_);
   if (threads_ > 0) omp_set_num_threads(threads_);
   return options;
 }

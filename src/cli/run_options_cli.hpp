@@ -19,7 +19,7 @@ class RunOptionsCli {
 
  private:
   RunOptions options_;
-  std::string basis_, df_basis_, jk_basis_, memory_;
+  std::string basis_, df_basis_, jk_basis_, memory_, gpu_memory_;
   int charge_ = 0, multiplicity_ = 1, threads_ = 0;
   CLI::Option* charge_option_ = nullptr;
   CLI::Option* multiplicity_option_ = nullptr;

@@ -14,6 +14,7 @@ struct PlannedBlock {
   std::string what;
   std::size_t bytes = 0;
   bool on_disk = false;
+  bool on_gpu = false;  // in the GPU's memory (neither RAM nor disk)
 };
 
 struct StagePlan {
@@ -27,14 +28,18 @@ struct StagePlan {
   void disk(const std::string& what, std::size_t bytes) {
     if (bytes > 0) blocks.push_back({what, bytes, true});
   }
-  std::size_t ram_bytes() const { return sum(false); }
-  std::size_t disk_bytes() const { return sum(true); }
+  void gpu(const std::string& what, std::size_t bytes) {
+    if (bytes > 0) blocks.push_back({what, bytes, false, true});
+  }
+  std::size_t ram_bytes() const { return sum(false, false); }
+  std::size_t disk_bytes() const { return sum(true, false); }
+  std::size_t gpu_bytes() const { return sum(false, true); }
 
  private:
-  std::size_t sum(bool on_disk) const {
+  std::size_t sum(bool on_disk, bool on_gpu) const {
     std::size_t total = 0;
     for (const PlannedBlock& block : blocks)
-      if (block.on_disk == on_disk) total += block.bytes;
+      if (block.on_disk == on_disk && block.on_gpu == on_gpu) total += block.bytes;
     return total;
   }
 };

@@ -10,16 +10,18 @@ namespace dfmp2 {
 struct StageWork {
   double flops_fp64 = 0.0, flops_fp32 = 0.0;
   double libint_seconds = 0.0;  // over all threads
+  double gpu_seconds = 0.0;     // GEMM work on the GPU at its cuBLAS rate probed at start-up
 
   StageWork& operator+=(const StageWork& other) {
     flops_fp64 += other.flops_fp64;
     flops_fp32 += other.flops_fp32;
     libint_seconds += other.libint_seconds;
+    gpu_seconds += other.gpu_seconds;
     return *this;
   }
   double floor_seconds(const kernels::GemmRates& rates) const {
     return flops_fp64 / (rates.fp64_gflops * 1e9) + flops_fp32 / (rates.fp32_gflops * 1e9) +
-           libint_seconds;
+           libint_seconds + gpu_seconds;
   }
 };
 

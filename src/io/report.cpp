@@ -70,6 +70,7 @@ std::optional<EnergyRate> energy_rate(const RunResult& r) {
   if (!r.energy_gemm_probe || stage == r.stages.end() || stage->seconds <= 0.0 || r.energy_flops <= 0.0)
     return std::nullopt;
   const kernels::GemmRates& probe = r.energy_gemm_probe->rates;
+  if (r.gpu) return EnergyRate{r.energy_flops / stage->seconds / 1e9, r.gpu->gemm_gflops};
   return EnergyRate{r.energy_flops / stage->seconds / 1e9,
                     r.precision == "fp32" ? probe.fp32_gflops : probe.fp64_gflops};
 }
@@ -123,11 +124,12 @@ void print_memory_plan(std::ostream& out, const RunResult& r) {
     out << "  " << std::setw(14) << std::left << stage.stage << std::right << " memory " << std::setw(10)
         << format_bytes(stage.ram_bytes()) << " (drew " << format_bytes(drawn) << ")   disk " << std::setw(10)
         << format_bytes(stage.disk_bytes());
+    if (stage.gpu_bytes() > 0) out << "   GPU " << format_bytes(stage.gpu_bytes());
     if (stage.read_bytes > 0) out << "   reads " << format_bytes(stage.read_bytes) << " per " << stage.read_per;
     out << "\n";
     for (const PlannedBlock& block : stage.blocks)
-      out << "      " << std::setw(10) << format_bytes(block.bytes) << (block.on_disk ? " on disk  " : " in memory")
-          << "  " << block.what << "\n";
+      out << "      " << std::setw(10) << format_bytes(block.bytes)
+          << (block.on_gpu ? " on GPU   " : block.on_disk ? " on disk  " : " in memory") << "  " << block.what << "\n";
     if (!stage.note.empty()) out << "      (" << stage.note << ")\n";
   }
   out << "Scratch I/O: " << format_bytes(r.scratch_written_bytes) << " written, " << format_bytes(r.scratch_read_bytes)
@@ -139,13 +141,15 @@ nlohmann::json memory_json(const RunResult& r) {
   for (const StagePlan& stage : r.memory_plan) {
     nlohmann::json blocks = nlohmann::json::array();
     for (const PlannedBlock& block : stage.blocks)
-      blocks.push_back({{"what", block.what}, {"bytes", block.bytes}, {"on_disk", block.on_disk}});
+      blocks.push_back(
+          {{"what", block.what}, {"bytes", block.bytes}, {"on_disk", block.on_disk}, {"on_gpu", block.on_gpu}});
     std::size_t drawn = 0;
     for (const StageTiming& timing : r.stages)
       if (timing.name == stage.stage) drawn = timing.drawn_peak_bytes;
     plan.push_back({{"stage", stage.stage},
                     {"ram_bytes", stage.ram_bytes()},
                     {"disk_bytes", stage.disk_bytes()},
+                    {"gpu_bytes", stage.gpu_bytes()},
                     {"drawn_peak_bytes", drawn},
                     {"read_bytes", stage.read_bytes},
                     {"read_per", stage.read_per},
@@ -196,6 +200,13 @@ void print_report(std::ostream& out, const RunResult& r) {
       << " (" << r.precision << "), " << r.threads << " threads"
       << (r.ranks > 1 ? " × " + std::to_string(r.ranks) + " MPI ranks" : "") << ", OpenBLAS kernels "
       << r.blas_kernels << "\n";
+  if (r.gpu) {
+    const kernels::GpuProperties& g = r.gpu->properties;
+    out << "Energy step on GPU " << g.index << ": " << g.name << " (compute capability " << g.compute_major << "."
+        << g.compute_minor << ", " << format_bytes(g.total_bytes) << ", driver CUDA " << g.driver_version / 1000 << "."
+        << g.driver_version % 1000 / 10 << ", runtime " << g.runtime_version / 1000 << "."
+        << g.runtime_version % 1000 / 10 << ")\n";
+  }
   char rates[128];
   std::snprintf(rates, sizeof rates, "GEMM rate at start-up: %.1f GFLOP/s fp64, %.1f GFLOP/s fp32\n\n",
                 r.gemm_rates.fp64_gflops, r.gemm_rates.fp32_gflops);
@@ -216,7 +227,16 @@ void print_report(std::ostream& out, const RunResult& r) {
                 r.total_seconds, format_bytes(r.resources.peak_rss_bytes).c_str(), r.resources.minor_faults,
                 r.resources.major_faults);
   out << total;
-  if (const auto rate = energy_rate(r)) {
+  if (const auto rate = energy_rate(r); rate && r.gpu) {
+    char line[300];
+    std::snprintf(line, sizeof line,
+                  "Energy step on the GPU: %.1f GFLOP/s (needed work), %.1f %% of cuBLAS %s at %zu × %zu × %zu "
+                  "(%.1f GFLOP/s, probed at start-up); %s of B_ia^P copied to it\n",
+                  rate->step, 100.0 * rate->step / rate->probe, r.precision == "fp32" ? "SGEMM" : "DGEMM",
+                  r.gpu->gemm_m, r.gpu->gemm_m, r.gpu->gemm_k, rate->probe,
+                  format_bytes(r.gpu->uploaded_bytes).c_str());
+    out << line;
+  } else if (const auto rate = energy_rate(r)) {
     char line[200];
     std::snprintf(line, sizeof line,
                   "Energy step %.1f GFLOP/s (needed work), %.1f %% of %s at its shape %zu × %zu × %zu (%.1f GFLOP/s, "
@@ -264,6 +284,18 @@ nlohmann::json to_json(const RunResult& r) {
   j["scf_iterations"] = r.scf_iterations.size();
   j["backend"] = r.backend;
   j["precision"] = r.precision;
+  j["device"] = r.device;
+  if (r.gpu) {
+    const kernels::GpuProperties& g = r.gpu->properties;
+    j["gpu"] = {{"index", g.index},
+                {"name", g.name},
+                {"compute_capability", std::to_string(g.compute_major) + "." + std::to_string(g.compute_minor)},
+                {"memory_bytes", g.total_bytes},
+                {"driver_version", g.driver_version},
+                {"runtime_version", g.runtime_version},
+                {"gemm", {{"m", r.gpu->gemm_m}, {"n", r.gpu->gemm_m}, {"k", r.gpu->gemm_k}, {"gflops", r.gpu->gemm_gflops}}},
+                {"uploaded_bytes", r.gpu->uploaded_bytes}};
+  }
   j["threads"] = r.threads;
   j["blas_kernels"] = r.blas_kernels;
   j["ranks"] = r.ranks;

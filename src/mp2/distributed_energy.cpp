@@ -11,6 +11,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "kernels/gpu/gpu_energy.hpp"
+
 namespace dfmp2 {
 namespace {
 
@@ -57,12 +59,35 @@ std::vector<kernels::PairSpaceShape> pair_spaces(const std::vector<EnergySpin>& 
   return shapes;
 }
 
+// The GPU's plan for this rank's shares: the largest blocks its memory holds (all of B when it
+// fits), or blocks of `block_occ` rows when given; slots hold the chunks visiting over MPI too.
+kernels::GpuEnergyPlan plan_on_gpu(const std::vector<EnergySpin>& spins, std::size_t naux, kernels::Backend backend,
+                                   kernels::Precision precision, const EnergyDevice& device, std::size_t visiting,
+                                   std::size_t block_occ = 0) {
+  std::vector<kernels::GpuSpin> shares;
+  for (const EnergySpin& s : spins) shares.push_back({s.nocc_mine, s.nvir});
+  return block_occ > 0 ? kernels::plan_gpu_blocks(shares, naux, backend, precision, device.gpu_bytes, block_occ, visiting)
+                       : kernels::plan_gpu_energy(shares, naux, backend, precision, device.gpu_bytes, visiting);
+}
+
+void describe_gpu(const kernels::GpuEnergyPlan& gpu, const EnergyDevice& device, StagePlan& stage) {
+  stage.gpu(gpu.resident ? "B_ia^P, resident on the GPU"
+                         : "B_ia^P blocks of " + std::to_string(gpu.block_occ) + " occupied orbitals streamed to the GPU",
+            gpu.slots * gpu.slot_bytes);
+  stage.gpu("T_flat (the loop backend's pair blocks)", gpu.workspace_bytes);
+  stage.gpu("orbital energies, pair lists and partial sums", gpu.small_bytes);
+  stage.note = "on the GPU (" + device.properties.name + ", " + format_bytes(device.gpu_bytes) + " for the step): " +
+               kernels::to_string(gpu.backend) + ", " + kernels::to_string(gpu.precision);
+}
+
 }  // namespace
 
 EnergyPlan plan_energy(const std::vector<EnergySpin>& spins, std::size_t naux, kernels::Backend backend,
-                       kernels::Precision precision, std::size_t ram_bytes, Communicator& comm) {
+                       kernels::Precision precision, std::size_t ram_bytes, Communicator& comm,
+                       const EnergyDevice& device) {
   EnergyPlan plan;
   plan.precision = precision;
+  plan.device = device;
   const int N = comm.size(), threads = omp_get_max_threads();
   const std::size_t elem = element_bytes(precision);
   const EnergySpin::Stored wanted = precision == Precision::fp32 ? EnergySpin::Stored::fp32 : EnergySpin::Stored::fp64;
@@ -93,7 +118,11 @@ EnergyPlan plan_energy(const std::vector<EnergySpin>& spins, std::size_t naux, k
   };
   // The backend's workspace for blocks of `block` orbitals with `beside` bytes held besides:
   // the loop backend's T_flat takes what is left.
-  const auto workspace = [&](std::size_t block, std::size_t beside, bool blocked) {
+  const auto workspace = [&](std::size_t block, std::size_t beside, bool blocked) -> std::size_t {
+    if (device.gpu) {  // the GPU's workspace is in its own memory
+      plan.backend = backend == kernels::Backend::automatic ? kernels::gpu_automatic_backend(precision) : backend;
+      return 0;
+    }
     const std::size_t rest = ram_bytes > beside ? ram_bytes - beside : 0;
     plan.loop_memory_bytes = rest;
     plan.backend = backend == kernels::Backend::automatic
@@ -123,6 +152,8 @@ EnergyPlan plan_energy(const std::vector<EnergySpin>& spins, std::size_t naux, k
     }
     plan.block_occ = low;
   }
+  if (device.gpu)
+    plan.block_occ = std::min(plan.block_occ, plan_on_gpu(spins, naux, plan.backend, precision, device, chunk).block_occ);
   // Every rank takes blocks of one size, the smallest any rank needs: the exchanges pair up round
   // by round.
   const auto proposed = comm.allgather(double(plan.block_occ));
@@ -136,6 +167,10 @@ EnergyPlan plan_energy(const std::vector<EnergySpin>& spins, std::size_t naux, k
     plan.workspace_bytes = workspace(plan.block_occ, buffers + visiting, true);
   }
   StagePlan& stage = plan.stage;
+  if (device.gpu) {
+    plan.gpu = plan_on_gpu(spins, naux, plan.backend, precision, device, chunk, plan.block_occ);
+    describe_gpu(*plan.gpu, device, stage);
+  }
   if (held > 0) stage.ram("B_ia^P, in memory", held);
   stage.disk("B_ia^P, on disk", on_disk);
   if (plan.converted_copy) stage.ram("B_ia^P converted to " + kernels::to_string(precision), copy);
@@ -182,7 +217,15 @@ class ShareRows {
       std::copy(df_.B64.data() + r.begin * row(), df_.B64.data() + r.begin * row() + count, out);
     return out;
   }
-  kernels::DFTensorView<Real> view(const Real* data, Range r) const { return {data, r.size(), df_.nvir, df_.naux}; }
+  // Rows r as the GPU's next block: only where they lie (loaded ones are refilled).
+  kernels::GpuNextBlock next_block(Range r) const {
+    if (in_place_ == nullptr) return {};
+    return {in_place_ + r.begin * row(), r.size(), row() * sizeof(Real)};
+  }
+  // Rows used where they lie keep their contents for the step; loaded ones are refilled.
+  kernels::DFTensorView<Real> view(const Real* data, Range r) const {
+    return {data, r.size(), df_.nvir, df_.naux, in_place()};
+  }
   std::span<const double> eps(Range r) const {
     return std::span<const double>(df_.eps_occ).subspan(df_.occ_begin + r.begin, r.size());
   }
@@ -290,7 +333,10 @@ void against_blocks(Step<Real>& step, const ShareRows<Real>& other, const std::v
     if (j + 1 < blocks.size())
       next = std::async(other.in_place() ? std::launch::deferred : std::launch::async,
                         [&, j] { return other.load(blocks[j + 1], step.buffer_J[(j + 1) % 2]); });
+    // On a GPU, block j + 1 travels while this pair computes.
+    step.kernel.gpu_next = j + 1 < blocks.size() ? other.next_block(blocks[j + 1]) : kernels::GpuNextBlock{};
     pairs(data, blocks[j]);
+    step.kernel.gpu_next = {};
   }
 }
 
@@ -415,7 +461,10 @@ DistributedEnergy run_energy(const DFTensor& alpha, const DFTensor* beta, const 
   LargeArray<Real> visiting;
   if (comm.size() > 1) visiting = budget.allocate<Real>(plan.chunk_occ * row, "B_ia^P visiting from other ranks");
   LargeArray<std::byte> workspace = budget.allocate<std::byte>(plan.workspace_bytes, "the energy backend's workspace");
+  std::optional<kernels::GpuEnergyEngine> gpu;
+  if (plan.gpu) gpu.emplace(*plan.gpu);
   kernels::EnergyOptions kernel;
+  kernel.gpu = gpu ? &*gpu : nullptr;
   kernel.memory_bytes = plan.loop_memory_bytes;
   kernel.workspace = workspace.data();
   kernel.workspace_bytes = workspace.size();
@@ -432,6 +481,7 @@ DistributedEnergy run_energy(const DFTensor& alpha, const DFTensor* beta, const 
     ab = opposite_spin_pairs(step, a, *b);
   }
   for (const auto* part : {&aa, &bb, &ab}) add(result.energy, *part);
+  if (gpu) result.gpu_uploaded_bytes = gpu->uploaded_bytes();
   result.peak_b_bytes = (plan.blocks_loaded ? buffers.size() * sizeof(double)
                                             : sizeof(Real) * (alpha.nocc * alpha.nvir * alpha.naux +
                                                               (beta ? beta->nocc * beta->nvir * beta->naux : 0))) +

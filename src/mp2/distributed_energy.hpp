@@ -16,8 +16,11 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
+#include <string>
 #include <vector>
 
+#include "kernels/gpu/gpu_plan.hpp"
 #include "kernels/mp2_energy.hpp"
 #include "src/common/memory.hpp"
 #include "src/common/memory_plan.hpp"
@@ -34,6 +37,16 @@ struct EnergySpin {
   enum class Stored { fp64, fp32, disk } stored = Stored::fp64;  // in memory in fp64 or fp32, or on disk (fp64)
 };
 
+// Where the energy step runs: the CPU, or a GPU with gpu_bytes of its memory for the step, whose
+// cuBLAS GEMM rate at the scale of T_flat (gemm_m × gemm_m × gemm_k) was probed: the step's floor.
+struct EnergyDevice {
+  bool gpu = false;
+  std::size_t gpu_bytes = 0;
+  kernels::GpuProperties properties;
+  std::size_t gemm_m = 0, gemm_k = 0;
+  double gemm_gflops = 0.0;
+};
+
 // What the memory plan decided for the energy step on this rank.
 struct EnergyPlan {
   kernels::Backend backend = kernels::Backend::fused;  // resolved from automatic
@@ -43,19 +56,24 @@ struct EnergyPlan {
   bool blocks_loaded = false;    // blocks are read or converted into buffers (else used in place)
   std::size_t chunk_occ = 0;     // over MPI: occupied orbitals per visiting chunk
   std::size_t workspace_bytes = 0, loop_memory_bytes = 0;  // the backend's, and the loop backend's T_flat budget
+  EnergyDevice device;                         // as planned for
+  std::optional<kernels::GpuEnergyPlan> gpu;  // the step runs on the GPU, its device memory so planned
   StagePlan stage;
 };
 
 // The plan for `ram_bytes` of memory beside what is already held (B in memory counts in the
 // stage's blocks but not against ram_bytes).
+// On the GPU, blocks are also no larger than its memory holds (B resident when it does).
 EnergyPlan plan_energy(const std::vector<EnergySpin>& spins, std::size_t naux, kernels::Backend backend,
-                       kernels::Precision precision, std::size_t ram_bytes, Communicator& comm);
+                       kernels::Precision precision, std::size_t ram_bytes, Communicator& comm,
+                       const EnergyDevice& device = {});
 
 struct DistributedEnergy {
   // e_os, e_ss summed over ranks (UHF: E_OS = E_αβ, E_SS = E_αα + E_ββ); times are this rank's.
   kernels::EnergyResult energy;
   double e_aa = 0.0, e_bb = 0.0;  // UHF: E_SS by spin
   std::size_t peak_b_bytes = 0;   // B held by this rank at once: shares or blocks, and a visiting chunk
+  std::size_t gpu_uploaded_bytes = 0;  // B copied to the GPU (more than B when blocks stream)
 };
 
 // The energy of one spin's B (RHF) or of UHF's α and β (beta not null), as planned. Collective.

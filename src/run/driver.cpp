@@ -112,6 +112,8 @@ void check_gradient_supported(const RunInput& input, const RunOptions& options, 
     throw InputError("--gradient is not available for " + what + " (the DF-MP2 gradient covers RHF and UHF with "
                      "DF-SCF)");
   };
+  if (options.device == kernels::Device::gpu)
+    throw InputError("--device gpu does not apply with --gradient: the DF-MP2 gradient runs on the CPU");
   if (!problem.jk_aux) refuse("--scf exact");
   if (problem.orbitals_given || input.orbitals) refuse("given orbitals (it needs the SCF run here)");
   check_energy_from_gradient(options.backend, options.precision);
@@ -131,7 +133,7 @@ struct PreparedRun::State {
   std::optional<Mp2EnergyParts> gradient_energy;  // --gradient: the MP2 energy its amplitudes gave
   double prepare_seconds = 0.0;
 
-  RunContext context() { return {options, *budget, Communicator::world(), progress, *scratch}; }
+  RunContext context() { return {options, *budget, Communicator::world(), progress, *scratch, base.gemm_rates}; }
 };
 
 PreparedRun::PreparedRun(const RunInput& input, const RunOptions& options, Progress& progress)
@@ -221,7 +223,8 @@ PreparedRun::~PreparedRun() = default;
 
 const RunResult& PreparedRun::result() const { return state_->base; }
 
-RunResult PreparedRun::energy(kernels::Backend backend, kernels::Precision precision) {
+RunResult PreparedRun::energy(kernels::Backend backend, kernels::Precision precision,
+                              std::optional<kernels::Device> device) {
   State& s = *state_;
   RunResult r = s.base;
   const RunContext context = s.context();
@@ -234,9 +237,11 @@ RunResult PreparedRun::energy(kernels::Backend backend, kernels::Precision preci
     r.backend = kEnergyFromGradient;
   } else {
     const Mp2Energy energy = timed(r.stages, r.gemm_rates, s.budget.get(), "energy", [&] {
-      const bool as_planned = s.energy_plan && backend == s.options.backend && precision == s.options.precision;
+      const kernels::Device on = device.value_or(s.options.device);
+      const bool as_planned = s.energy_plan && backend == s.options.backend && precision == s.options.precision &&
+                              on == s.options.device;
       return mp2_energy(s.df, s.df_beta,
-                        as_planned ? *s.energy_plan : plan_energy_step(s.df, s.df_beta, backend, precision, context),
+                        as_planned ? *s.energy_plan : plan_energy_step(s.df, s.df_beta, backend, precision, on, context),
                         context);
     });
     const kernels::EnergyResult& e = energy.distributed.energy;
@@ -244,8 +249,19 @@ RunResult PreparedRun::energy(kernels::Backend backend, kernels::Precision preci
     r.backend = name_of(energy.backend);
     r.energy_gemm_seconds = e.gemm_seconds;
     r.energy_reduction_seconds = e.reduce_seconds;
-    r.energy_flops = energy.work.flops_fp64 + energy.work.flops_fp32;
+    r.energy_flops = energy.needed_flops;
+    for (StagePlan& stage : r.memory_plan)  // the plan of the step that ran (another backend or device)
+      if (stage.stage == "energy") {
+        stage.blocks = energy.plan.blocks;
+        stage.read_bytes = energy.plan.read_bytes;
+        stage.note = energy.plan.note;
+      }
     r.peak_b_bytes = energy.distributed.peak_b_bytes;
+    if (energy.gpu) {
+      r.device = "gpu";
+      r.gpu = RunResult::GpuUse{energy.gpu->properties, energy.gpu->gemm_m, energy.gpu->gemm_k,
+                                energy.gpu->gemm_gflops, energy.distributed.gpu_uploaded_bytes};
+    }
   }
   r.total_seconds = s.prepare_seconds + seconds_since(start);
   r.e_os = parts.os;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 
 #include "src/common/progress.hpp"
 #include "src/run/options.hpp"
@@ -21,8 +22,10 @@ class PreparedRun {
   ~PreparedRun();
   // The result so far: everything before the energy step.
   const RunResult& result() const;
-  // The run's result with this energy step (its timings: the stages so far and this step).
-  RunResult energy(kernels::Backend backend, kernels::Precision precision);
+  // The run's result with this energy step (its timings: the stages so far and this step), on the
+  // device the options named, or on `device`.
+  RunResult energy(kernels::Backend backend, kernels::Precision precision,
+                   std::optional<kernels::Device> device = std::nullopt);
 
  private:
   struct State;

@@ -30,5 +30,6 @@ std::string name_of(ScfGuess value) { return kernels::name_in(scf_guess_names(),
 std::string name_of(Reference value) { return kernels::name_in(reference_names(), value); }
 std::string name_of(kernels::Backend value) { return kernels::name_in(backend_names(), value); }
 std::string name_of(kernels::Precision value) { return kernels::name_in(precision_names(), value); }
+std::string name_of(kernels::Device value) { return kernels::name_in(device_names(), value); }
 
 }  // namespace dfmp2

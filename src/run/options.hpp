@@ -28,6 +28,7 @@ NamedChoices<ScfGuess> scf_guess_names();
 NamedChoices<Reference> reference_names();
 using kernels::backend_names;
 using kernels::precision_names;
+using kernels::device_names;
 
 // The name of a choice, from its enumeration's table.
 std::string name_of(ScfType value);
@@ -35,6 +36,7 @@ std::string name_of(ScfGuess value);
 std::string name_of(Reference value);
 std::string name_of(kernels::Backend value);
 std::string name_of(kernels::Precision value);
+std::string name_of(kernels::Device value);
 
 // What the command line may set; unset optionals fall back to the input file, then defaults.
 struct RunOptions {
@@ -47,6 +49,8 @@ struct RunOptions {
   bool gradient = false;  // the DF-MP2 energy's nuclear gradient too (RHF, DF-SCF, one rank)
   kernels::Backend backend = kernels::Backend::automatic;
   kernels::Precision precision = kernels::Precision::fp64;
+  kernels::Device device = kernels::Device::automatic;  // where the energy step runs
+  std::size_t gpu_memory_bytes = 0;  // the GPU memory the energy step may take; 0: 90 % of what is free
   std::size_t memory_bytes = 0;  // 0: half the machine's RAM (default_memory_budget)
   std::string scratch;           // empty: default_scratch_path()
   ScfOptions scf;

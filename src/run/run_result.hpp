@@ -7,6 +7,7 @@
 
 #include <Eigen/Core>
 
+#include "kernels/gpu/gpu_plan.hpp"
 #include "kernels/gemm_rate.hpp"
 #include "src/common/memory.hpp"
 #include "src/common/memory_plan.hpp"
@@ -51,6 +52,16 @@ struct RunResult {
   std::optional<Orbitals> orbitals;
   std::optional<OrbitalBasis> orbital_basis;  // the orbitals' basis, for Molden and TREXIO output
   std::string backend, precision;  // backend kEnergyFromGradient: the gradient's amplitudes gave the energy
+  std::string device = "cpu";      // where the energy step ran
+  // The GPU the energy step ran on, cuBLAS's rate at the scale of T_flat (gemm_m² × gemm_k, probed at
+  // start-up), and the bytes of B copied to it.
+  struct GpuUse {
+    kernels::GpuProperties properties;
+    std::size_t gemm_m = 0, gemm_k = 0;
+    double gemm_gflops = 0.0;
+    std::size_t uploaded_bytes = 0;
+  };
+  std::optional<GpuUse> gpu;
   int threads = 0;
   std::string blas_kernels;    // OpenBLAS kernel set the GEMMs ran on
   kernels::GemmRates gemm_rates;  // measured at start-up: the floors' yardstick

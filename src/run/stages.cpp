@@ -8,6 +8,7 @@
 
 #include <omp.h>
 
+#include "kernels/gpu/gpu_energy.hpp"
 #include "src/common/errors.hpp"
 #include "src/gradient/ump2_relaxed_density.hpp"
 #include "src/integrals/one_electron.hpp"
@@ -209,6 +210,18 @@ std::size_t b_bytes(const std::vector<EnergySpin>& spins, std::size_t naux) {
   return bytes;
 }
 
+// What the GPU takes to start an energy step (its context, cuBLAS, the GEMM probe, copying B):
+// from results/gpu/ (the smallest molecules' GPU energy steps). auto keeps a step on the CPU
+// threads when they would finish it sooner.
+constexpr double kGpuStartSeconds = 0.5;
+
+// The needed flops of the energy step over these spins (one: RHF; two: UHF's α and β).
+double energy_step_flops(const std::vector<EnergySpin>& spins, std::size_t naux) {
+  return spins.size() == 2 ? kernels::needed_flops_unrestricted(spins[0].nocc, spins[0].nvir, spins[1].nocc,
+                                                                spins[1].nvir, naux)
+                           : kernels::needed_flops(spins[0].nocc, spins[0].nvir, naux);
+}
+
 void add_blocks(StagePlan& to, const StagePlan& from) {
   to.blocks.insert(to.blocks.end(), from.blocks.begin(), from.blocks.end());
   to.read_bytes += from.read_bytes;
@@ -217,6 +230,35 @@ void add_blocks(StagePlan& to, const StagePlan& from) {
 }
 
 }  // namespace
+
+EnergyDevice energy_device(const RunOptions& options, const std::vector<EnergySpin>& spins, std::size_t naux,
+                           int ranks, const kernels::GemmRates& cpu_rates) {
+  using kernels::Device;
+  const bool automatic = options.device == Device::automatic;
+  if (options.device == Device::cpu || spins.empty()) return {};
+  const double cpu_gflops = options.precision == kernels::Precision::fp32 ? cpu_rates.fp32_gflops : cpu_rates.fp64_gflops;
+  const double cpu_seconds = energy_step_flops(spins, naux) / ranks / (std::max(cpu_gflops, 1.0) * 1e9);
+  if (automatic && (options.backend == kernels::Backend::reference || cpu_seconds < kGpuStartSeconds)) return {};
+  if (options.backend == kernels::Backend::reference)
+    throw InputError("--backend reference runs on the CPU only: with --device gpu use loop, fused or auto");
+  if (const std::string reason = kernels::gpu_unavailable_reason(); !reason.empty()) {
+    if (automatic) return {};
+    throw InputError("--device gpu: no usable GPU: " + reason);
+  }
+  EnergyDevice device;
+  device.gpu = true;
+  device.properties = kernels::gpu_properties();
+  if (options.gpu_memory_bytes > device.properties.free_bytes)
+    throw InputError("--gpu-memory " + format_bytes(options.gpu_memory_bytes) + " is more than the " +
+                     format_bytes(device.properties.free_bytes) + " free on the GPU (" + device.properties.name + ")");
+  device.gpu_bytes = options.gpu_memory_bytes > 0 ? options.gpu_memory_bytes : device.properties.free_bytes / 10 * 9;
+  // The floor's yardstick: cuBLAS at the scale of a T_flat chunk (about 4096 virtual rows).
+  const std::size_t nvir = std::max<std::size_t>(spins[0].nvir, 1);
+  device.gemm_m = nvir * std::max<std::size_t>(1, 4096 / nvir);
+  device.gemm_k = naux;
+  device.gemm_gflops = kernels::gpu_gemm_gflops(options.precision, device.gemm_m, device.gemm_m, naux);
+  return device;
+}
 
 RunPlan plan_run(const Problem& problem, const RunContext& context) {
   const std::size_t nbf = problem.obs.nbf(), naux = problem.aux.nbf(), spins = problem.unrestricted ? 2 : 1;
@@ -289,13 +331,15 @@ RunPlan plan_run(const Problem& problem, const RunContext& context) {
   }
   // B_ia^P stays in memory when both the transform and the energy step fit with it there.
   const std::vector<TransformSizes> sizes = transform_sizes(problem);
+  const EnergyDevice device =
+      energy_device(options, energy_spins(sizes, true, context.comm), naux, context.comm.size(), context.cpu_rates);
   for (bool in_memory : {true, false}) {
     plan.transform = plan_df_transform(problem.obs, problem.aux, problem.pairs, sizes, in_memory, ram, context.comm);
     const std::vector<EnergySpin> energy = energy_spins(sizes, in_memory, context.comm);
     // The energy step runs once the shell pairs are freed.
     const std::size_t energy_ram = limit > baseline ? limit - baseline : 0, held = in_memory ? b_bytes(energy, naux) : 0;
     plan.mp2 = plan_energy(energy, naux, options.backend, options.precision, energy_ram > held ? energy_ram - held : 0,
-                           context.comm);
+                           context.comm, device);
     const bool fits = plan.transform.stage.ram_bytes() <= ram && plan.mp2.stage.ram_bytes() <= energy_ram;
     const auto short_of = context.comm.allgather(fits ? 0.0 : 1.0);  // every rank keeps B alike
     if (!in_memory || *std::max_element(short_of.begin(), short_of.end()) == 0.0) break;
@@ -425,8 +469,14 @@ DFTensor read_given_tensor(const GivenDFTensor& given, const RunContext& context
 }
 
 EnergyPlan plan_energy_step(const DFTensor& df, const std::optional<DFTensor>& df_beta, kernels::Backend backend,
-                            kernels::Precision precision, const RunContext& context) {
-  return plan_energy(energy_spins(df, df_beta), df.naux, backend, precision, context.budget.available(), context.comm);
+                            kernels::Precision precision, kernels::Device device, const RunContext& context) {
+  RunOptions options = context.options;
+  options.backend = backend;
+  options.precision = precision;
+  options.device = device;
+  const std::vector<EnergySpin> spins = energy_spins(df, df_beta);
+  return plan_energy(spins, df.naux, backend, precision, context.budget.available(), context.comm,
+                     energy_device(options, spins, df.naux, context.comm.size(), context.cpu_rates));
 }
 
 Mp2Energy mp2_energy(const DFTensor& df, const std::optional<DFTensor>& df_beta, const EnergyPlan& plan,
@@ -434,6 +484,8 @@ Mp2Energy mp2_energy(const DFTensor& df, const std::optional<DFTensor>& df_beta,
   context.progress.begin("MP2 energy (work)");
   Mp2Energy energy;
   energy.backend = plan.backend;
+  energy.plan = plan.stage;
+  if (plan.gpu) energy.gpu = plan.device;
   energy.distributed = distributed_mp2_energy(df, df_beta ? &*df_beta : nullptr, plan, context.budget,
                                               [&context](double done) { context.progress.fraction(done); },
                                               context.comm);
@@ -441,7 +493,11 @@ Mp2Energy mp2_energy(const DFTensor& df, const std::optional<DFTensor>& df_beta,
                                                                      df_beta->eps_occ.size(), df_beta->nvir, df.naux)
                                 : kernels::needed_flops(df.eps_occ.size(), df.nvir, df.naux)) /
                        context.comm.size();
-  (plan.precision == kernels::Precision::fp32 ? energy.work.flops_fp32 : energy.work.flops_fp64) = flops;
+  energy.needed_flops = flops;
+  if (plan.gpu)
+    energy.work.gpu_seconds = flops / (plan.device.gemm_gflops * 1e9);
+  else
+    (plan.precision == kernels::Precision::fp32 ? energy.work.flops_fp32 : energy.work.flops_fp64) = flops;
   return energy;
 }
 

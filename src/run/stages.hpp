@@ -39,6 +39,7 @@ struct RunContext {
   Communicator& comm;
   Progress& progress;
   const ScratchDirectory& scratch;
+  kernels::GemmRates cpu_rates = {};  // measured at start-up: what the CPU threads reach
 };
 
 // setup: the validated molecule, its basis sets placed on it, the sizes that follow.
@@ -120,11 +121,20 @@ DFTensor read_given_tensor(const GivenDFTensor& given, const RunContext& context
 struct Mp2Energy {
   DistributedEnergy distributed;
   kernels::Backend backend;  // the one that ran
+  std::optional<EnergyDevice> gpu;  // the GPU it ran on
+  double needed_flops = 0.0;         // this rank's share of the step's needed work
+  StagePlan plan;                    // the memory plan it ran with
   StageWork work;
 };
+// Where the energy step runs (--device): the CPU; the GPU, with its memory for the step and its
+// GEMM rate probed (InputError in one line when --device gpu finds none usable); auto: the GPU
+// when one is usable and this rank's share of the step would keep the CPU threads (at their
+// measured GEMM rate) longer than the GPU takes to start.
+EnergyDevice energy_device(const RunOptions& options, const std::vector<EnergySpin>& spins, std::size_t naux,
+                           int ranks, const kernels::GemmRates& cpu_rates);
 // The energy step's plan for B as it is held now, for any backend and precision.
 EnergyPlan plan_energy_step(const DFTensor& df, const std::optional<DFTensor>& df_beta, kernels::Backend backend,
-                            kernels::Precision precision, const RunContext& context);
+                            kernels::Precision precision, kernels::Device device, const RunContext& context);
 Mp2Energy mp2_energy(const DFTensor& df, const std::optional<DFTensor>& df_beta, const EnergyPlan& plan,
                      const RunContext& context);
 

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kernels/blas_kernels.hpp"
+#include "kernels/gpu/gpu_energy.hpp"
 #include "src/common/progress.hpp"
 #include "tests/src/run_command.hpp"
 
@@ -461,6 +462,30 @@ TEST_CASE("option values that cannot mean anything are refused") {
   CHECK(r.exit_code != 0);
   CHECK_THAT(r.err, Catch::Contains("unknown basis set 'nosuch-ri'"));
   CHECK_FALSE(std::filesystem::exists(converted));
+}
+
+TEST_CASE("--device: auto runs where it can, gpu without a usable GPU is one error line, and what it cannot run is refused") {
+  TempDir dir;
+  const std::string water = dir.write("water.xyz", kWater) + " --basis cc-pvdz";
+  const std::string no_gpu = dfmp2::kernels::gpu_unavailable_reason();
+  const CommandResult automatic = run_dfmp2(water + " --quiet --device auto --json " + dir.path("auto.json"));
+  REQUIRE(automatic.exit_code == 0);
+  // Water's step (2·10⁶ flops) is far below what the GPU needs to gain: auto keeps it on the CPU.
+  CHECK(nlohmann::json::parse(read_text(dir.path("auto.json")))["device"] == "cpu");
+  if (!no_gpu.empty()) {
+    expect_rejected(dir, water + " --device gpu", "--device gpu: no usable GPU: " + no_gpu);
+  } else {
+    const CommandResult gpu = run_dfmp2(water + " --quiet --device gpu --json " + dir.path("gpu.json"));
+    REQUIRE(gpu.exit_code == 0);
+    const auto j = nlohmann::json::parse(read_text(dir.path("gpu.json")));
+    CHECK(j["device"] == "gpu");
+    CHECK(j["gpu"]["uploaded_bytes"].get<double>() > 0.0);
+    CHECK(j["e_total"].get<double>() == Approx(water_cc_pvdz_total()).margin(1e-7));
+  }
+  expect_rejected(dir, water + " --device gpu --backend reference", "--backend reference runs on the CPU only");
+  expect_rejected(dir, water + " --device gpu --gradient", "--device gpu does not apply with --gradient");
+  expect_rejected(dir, water + " --device tpu", "--device");
+  expect_rejected(dir, water + " --gpu-memory 0.5", "'0.5' is less than one byte");
 }
 
 TEST_CASE("a broken auxiliary basis is refused before the SCF runs") {

@@ -14,6 +14,7 @@
 #include "src/run/options.hpp"
 #include "src/common/errors.hpp"
 #include "src/io/xyz.hpp"
+#include "tests/src/psi4_case.hpp"
 
 using namespace dfmp2;
 
@@ -28,31 +29,15 @@ constexpr double kS2Tolerance = 1e-6;
 constexpr int kLargestTestedNbf = 150;
 
 nlohmann::json psi4_references(const std::string& file = "psi4_energies.json") {
-  std::ifstream in(std::string(DFMP2_SOURCE_DIR) + "/tests/reference/" + file);
-  REQUIRE(in.good());
-  return nlohmann::json::parse(in);
+  return testing::psi4_cases(DFMP2_SOURCE_DIR, file);
 }
 
 nlohmann::json psi4_reference(const std::string& file, const std::string& name) {
-  for (const auto& ref : psi4_references(file))
-    if (ref["name"] == name) return ref;
-  FAIL("no reference " << name << " in " << file);
-  return {};
+  return testing::psi4_case(DFMP2_SOURCE_DIR, file, name);
 }
 
-// The Psi4 case's molecule into input, and its settings as options.
 RunOptions case_options(const nlohmann::json& ref, RunInput& input) {
-  input.path = std::string(DFMP2_SOURCE_DIR) + "/" + ref["xyz"].get<std::string>();
-  input.molecule = read_xyz(input.path);
-  RunOptions options;
-  options.charge = ref["charge"].get<int>();
-  options.multiplicity = ref.value("multiplicity", 1);
-  options.basis = ref["basis"].get<std::string>();
-  options.df_basis = ref["df_basis"].get<std::string>();
-  if (ref["scf_type"] == "df") options.jk_basis = ref["jk_basis"].get<std::string>();
-  options.scf_type = ref["scf_type"] == "df" ? ScfType::df : ScfType::exact;
-  options.frozen_core = ref["freeze_core"].get<bool>();
-  return options;
+  return testing::psi4_case_options(DFMP2_SOURCE_DIR, ref, input);
 }
 
 RunResult run_case(const nlohmann::json& ref) {
