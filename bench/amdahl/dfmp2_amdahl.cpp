@@ -1,4 +1,4 @@
-// dfmp2_amdahl: one molecule, every energy backend × precision on one B_ia^P.
+// dfmp2_amdahl: one molecule, every energy backend × precision × device on one B_ia^P.
 //
 // The stages before the energy step (integrals, SCF, DF transform) do not depend on the backend,
 // so they run once (PreparedRun) and only the energy step is repeated (best of --repeat). Every
@@ -15,6 +15,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "bench/comma_list.hpp"
@@ -45,13 +46,14 @@ int main(int argc, char** argv) {
   dfmp2::MpiSession mpi(argc, argv);
   CLI::App app{"dfmp2_amdahl: time every MP2 energy backend on one DF tensor", "dfmp2_amdahl"};
   std::string xyz, json_path;
-  std::string backends = "reference,loop,fused", precisions = "fp64,fp32";
+  std::string backends = "reference,loop,fused", precisions = "fp64,fp32", devices = "cpu";
   int repeat = 1;
   bool quiet = false;
   app.add_option("input", xyz, "molecule (.xyz, Ångström)")->required();
   const dfmp2::RunOptionsCli run_options(app, false);
   app.add_option("--backends", backends, "comma-separated energy backends");
   app.add_option("--precisions", precisions, "comma-separated precisions");
+  app.add_option("--devices", devices, "comma-separated devices of the energy step (cpu, gpu)");
   app.add_option("--repeat", repeat, "energy-step repetitions per backend (the best is kept)")
       ->check(CLI::PositiveNumber);
   app.add_option("--json", json_path, "write the results as JSON");
@@ -59,12 +61,17 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   try {
-    const dfmp2::RunOptions options = run_options.options();
+    // The stages before the energy step on the CPU threads; each energy step then on its device
+    // (the GPU's start, its context and GEMM probe, counts in its energy step).
+    dfmp2::RunOptions options = run_options.options();
+    options.device = dfmp2::kernels::Device::cpu;
     if (!options.basis) throw std::invalid_argument("--basis is required");
-    std::vector<std::pair<dfmp2::kernels::Backend, dfmp2::kernels::Precision>> cases;
-    for (const auto& p : dfmp2::bench::comma_list(precisions))
-      for (const auto& b : dfmp2::bench::comma_list(backends))
-        cases.emplace_back(dfmp2::kernels::parse_backend(b), dfmp2::kernels::parse_precision(p));
+    std::vector<std::tuple<dfmp2::kernels::Backend, dfmp2::kernels::Precision, dfmp2::kernels::Device>> cases;
+    for (const auto& d : dfmp2::bench::comma_list(devices))
+      for (const auto& p : dfmp2::bench::comma_list(precisions))
+        for (const auto& b : dfmp2::bench::comma_list(backends))
+          cases.emplace_back(dfmp2::kernels::parse_backend(b), dfmp2::kernels::parse_precision(p),
+                             dfmp2::kernels::parse_in(dfmp2::kernels::device_names(), d, "device"));
     if (cases.empty()) throw std::invalid_argument("no backend or no precision given");
 
     dfmp2::RunInput input;
@@ -105,11 +112,11 @@ int main(int argc, char** argv) {
     }
 
     json runs = json::array();
-    for (const auto& [backend, precision] : cases) {
+    for (const auto& [backend, precision, device] : cases) {
       std::optional<dfmp2::RunResult> best;
       std::vector<double> all;
       for (int r = 0; r < repeat; ++r) {
-        dfmp2::RunResult result = prepared.energy(backend, precision);
+        dfmp2::RunResult result = prepared.energy(backend, precision, device);
         all.push_back(timing(result, "energy").value_or(0.0));
         if (!best || all.back() < *timing(*best, "energy")) best = std::move(result);
       }
@@ -118,6 +125,8 @@ int main(int argc, char** argv) {
       run["backend"] = dfmp2::kernels::to_string(backend);
       run["ran"] = best->backend;
       run["precision"] = best->precision;
+      run["device"] = best->device;
+      if (best->gpu) run["gpu"] = best->gpu->properties.name;
       run["energy_seconds"] = seconds;
       run["energy_floor_seconds"] = timing(*best, "energy", true).value_or(0.0);
       run["energy_seconds_all"] = all;
@@ -129,7 +138,7 @@ int main(int argc, char** argv) {
         run[key] = value;
       if (!quiet)
         std::cerr << "dfmp2_amdahl: " << run["backend"].get<std::string>() << " " << best->precision
-                  << ": " << seconds << " s, " << run["gflops"].get<double>() << " GFLOP/s\n";
+                  << " on " << best->device << ": " << seconds << " s, " << run["gflops"].get<double>() << " GFLOP/s\n";
       runs.push_back(std::move(run));
     }
     out["runs"] = std::move(runs);
