@@ -142,7 +142,7 @@ TEST_CASE("B streamed through small GPU slots gives the resident energy, kept co
   }
 }
 
-TEST_CASE("a stable B stays on the GPU between calls; a refilled one is copied again", "[gpu][sanitize]") {
+TEST_CASE("a stable B stays on the GPU between calls, a refilled one is copied again", "[gpu][sanitize]") {
   std::mt19937_64 rng(fresh_seed());
   const Block a = random_block(rng, 10, 50, 64);
   k::GpuEnergyEngine engine(k::plan_gpu_energy({{a.nocc, a.nvir}}, a.naux, k::Backend::loop, k::Precision::fp64,

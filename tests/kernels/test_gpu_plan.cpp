@@ -44,7 +44,7 @@ TEST_CASE("B larger than the GPU's memory: the largest blocks whose three slots 
   }
 }
 
-TEST_CASE("fp32 halves the slots; UHF keeps each spin's B in its own slot; MPI's visiting chunks fit a slot") {
+TEST_CASE("fp32 halves the slots, UHF keeps each spin's B in its own slot, MPI's visiting chunks fit a slot") {
   const k::GpuEnergyPlan fp64 = k::plan_gpu_energy(kMedium, kMediumAux, k::Backend::fused, k::Precision::fp64, 40 * GiB);
   const k::GpuEnergyPlan fp32 = k::plan_gpu_energy(kMedium, kMediumAux, k::Backend::fused, k::Precision::fp32, 40 * GiB);
   CHECK(fp32.slot_bytes * 2 <= fp64.slot_bytes + 256);
@@ -60,7 +60,7 @@ TEST_CASE("fp32 halves the slots; UHF keeps each spin's B in its own slot; MPI's
   CHECK(mpi.block_occ >= 12);
 }
 
-TEST_CASE("a GPU too small for one orbital's rows is refused with the sizes; reference is refused") {
+TEST_CASE("a GPU too small for one orbital's rows is refused with the sizes, and so is the reference backend") {
   CHECK_THROWS_WITH(k::plan_gpu_energy(kMedium, kMediumAux, k::Backend::loop, k::Precision::fp64, 8 << 20),
                     Catch::Contains("cannot hold blocks of 1 occupied orbital") && Catch::Contains("--gpu-memory"));
   CHECK_THROWS_AS(k::plan_gpu_energy(kMedium, kMediumAux, k::Backend::reference, k::Precision::fp64, 40 * GiB),

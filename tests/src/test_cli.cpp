@@ -464,7 +464,7 @@ TEST_CASE("option values that cannot mean anything are refused") {
   CHECK_FALSE(std::filesystem::exists(converted));
 }
 
-TEST_CASE("--device: auto runs where it can, gpu without a usable GPU is one error line, and what it cannot run is refused") {
+TEST_CASE("the energy step's device: auto runs where it can, gpu without a usable GPU is one error line, what it cannot run is refused") {
   TempDir dir;
   const std::string water = dir.write("water.xyz", kWater) + " --basis cc-pvdz";
   const std::string no_gpu = dfmp2::kernels::gpu_unavailable_reason();
