@@ -198,12 +198,10 @@ void check_sizes(const Problem& problem, const LoadedSets& sets, const RunContex
                    ") and the scratch directory '" + context.scratch.path() + "' has " + format_bytes(free) + " free");
 }
 
-}  // namespace
-
-Problem define_problem(const RunInput& input, const RunContext& context) {
+// The molecule's and the basis sets' checks, the sets' sizes, and the refusal those sizes call for:
+// everything linear in the atom count, before the rest.
+LoadedSets check_problem(const RunInput& input, const RunContext& context, Problem& p) {
   const RunOptions& options = context.options;
-  if (!input.molecule) throw InputError("'" + input.path + "' holds neither a molecule nor /df");
-  Problem p;
   p.molecule = *input.molecule;
   if (options.charge) p.molecule.charge = *options.charge;
   if (options.multiplicity) p.molecule.multiplicity = *options.multiplicity;
@@ -219,17 +217,31 @@ Problem define_problem(const RunInput& input, const RunContext& context) {
     throw InputError("frozen core needs " + std::to_string(p.nfrozen) + " β orbitals, the molecule has " +
                      std::to_string(p.nocc_beta));
   resolve_basis_names(input, options, p);
-  const LoadedSets sets = load_basis_sets(input, p);
+  LoadedSets sets = load_basis_sets(input, p);
   check_occupation(p, sets.obs_count.functions);
   context.progress.message("dfmp2: " + p.name + ", nbf " + std::to_string(sets.obs_count.functions) + ", naux " +
                            std::to_string(sets.aux_count.functions) + ", nocc " + std::to_string(p.nocc) +
                            (p.unrestricted ? " α, " + std::to_string(p.nocc_beta) + " β (UHF)" : ""));
-  // Up to here every step is linear in the atom count; a run too large is refused before the rest.
   check_sizes(p, sets, context);
-  place_basis_sets(input, sets, p);
-  p.e_nuc = nuclear_repulsion(p.molecule);
-  p.orbitals_given = input.orbitals.has_value();
-  if (input.orbitals) check_given_orbitals(*input.orbitals, p);
+  return sets;
+}
+
+}  // namespace
+
+Problem define_problem(const RunInput& input, const RunContext& context) {
+  if (!input.molecule) throw InputError("'" + input.path + "' holds neither a molecule nor /df");
+  Problem p;
+  {
+    const Progress::Step step(context.progress, "checking the molecule and placing its basis sets");
+    const LoadedSets sets = check_problem(input, context, p);
+    place_basis_sets(input, sets, p);
+  }
+  {
+    const Progress::Step step(context.progress, "nuclear repulsion and the given orbitals' checks");
+    p.e_nuc = nuclear_repulsion(p.molecule);
+    p.orbitals_given = input.orbitals.has_value();
+    if (input.orbitals) check_given_orbitals(*input.orbitals, p);
+  }
   context.progress.begin("shell-pair screening, (μν|μν) of the pairs near enough to matter");
   p.pairs = significant_shell_pairs(p.obs, kSchwarzThreshold, [&](double done) { context.progress.fraction(done); });
   return p;
