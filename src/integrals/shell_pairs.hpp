@@ -3,7 +3,9 @@
 // block_packed.hpp) that stores only those pairs of a symmetric μν index: the three-index
 // tensors' columns. Found in time that grows with the number of pairs near enough to matter:
 // an analytic bound from the shells' exponents and distance (and a grid of cells over the shell
-// centres, so far pairs are never visited) leaves (μν|μν) to compute for those pairs only.
+// centres, so far pairs are never visited) leaves (μν|μν) to compute for those pairs only. The
+// nshell × nshell tables below are still filled (memset-fast; the run's refusal from its sizes
+// counts them before they are made).
 #pragma once
 
 #include <cstddef>
