@@ -13,8 +13,8 @@ namespace dfmp2 {
 std::size_t physical_memory_bytes();
 // Half the machine's RAM: room for the OS and other jobs.
 std::size_t default_memory_budget();
-// "1.5 GiB", "300 MiB", "12 KiB".
-std::string format_bytes(std::size_t bytes);
+// "1.5 GiB", "300 MiB", "12 KiB", "615.9 TiB" (a double: sizes a run is refused for may pass 2^64).
+std::string format_bytes(double bytes);
 // "4GB", "500MiB", "2g", "1024" (bytes) → bytes; throws InputError when malformed.
 std::size_t parse_memory(const std::string& text);
 

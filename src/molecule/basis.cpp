@@ -275,6 +275,9 @@ class GbsReader {
   std::map<int, int> element_line_;  // where each element's block starts
 };
 
+// s and p functions are the same in both conventions; libint2 wants them flagged Cartesian.
+bool spherical(const ContractedShell& shell, bool pure) { return pure && shell.l >= 2; }
+
 }  // namespace
 
 int max_angular_momentum(BasisRole role) {
@@ -316,19 +319,42 @@ std::string default_jk_basis(const std::string& orbital_basis) {
   return stem + "-jkfit";
 }
 
-libint2::BasisSet place_on(const BasisSetData& basis, const Molecule& mol, std::optional<bool> pure) {
-  const bool spherical = pure.value_or(basis.pure);
-  std::vector<libint2::Shell> shells;
+void require_elements(const BasisSetData& basis, const Molecule& mol) {
+  std::set<int> checked;
   for (const Atom& atom : mol.atoms) {
+    if (!checked.insert(atom.Z).second) continue;  // each element once
     if (basis.ecp_elements.count(atom.Z))
       throw InputError("basis '" + basis.name + "' uses an effective core potential for " +
                        element_symbol(atom.Z) + ", which dfmp2 does not support");
-    const auto found = basis.shells_by_Z.find(atom.Z);
-    if (found == basis.shells_by_Z.end())
+    if (!basis.shells_by_Z.count(atom.Z))
       throw InputError("basis '" + basis.name + "' has no functions for element " +
                        element_symbol(atom.Z));
-    for (const ContractedShell& cs : found->second) shells.push_back(make_shell(cs, spherical, atom.r));
   }
+}
+
+BasisCount count_on(const BasisSetData& basis, const Molecule& mol, std::optional<bool> pure) {
+  require_elements(basis, mol);
+  std::map<int, BasisCount> per_element;
+  for (const auto& [Z, shells] : basis.shells_by_Z)
+    for (const ContractedShell& shell : shells) {
+      ++per_element[Z].shells;
+      const auto l = static_cast<std::size_t>(shell.l);
+      per_element[Z].functions += spherical(shell, pure.value_or(basis.pure)) ? 2 * l + 1 : (l + 1) * (l + 2) / 2;
+    }
+  BasisCount count;
+  for (const Atom& atom : mol.atoms) {
+    count.shells += per_element[atom.Z].shells;
+    count.functions += per_element[atom.Z].functions;
+  }
+  return count;
+}
+
+libint2::BasisSet place_on(const BasisSetData& basis, const Molecule& mol, std::optional<bool> pure) {
+  require_elements(basis, mol);
+  const bool use_pure = pure.value_or(basis.pure);
+  std::vector<libint2::Shell> shells;
+  for (const Atom& atom : mol.atoms)
+    for (const ContractedShell& cs : basis.shells_by_Z.at(atom.Z)) shells.push_back(make_shell(cs, use_pure, atom.r));
   return libint2::BasisSet(std::move(shells));
 }
 
@@ -349,9 +375,8 @@ libint2::Shell make_shell(const ContractedShell& shell, bool pure, const std::ar
   const double largest = largest_magnitude(shell.coefficients);
   libint2::svector<double> coeff;
   for (double c : shell.coefficients) coeff.push_back(c / largest);
-  // s and p functions are the same in both conventions; libint2 wants them flagged Cartesian.
   return libint2::Shell(std::move(alpha),
-                        libint2::svector<libint2::Shell::Contraction>{{shell.l, pure && shell.l >= 2, coeff}}, origin);
+                        libint2::svector<libint2::Shell::Contraction>{{shell.l, spherical(shell, pure), coeff}}, origin);
 }
 
 }  // namespace dfmp2

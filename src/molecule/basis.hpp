@@ -50,6 +50,17 @@ std::string default_jk_basis(const std::string& orbital_basis);
 // primitives (libint2 normalises the contraction); spherical when `pure` and l ≥ 2.
 libint2::Shell make_shell(const ContractedShell& shell, bool pure, const std::array<double, 3>& origin);
 
+// Throws InputError naming the first element of the molecule (in atom order) the set lacks or
+// replaces by an effective core potential.
+void require_elements(const BasisSetData& basis, const Molecule& mol);
+
+// The shells and functions place_on would make, counted without making them (a large molecule's
+// sets are sized before they are built). Throws as require_elements.
+struct BasisCount {
+  std::size_t shells = 0, functions = 0;
+};
+BasisCount count_on(const BasisSetData& basis, const Molecule& mol, std::optional<bool> pure = std::nullopt);
+
 // Shells on every atom, in atom order, spherical or Cartesian as the set says unless `pure`
 // overrides it. Throws InputError naming the element the set lacks.
 libint2::BasisSet place_on(const BasisSetData& basis, const Molecule& mol,

@@ -8,6 +8,7 @@
 #include <map>
 #include <sstream>
 
+#include "src/common/cell_grid.hpp"
 #include "src/common/errors.hpp"
 #include "src/common/text.hpp"
 
@@ -44,6 +45,32 @@ void validate_multiplicity(std::int64_t nelec, int multiplicity) {
     throw InputError(M + " needs " + std::to_string(multiplicity - 1) + " unpaired electrons" + has);
 }
 
+// The first atom (in file order) closer than kMinAtomDistance to an earlier one, and the first of
+// those, refused; the earlier atoms near each are found in a grid of cells that size, so the
+// check stays linear in the atom count.
+void require_apart(const Molecule& mol, const std::vector<CellGrid::Point>& positions) {
+  const CellGrid grid(positions, kMinAtomDistance);
+  for (std::size_t a = 0; a < positions.size(); ++a) {
+    std::size_t closest = a;
+    double d = 0.0;
+    grid.for_each_near(positions[a], [&](std::size_t b) {
+      const auto& ra = positions[a];
+      const auto& rb = positions[b];
+      const double r = std::hypot(ra[0] - rb[0], ra[1] - rb[1], ra[2] - rb[2]);
+      if (b < closest && r < kMinAtomDistance) {
+        closest = b;
+        d = r;
+      }
+    });
+    if (closest == a) continue;
+    char distance[64];
+    std::snprintf(distance, sizeof distance, "%.3g bohr apart, closer than %g bohr", d, kMinAtomDistance);
+    throw InputError("atoms " + std::to_string(closest + 1) + " (" + atom_label(mol.atoms[closest]) + ") and " +
+                     std::to_string(a + 1) + " (" + atom_label(mol.atoms[a]) + ") are " + distance +
+                     ": check the geometry and its units (XYZ files are in Angstrom)");
+  }
+}
+
 }  // namespace
 
 int atomic_number(const std::string& symbol) {
@@ -72,6 +99,7 @@ void validate(const Molecule& mol) {
   if (mol.atoms.empty()) throw InputError("the molecule has no atoms");
   if (std::all_of(mol.atoms.begin(), mol.atoms.end(), [](const Atom& atom) { return atom.ghost; }))
     throw InputError("every atom of the molecule is a ghost atom: at least one must be real");
+  std::vector<CellGrid::Point> positions;
   for (std::size_t a = 0; a < mol.atoms.size(); ++a) {
     const Atom& atom = mol.atoms[a];
     element_symbol(atom.Z);
@@ -79,19 +107,9 @@ void validate(const Molecule& mol) {
       if (!std::isfinite(c))
         throw InputError("atom " + std::to_string(a + 1) + " (" + atom_label(atom) +
                          ") has a non-finite coordinate");
-    for (std::size_t b = 0; b < a; ++b) {
-      const Atom& other = mol.atoms[b];
-      const double d = std::hypot(atom.r[0] - other.r[0], atom.r[1] - other.r[1],
-                                  atom.r[2] - other.r[2]);
-      if (!(d >= kMinAtomDistance)) {
-        char distance[64];
-        std::snprintf(distance, sizeof distance, "%.3g bohr apart, closer than %g bohr", d, kMinAtomDistance);
-        throw InputError("atoms " + std::to_string(b + 1) + " (" + atom_label(other) + ") and " +
-                         std::to_string(a + 1) + " (" + atom_label(atom) + ") are " + distance +
-                         ": check the geometry and its units (XYZ files are in Angstrom)");
-      }
-    }
+    positions.push_back(atom.r);
   }
+  require_apart(mol, positions);
   const std::int64_t nelec = electron_count(mol);
   if (nelec <= 0)
     throw InputError("charge " + std::to_string(mol.charge) + " leaves " + std::to_string(nelec) + " electrons");

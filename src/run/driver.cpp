@@ -106,16 +106,17 @@ void check_energy_from_gradient(kernels::Backend backend, kernels::Precision pre
                      "MP2 energy, in fp64");
 }
 
-// What the DF-MP2 gradient does not cover yet is refused before any integral, in one line.
-void check_gradient_supported(const RunInput& input, const RunOptions& options, const Problem& problem) {
+// What the DF-MP2 gradient does not cover yet is refused before the molecule is even sized, in one
+// line.
+void check_gradient_supported(const RunInput& input, const RunOptions& options) {
   const auto refuse = [](const std::string& what) {
     throw InputError("--gradient is not available for " + what + " (the DF-MP2 gradient covers RHF and UHF with "
                      "DF-SCF)");
   };
   if (options.device == kernels::Device::gpu)
     throw InputError("--device gpu does not apply with --gradient: the DF-MP2 gradient runs on the CPU");
-  if (!problem.jk_aux) refuse("--scf exact");
-  if (problem.orbitals_given || input.orbitals) refuse("given orbitals (it needs the SCF run here)");
+  if (options.scf_type != ScfType::df) refuse("--scf exact");
+  if (input.orbitals) refuse("given orbitals (it needs the SCF run here)");
   check_energy_from_gradient(options.backend, options.precision);
 }
 
@@ -176,10 +177,13 @@ PreparedRun::PreparedRun(const RunInput& input, const RunOptions& options, Progr
     RunPlan plan;
     const Problem problem = timed(stages, r.gemm_rates, nullptr, "setup", [&] {
       const RunContext context = start_budget();
+      if (options.gradient) check_gradient_supported(input, options);
       Problem problem = define_problem(input, context);
-      plan = plan_run(problem, context);
-      check_plan(plan, context);
-      if (options.gradient) check_gradient_supported(input, options, problem);
+      {
+        const Progress::Step step(context.progress, "planning the run's memory");
+        plan = plan_run(problem, context);
+        check_plan(plan, context);
+      }
       announce(plan, context.progress);
       if (!options.gradient)
         probe_energy_shape(problem.obs.nbf() - static_cast<std::size_t>(problem.nocc), problem.aux.nbf());

@@ -90,8 +90,7 @@ void check_given_orbitals(const Orbitals& orbitals, const Problem& problem) {
 }
 
 // Electrons beyond what the basis can hold are refused before anything is sized from them.
-void check_occupation(const Problem& problem) {
-  const std::size_t nbf = problem.obs.nbf();
+void check_occupation(const Problem& problem, std::size_t nbf) {
   if (static_cast<std::size_t>(problem.nocc) > nbf)
     throw InputError(std::to_string(electron_count(problem.molecule)) + " electrons need " +
                      std::to_string(problem.nocc) + (problem.unrestricted ? " α" : " doubly occupied") +
@@ -113,28 +112,7 @@ void report_iteration(Progress& progress, const ScfIteration& it) {
   progress.message(line);
 }
 
-}  // namespace
-
-Problem define_problem(const RunInput& input, const RunContext& context) {
-  const RunOptions& options = context.options;
-  if (!input.molecule) throw InputError("'" + input.path + "' holds neither a molecule nor /df");
-  Problem p;
-  p.molecule = *input.molecule;
-  if (options.charge) p.molecule.charge = *options.charge;
-  if (options.multiplicity) p.molecule.multiplicity = *options.multiplicity;
-  validate(p.molecule);
-  p.unrestricted = unrestricted(options.reference, p.molecule.multiplicity);
-  p.name = p.molecule.name.empty() ? formula(p.molecule) : p.molecule.name;
-  p.e_nuc = nuclear_repulsion(p.molecule);
-  p.nocc = alpha_electrons(p.molecule);  // a singlet's α and β counts are its doubly occupied orbitals
-  p.nocc_beta = beta_electrons(p.molecule);
-  // As Psi4, frozen core orbitals are the same number of each spin.
-  p.nfrozen = options.frozen_core ? frozen_core_orbitals(p.molecule) : 0;
-  if (p.nfrozen >= p.nocc) throw InputError("frozen core leaves no active occupied orbital");
-  if (p.nfrozen > p.nocc_beta)
-    throw InputError("frozen core needs " + std::to_string(p.nfrozen) + " β orbitals, the molecule has " +
-                     std::to_string(p.nocc_beta));
-
+void resolve_basis_names(const RunInput& input, const RunOptions& options, Problem& p) {
   if (input.orbital_basis && options.basis)
     throw InputError("the orbital basis comes with the orbitals in '" + input.path + "': --basis cannot replace it");
   p.basis = choose(options.basis, input.basis, "");
@@ -146,25 +124,127 @@ Problem define_problem(const RunInput& input, const RunContext& context) {
     p.jk_basis = choose(options.jk_basis, input.jk_basis, "");
     if (p.jk_basis.empty()) p.jk_basis = default_auxiliary(p.basis, default_jk_basis, input, "--jk-basis NAME (or --scf exact)");
   }
-  // Every basis set is loaded and placed before any integral, so a bad one fails at once.
+}
+
+// The auxiliary sets as loaded, and every set's size on the molecule.
+struct LoadedSets {
+  BasisSetData aux;
+  std::optional<BasisSetData> jk;
+  BasisCount obs_count, aux_count;
+};
+
+// Every basis set is loaded and counted on the molecule (its elements checked) before any is
+// placed: a bad one fails at once, and a molecule too large is refused before its shells are
+// made (a 100,000-atom molecule's take seconds and gigabytes).
+LoadedSets load_basis_sets(const RunInput& input, Problem& p) {
+  LoadedSets sets;
   if (input.orbital_basis) {  // only its spherical/Cartesian choice is needed (no SAD guess: orbitals given)
     p.orbital_basis.pure = input.orbital_basis->pure;
-    p.obs = input.orbital_basis->shells;
+    sets.obs_count = {input.orbital_basis->shells.size(), input.orbital_basis->shells.nbf()};
   } else {
     p.orbital_basis = load_basis(p.basis, BasisRole::orbital);
-    p.obs = place_on(p.orbital_basis, p.molecule);
   }
-  p.aux = place_on(load_basis(p.df_basis, BasisRole::auxiliary), p.molecule);
+  sets.aux = load_basis(p.df_basis, BasisRole::auxiliary);
+  if (!p.jk_basis.empty()) sets.jk = load_basis(p.jk_basis, BasisRole::auxiliary);
+  if (!input.orbital_basis) sets.obs_count = count_on(p.orbital_basis, p.molecule);
+  sets.aux_count = count_on(sets.aux, p.molecule);
   // As Psi4 1.3 does, the SCF fitting set takes the orbital set's spherical/Cartesian choice.
-  if (!p.jk_basis.empty())
-    p.jk_aux = place_on(load_basis(p.jk_basis, BasisRole::auxiliary), p.molecule, p.orbital_basis.pure);
-  check_occupation(p);
-  p.orbitals_given = input.orbitals.has_value();
-  if (input.orbitals) check_given_orbitals(*input.orbitals, p);
-  p.pairs = significant_shell_pairs(p.obs);
-  context.progress.message("dfmp2: " + p.name + ", nbf " + std::to_string(p.obs.nbf()) + ", naux " +
-                           std::to_string(p.aux.nbf()) + ", nocc " + std::to_string(p.nocc) +
+  if (sets.jk) count_on(*sets.jk, p.molecule, p.orbital_basis.pure);
+  return sets;
+}
+
+void place_basis_sets(const RunInput& input, const LoadedSets& sets, Problem& p) {
+  p.obs = input.orbital_basis ? input.orbital_basis->shells : place_on(p.orbital_basis, p.molecule);
+  p.aux = place_on(sets.aux, p.molecule);
+  if (sets.jk) p.jk_aux = place_on(*sets.jk, p.molecule, p.orbital_basis.pure);
+}
+
+// The sizes of each spin's transform and energy step, before the SCF: nvir at most (linear
+// dependencies only remove virtuals).
+std::vector<TransformSizes> transform_sizes(const Problem& problem, std::size_t nbf) {
+  std::vector<TransformSizes> spins{{std::size_t(problem.nocc - problem.nfrozen), nbf - problem.nocc}};
+  if (problem.unrestricted) spins.push_back({std::size_t(problem.nocc_beta - problem.nfrozen), nbf - problem.nocc_beta});
+  return spins;
+}
+
+// What the sizes alone say the run needs, refused before anything that grows faster than the atom
+// count (the nuclear repulsion, the shell pairs, the plan): the shell-pair tables and the SCF's
+// matrices in memory, and B_ia^P (this rank's rows; a gradient run holds more) in memory or
+// scratch. Each is part of what plan_run plans, so check_plan would refuse these runs too.
+void check_sizes(const Problem& problem, const LoadedSets& sets, const RunContext& context) {
+  const std::size_t nbf = sets.obs_count.functions, naux = sets.aux_count.functions, ranks = context.comm.size();
+  const std::size_t limit = context.budget.limit(), baseline = context.budget.baseline();
+  const std::size_t memory = ShellPairs::table_bytes(sets.obs_count.shells) +
+                             scf_working_bytes(nbf, context.options.scf, problem.unrestricted ? 2 : 1);
+  double b = 0.0;  // bytes, in floating point: a huge input's overflows 64 bits
+  std::string shape;
+  for (const TransformSizes& s : transform_sizes(problem, nbf)) {
+    const std::size_t rows = (s.nocc + ranks - 1) / ranks;
+    b += double(sizeof(double)) * double(rows) * double(s.nvir) * double(naux);
+    shape += (shape.empty() ? "" : " + ") + std::to_string(rows) + " × " + std::to_string(s.nvir) + " × " +
+             std::to_string(naux) + " × 8 bytes";
+  }
+  const std::size_t room = limit > baseline ? limit - baseline : 0, free = context.scratch.free_bytes();
+  const bool memory_short = memory > room, b_short = b > double(room) + double(free);
+  const std::string in_memory = "the scf stage needs at least " + format_bytes(memory) +
+                                " of memory for the shell-pair tables and the SCF's matrices";
+  if (memory_short && !b_short)  // worded as check_plan's refusals
+    throw InputError(in_memory + " beside the " + format_bytes(baseline) + " the process holds, but --memory is " +
+                     format_bytes(limit) + "; raise --memory to at least " + format_bytes(baseline + memory));
+  if (!b_short) return;
+  throw InputError(std::to_string(problem.molecule.atoms.size()) + " atoms, " + std::to_string(nbf) +
+                   " basis functions, " + std::to_string(naux) + " auxiliary: B_ia^P alone (" + shape + ") needs " +
+                   format_bytes(b) + " of memory and scratch together" + (memory_short ? ", and " + in_memory : "") +
+                   ", but --memory is " + format_bytes(limit) + " (the process holds " + format_bytes(baseline) +
+                   ") and the scratch directory '" + context.scratch.path() + "' has " + format_bytes(free) + " free");
+}
+
+// The molecule's and the basis sets' checks, the sets' sizes, and the refusal those sizes call for:
+// everything linear in the atom count, before the rest.
+LoadedSets check_problem(const RunInput& input, const RunContext& context, Problem& p) {
+  const RunOptions& options = context.options;
+  p.molecule = *input.molecule;
+  if (options.charge) p.molecule.charge = *options.charge;
+  if (options.multiplicity) p.molecule.multiplicity = *options.multiplicity;
+  validate(p.molecule);
+  p.unrestricted = unrestricted(options.reference, p.molecule.multiplicity);
+  p.name = p.molecule.name.empty() ? formula(p.molecule) : p.molecule.name;
+  p.nocc = alpha_electrons(p.molecule);  // a singlet's α and β counts are its doubly occupied orbitals
+  p.nocc_beta = beta_electrons(p.molecule);
+  // As Psi4, frozen core orbitals are the same number of each spin.
+  p.nfrozen = options.frozen_core ? frozen_core_orbitals(p.molecule) : 0;
+  if (p.nfrozen >= p.nocc) throw InputError("frozen core leaves no active occupied orbital");
+  if (p.nfrozen > p.nocc_beta)
+    throw InputError("frozen core needs " + std::to_string(p.nfrozen) + " β orbitals, the molecule has " +
+                     std::to_string(p.nocc_beta));
+  resolve_basis_names(input, options, p);
+  LoadedSets sets = load_basis_sets(input, p);
+  check_occupation(p, sets.obs_count.functions);
+  context.progress.message("dfmp2: " + p.name + ", nbf " + std::to_string(sets.obs_count.functions) + ", naux " +
+                           std::to_string(sets.aux_count.functions) + ", nocc " + std::to_string(p.nocc) +
                            (p.unrestricted ? " α, " + std::to_string(p.nocc_beta) + " β (UHF)" : ""));
+  check_sizes(p, sets, context);
+  return sets;
+}
+
+}  // namespace
+
+Problem define_problem(const RunInput& input, const RunContext& context) {
+  if (!input.molecule) throw InputError("'" + input.path + "' holds neither a molecule nor /df");
+  Problem p;
+  {
+    const Progress::Step step(context.progress, "checking the molecule and placing its basis sets");
+    const LoadedSets sets = check_problem(input, context, p);
+    place_basis_sets(input, sets, p);
+  }
+  {
+    const Progress::Step step(context.progress, "nuclear repulsion and the given orbitals' checks");
+    p.e_nuc = nuclear_repulsion(p.molecule);
+    p.orbitals_given = input.orbitals.has_value();
+    if (input.orbitals) check_given_orbitals(*input.orbitals, p);
+  }
+  context.progress.begin("shell-pair screening, (μν|μν) of the pairs near enough to matter");
+  p.pairs = significant_shell_pairs(p.obs, kSchwarzThreshold, [&](double done) { context.progress.fraction(done); });
   return p;
 }
 
@@ -174,15 +254,6 @@ namespace {
 // MP2 density's positive and negative parts (mp2_relaxed_density.cpp).
 std::size_t jk_densities(const Problem& problem, const RunOptions& options) {
   return problem.unrestricted || options.gradient ? 2 : 1;
-}
-
-// The sizes of each spin's transform and energy step, before the SCF: nvir at most (linear
-// dependencies only remove virtuals).
-std::vector<TransformSizes> transform_sizes(const Problem& problem) {
-  const std::size_t nbf = problem.obs.nbf();
-  std::vector<TransformSizes> spins{{std::size_t(problem.nocc - problem.nfrozen), nbf - problem.nocc}};
-  if (problem.unrestricted) spins.push_back({std::size_t(problem.nocc_beta - problem.nfrozen), nbf - problem.nocc_beta});
-  return spins;
 }
 
 std::vector<EnergySpin> energy_spins(const std::vector<TransformSizes>& sizes, bool in_memory, const Communicator& comm) {
@@ -330,7 +401,7 @@ RunPlan plan_run(const Problem& problem, const RunContext& context) {
     return plan;
   }
   // B_ia^P stays in memory when both the transform and the energy step fit with it there.
-  const std::vector<TransformSizes> sizes = transform_sizes(problem);
+  const std::vector<TransformSizes> sizes = transform_sizes(problem, nbf);
   const EnergyDevice device =
       energy_device(options, energy_spins(sizes, true, context.comm), naux, context.comm.size(), context.cpu_rates);
   for (bool in_memory : {true, false}) {

@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <optional>
 
 #include "src/molecule/basis.hpp"
 #include "src/common/errors.hpp"
@@ -10,6 +11,7 @@
 #include "src/integrals/one_electron.hpp"
 #include "src/integrals/shell_pairs.hpp"
 #include "src/integrals/three_index.hpp"
+#include "src/io/xyz.hpp"
 
 using namespace dfmp2;
 
@@ -76,6 +78,20 @@ TEST_CASE("placing a basis on a molecule counts Cartesian and pure functions") {
   Molecule no_basis;
   no_basis.atoms = {{8, {0, 0, 0}}};
   CHECK_THROWS_WITH(place_on(basis, no_basis), Catch::Contains("no functions for element O"));
+  CHECK_THROWS_WITH(count_on(basis, no_basis), Catch::Contains("no functions for element O"));
+}
+
+TEST_CASE("counting a basis on a molecule gives the shells and functions placing it makes") {
+  const Molecule uracil = read_xyz(std::string(DFMP2_SOURCE_DIR) + "/inputs/uracil.xyz");
+  for (const std::string name : {"6-31g*", "cc-pvtz", "aug-cc-pvdz", "def2-tzvp-jkfit", "cc-pvtz-ri"})
+    for (const std::optional<bool> pure : {std::optional<bool>(), std::optional(true), std::optional(false)}) {
+      INFO(name << ", pure " << (pure ? std::to_string(*pure) : "as the file says"));
+      const BasisSetData basis = load_basis(name, BasisRole::auxiliary);
+      const libint2::BasisSet placed = place_on(basis, uracil, pure);
+      const BasisCount counted = count_on(basis, uracil, pure);
+      CHECK(counted.shells == placed.size());
+      CHECK(counted.functions == placed.nbf());
+    }
 }
 
 TEST_CASE("malformed basis text is rejected with a line number") {

@@ -198,6 +198,25 @@ TEST_CASE("a stage's share done is printed at most twice a second, its end when 
   CHECK_THAT(printed, Catch::Contains("slow: 100.0% done"));
 }
 
+TEST_CASE("a set-up step says so once it has run its time, and when it ends, and a quick one says nothing") {
+  std::FILE* sink = std::tmpfile();
+  REQUIRE(sink != nullptr);
+  const dfmp2::Progress progress(false, sink);
+  { const dfmp2::Progress::Step quick(progress, "quick step", std::chrono::milliseconds(300)); }
+  {
+    const dfmp2::Progress::Step slow(progress, "slow step", std::chrono::milliseconds(100));
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  }
+  const dfmp2::Progress quiet(true, sink);
+  { const dfmp2::Progress::Step unheard(quiet, "quiet step", std::chrono::milliseconds(0)); }
+  std::rewind(sink);
+  std::string printed;
+  for (int c; (c = std::fgetc(sink)) != EOF;) printed += static_cast<char>(c);
+  std::fclose(sink);
+  CHECK_THAT(printed, Catch::StartsWith("dfmp2: slow step (0.1 s so far)\ndfmp2: slow step: done in 0."));
+  CHECK(std::count(printed.begin(), printed.end(), '\n') == 2);
+}
+
 TEST_CASE("convert writes an HDF5 input that runs to the same energy, and results feed back") {
   TempDir dir;
   const std::string xyz = dir.write("water.xyz", kWater);

@@ -85,6 +85,78 @@ TEST_CASE("block-packed (P|μν) equals libint2's own integrals, for all rows an
   CHECK(by_batches == whole);
 }
 
+namespace {
+
+// Every pair's sqrt(max (μν|μν)) (s1 ≥ s2), as the screening computed them before its analytic bound.
+Eigen::MatrixXd every_schwarz_bound(const libint2::BasisSet& obs) {
+  libint2::Engine engine(libint2::Operator::coulomb, obs.max_nprim(), obs.max_l());
+  engine.set_precision(0.0);
+  Eigen::MatrixXd bound = Eigen::MatrixXd::Zero(obs.size(), obs.size());
+  for (std::size_t s1 = 0; s1 < obs.size(); ++s1)
+    for (std::size_t s2 = 0; s2 <= s1; ++s2) {
+      engine.compute2<libint2::Operator::coulomb, libint2::BraKet::xx_xx, 0>(obs[s1], obs[s2], obs[s1], obs[s2]);
+      const double* v = engine.results()[0];
+      const std::size_t n12 = obs[s1].size() * obs[s2].size();
+      double largest = 0.0;
+      for (std::size_t k = 0; v != nullptr && k < n12; ++k) largest = std::max(largest, std::abs(v[k * n12 + k]));
+      bound(s1, s2) = std::sqrt(largest);
+    }
+  return bound;
+}
+
+Molecule molecule_from_atoms(std::vector<Atom> atoms) {
+  Molecule mol;
+  mol.atoms = std::move(atoms);
+  return mol;
+}
+
+}  // namespace
+
+TEST_CASE("the screened shell pairs are exactly those of every pair's (μν|μν), diffuse, Cartesian and far apart") {
+  const Libint2Session session;
+  const std::string inputs = std::string(DFMP2_SOURCE_DIR) + "/inputs/";
+  // Water with one O–H bond stretched to 4 Å, and two waters 12 Å apart: pairs of every distance.
+  const Molecule stretched = molecule_from_atoms({{8, {0.0, 0.0, 0.0}}, {1, {0.0, 1.43, 1.11}}, {1, {0.0, 0.0, 7.56}}});
+  Molecule apart = read_xyz(inputs + "water.xyz");
+  for (const Atom& atom : read_xyz(inputs + "water.xyz").atoms)
+    apart.atoms.push_back({atom.Z, {atom.r[0] + 22.7, atom.r[1], atom.r[2]}});
+  struct Case {
+    std::string name;
+    Molecule mol;
+    std::string basis;
+  };
+  const std::vector<Case> cases = {{"stretched water", stretched, "aug-cc-pvdz"},
+                                   {"two waters 12 Å apart", apart, "cc-pvdz"},
+                                   {"uracil", read_xyz(inputs + "uracil.xyz"), "aug-cc-pvdz"},
+                                   {"benzene", read_xyz(inputs + "benzene.xyz"), "6-31g*"},  // Cartesian d
+                                   {"C20H42", read_xyz(inputs + "scale/c20h42.xyz"), "aug-cc-pvdz"},
+                                   {"C20H42", read_xyz(inputs + "scale/c20h42.xyz"), "cc-pvdz"}};
+  for (const Case& c : cases) {
+    const libint2::BasisSet obs = place_on(load_basis(c.basis, BasisRole::orbital), c.mol);
+    const Eigen::MatrixXd every = every_schwarz_bound(obs);
+    const double largest = every.maxCoeff();
+    for (const double threshold : {kSchwarzThreshold, 1e-6}) {
+      INFO(c.name << " in " << c.basis << ", threshold " << threshold);
+      const ShellPairs pairs = significant_shell_pairs(obs, threshold);
+      std::vector<std::pair<std::size_t, std::size_t>> expected;
+      std::size_t same = 0, dismissed = 0;
+      for (std::size_t s1 = 0; s1 < obs.size(); ++s1)
+        for (std::size_t s2 = 0; s2 <= s1; ++s2) {
+          dismissed += pairs.schwarz(s1, s2) == 0.0;
+          if (every(s1, s2) * largest < threshold) continue;
+          expected.emplace_back(s1, s2);
+          same += pairs.schwarz(s1, s2) == every(s1, s2);  // the very same (μν|μν), bit for bit
+        }
+      REQUIRE(pairs.pairs == expected);
+      CHECK(same == expected.size());
+      const std::size_t all = obs.size() * (obs.size() + 1) / 2;
+      INFO(expected.size() << " of " << all << " pairs significant, " << dismissed << " dismissed without integrals");
+      // On the 30 Å chain most insignificant pairs never reach libint2.
+      if (c.name == "C20H42") CHECK(dismissed > (all - expected.size()) / 2);
+    }
+  }
+}
+
 TEST_CASE("parts of a block-packed index's rows hold about equal element counts, parts of functions equal rows") {
   const Libint2Session session;
   const Molecule mol = read_xyz(std::string(DFMP2_SOURCE_DIR) + "/inputs/benzene.xyz");

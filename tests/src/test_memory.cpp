@@ -3,8 +3,13 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <array>
+#include <chrono>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <functional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -120,10 +125,81 @@ TEST_CASE("the plan counts UHF's two spins, and each stage draws what its plan s
 }
 
 TEST_CASE("a run that cannot fit even its smallest batches is refused up front, naming the stage and the memory") {
-  const CommandResult r = run_dfmp2(kBenzeneCcPvdz + " --memory 1MB --quiet");
+  // 1 MB is below what the sizes alone say: refused before the shell pairs and the plan.
+  const CommandResult sizes = run_dfmp2(kBenzeneCcPvdz + " --memory 1MB --quiet");
+  CHECK(sizes.exit_code == 1);
+  CHECK(without_notes(sizes.err).find("dfmp2: error: the scf stage needs at least ") == 0);
+  const std::string at_least = "raise --memory to at least ";
+  const std::size_t said = sizes.err.find(at_least);
+  REQUIRE(said != std::string::npos);
+  // That much and 1 MiB more passes the sizes, and the plan's integrals stage (the DF-SCF tensor's
+  // smallest batches) does not fit.
+  std::istringstream number(sizes.err.substr(said + at_least.size()));
+  double value = 0.0;
+  std::string unit;
+  number >> value >> unit;
+  const double mib = value * (unit == "GiB" ? 1024.0 : 1.0) + 1.0;
+  const CommandResult plan = run_dfmp2(kBenzeneCcPvdz + " --memory " + std::to_string(mib) + "MiB --quiet");
+  CHECK(plan.exit_code == 1);
+  CHECK(without_notes(plan.err).find("dfmp2: error: the integrals stage needs ") == 0);
+  CHECK(plan.err.find(at_least) != std::string::npos);
+}
+
+namespace {
+
+// XYZ text of n × n × n copies of a two- or three-atom molecule (Ångström) on a grid `spacing` apart.
+std::string molecules_on_grid(int n, double spacing, const std::vector<std::pair<std::string, std::array<double, 3>>>& local) {
+  std::ostringstream xyz;
+  xyz << n * n * n * static_cast<int>(local.size()) << "\n" << n << "^3 molecules " << spacing << " A apart\n";
+  for (int i = 0; i < n * n * n; ++i)
+    for (const auto& [symbol, r] : local)
+      xyz << symbol << " " << r[0] + spacing * (i % n) << " " << r[1] + spacing * (i / n % n) << " "
+          << r[2] + spacing * (i / n / n) << "\n";
+  return xyz.str();
+}
+
+double seconds_of(const std::function<void()>& run) {
+  const auto start = std::chrono::steady_clock::now();
+  run();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+TEST_CASE("a molecule far too large (2197 waters 3 Å apart) is refused from its sizes alone, in seconds, saying "
+          "what it needs") {
+  TempDir dir;
+  const std::string box = dir.write(
+      "box.xyz", molecules_on_grid(13, 3.0, {{"O", {0.0, 0.0, 0.0}}, {"H", {0.7570, 0.0, 0.5859}},
+                                             {"H", {-0.7570, 0.0, 0.5859}}}));
+  std::filesystem::create_directory(dir.path("scratch"));
+  CommandResult r;
+  // Before the up-front check it computed (μν|μν) for 347 million shell pairs: minutes.
+  const double seconds = seconds_of([&] {
+    r = run_dfmp2(box + " --basis cc-pvdz --memory 8GB --quiet --scratch " + dir.path("scratch"));
+  });
+  INFO(r.err);
   CHECK(r.exit_code == 1);
-  CHECK(without_notes(r.err).find("dfmp2: error: the integrals stage needs ") == 0);
-  CHECK(r.err.find("raise --memory to at least") != std::string::npos);
+  CHECK(seconds < 10.0);
+  const std::string err = without_notes(r.err);
+  CHECK(std::count(err.begin(), err.end(), '\n') == 1);
+  // B_ia^P's 0.68 PB go nowhere: 10985 occupied, 41743 virtual orbitals.
+  CHECK(err.find("dfmp2: error: 6591 atoms, 52728 basis functions, 184548 auxiliary: B_ia^P alone (10985 × 41743 × "
+                 "184548 × 8 bytes) needs 615.72 TiB of memory and scratch together, and the scf stage needs at least ") == 0);
+  CHECK(err.find(" of memory for the shell-pair tables and the SCF's matrices, but --memory is 8.00 GiB") !=
+        std::string::npos);
+  CHECK(std::filesystem::is_empty(dir.path("scratch")));
+}
+
+TEST_CASE("an element missing from an auxiliary set is refused within seconds on a 54,000-atom HeH gas") {
+  TempDir dir;
+  const std::string gas =
+      dir.write("heh.xyz", molecules_on_grid(30, 10.8, {{"He", {0.0, 0.0, 0.0}}, {"H", {0.0, 0.0, 0.77}}}));
+  CommandResult r;
+  const double seconds = seconds_of([&] { r = run_dfmp2(gas + " --basis cc-pvdz --quiet"); });
+  CHECK(r.exit_code == 1);
+  CHECK(seconds < 10.0);
+  CHECK(without_notes(r.err) == "dfmp2: error: basis 'cc-pvdz-jkfit' has no functions for element He\n");
 }
 
 TEST_CASE("the gradient stage (--gradient) draws what its plan says, and a run it does not fit is refused up front") {
