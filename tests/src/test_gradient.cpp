@@ -289,8 +289,9 @@ Eigen::MatrixXd reference_gradient(const nlohmann::json& ref) {
   return g;
 }
 
-// dfmp2's DF-SCF energy and gradient against the Psi4 records named: ≤ 1e-9 Eh, ≤ 1e-7 Eh/bohr.
-void check_df_against_psi4(const std::vector<std::string>& names) {
+// dfmp2's DF-SCF energy and gradient against the Psi4 records named: ≤ 1e-9 Eh, every gradient
+// element within `tolerance` Eh/bohr.
+void check_df_against_psi4(const std::vector<std::string>& names, double tolerance) {
   std::size_t compared = 0;
   for (const nlohmann::json& ref : psi4_gradient_references("df")) {
     const std::string name = ref["name"].get<std::string>();
@@ -300,7 +301,7 @@ void check_df_against_psi4(const std::vector<std::string>& names) {
     const ScfRun scf = df_scf(mol, ref["basis"].get<std::string>(), ref["jk_basis"].get<std::string>(), true);
     CHECK(scf.energy == Approx(ref["e_scf"].get<double>()).margin(1e-9));
     const Eigen::MatrixXd& g = scf.df_gradient;
-    check_agree(g, reference_gradient(ref), 1e-7);
+    check_agree(g, reference_gradient(ref), tolerance);
     check_no_net_force(g, 1e-8);
     check_agree(scf.df_gradient_on_disk, g, 1e-12);
     ++compared;
@@ -381,9 +382,9 @@ void check_mp2_against_differences(const Molecule& mol, bool frozen_core, double
   check_no_net_force(run.mp2.gradient, 1e-8);
 }
 
-// dfmp2's DF-MP2 energy and gradient against the Psi4 records named (all when none are):
-// ≤ 1e-9 Eh, ≤ 1e-6 Eh/bohr; the forces sum to zero.
-void check_mp2_against_psi4(const std::vector<std::string>& names) {
+// dfmp2's DF-MP2 energy and gradient against the Psi4 records named: ≤ 1e-9 Eh, every gradient
+// element within `tolerance` Eh/bohr; the forces sum to zero.
+void check_mp2_against_psi4(const std::vector<std::string>& names, double tolerance) {
   std::ifstream in(std::string(DFMP2_SOURCE_DIR) + "/tests/reference/psi4_mp2_gradients.json");
   std::size_t compared = 0;
   for (const nlohmann::json& ref : nlohmann::json::parse(in)) {
@@ -400,7 +401,7 @@ void check_mp2_against_psi4(const std::vector<std::string>& names) {
     std::printf("%s: max |Δg| = %.2e Eh/bohr, max |Σ_A g_A| = %.2e, %d Z-vector iterations\n", name.c_str(),
                 difference.cwiseAbs().maxCoeff(), run.mp2.gradient.colwise().sum().cwiseAbs().maxCoeff(),
                 run.mp2.cphf_iterations);
-    check_agree(run.mp2.gradient, reference_gradient(ref), 1e-6);
+    check_agree(run.mp2.gradient, reference_gradient(ref), tolerance);
     check_no_net_force(run.mp2.gradient, 1e-8);
     // The relaxed dipole moment (e·bohr, about the origin), Psi4's OEProp of its relaxed density.
     for (Eigen::Index k = 0; k < 3; ++k)
@@ -587,7 +588,8 @@ TEST_CASE("exact-SCF gradients match Psi4 1.3.2's (scf_type pk): RHF, a cation, 
 TEST_CASE("DF-SCF gradients match Psi4 1.3.2's (scf_type df): water RHF, methyl UHF, the same with the JK set's "
           "arrays on disk") {
   const Libint2Session session;
-  check_df_against_psi4({"water-cc-pvdz-df-grad", "methyl-cc-pvdz-df-grad"});
+  // Measured (docs/gradients.md): max |Δg| 1.2e-10 Eh/bohr; the tolerance is 8× that.
+  check_df_against_psi4({"water-cc-pvdz-df-grad", "methyl-cc-pvdz-df-grad"}, 1e-9);
 }
 
 // A ghost atom's functions move with it, so it has a gradient of its own; nothing more is
@@ -604,7 +606,8 @@ TEST_CASE("a DF-SCF gradient with a ghost atom: the ghost's entry is its functio
 // The rest, by hand: build/tests/src/test_dfmp2 "[df-scf]"
 TEST_CASE("DF-SCF gradients match Psi4 1.3.2's (scf_type df): a cation, diffuse functions", "[.][df-scf]") {
   const Libint2Session session;
-  check_df_against_psi4({"ammonium-cc-pvdz-df-grad", "water-aug-cc-pvdz-df-grad"});
+  // Measured (docs/gradients.md): max |Δg| 7.0e-10 Eh/bohr (water aug-cc-pVDZ); the tolerance is 10× that.
+  check_df_against_psi4({"ammonium-cc-pvdz-df-grad", "water-aug-cc-pvdz-df-grad"}, 7e-9);
 }
 
 // Energies of the DF-SCF are noisier than the exact SCF's by about 1e-11 Eh (the difference of
@@ -651,15 +654,18 @@ TEST_CASE("DF-SCF gradients are the central differences of dfmp2's DF-SCF energi
 
 TEST_CASE("DF-MP2 gradients match Psi4 1.3.2's: water, frozen core, ions, formaldehyde, hydrogen sulfide") {
   const Libint2Session session;
+  // Measured (docs/gradients.md): max |Δg| 8.4e-10 Eh/bohr (formaldehyde); the tolerance is 10× that.
   check_mp2_against_psi4({"water-cc-pvdz-mp2-grad", "water-aug-cc-pvdz-fc-mp2-grad", "ammonium-cc-pvdz-mp2-grad",
                           "hydroxide-aug-cc-pvdz-mp2-grad", "formaldehyde-def2-svp-mp2-grad",
-                          "hydrogen-sulfide-cc-pvdz-fc-mp2-grad"});
+                          "hydrogen-sulfide-cc-pvdz-fc-mp2-grad"},
+                         8e-9);
 }
 
 // 132 functions, frozen core; by hand: build/tests/src/test_dfmp2 "[mp2-uracil]"
 TEST_CASE("DF-MP2 gradient matches Psi4 1.3.2's: uracil, frozen core", "[.][mp2-uracil]") {
   const Libint2Session session;
-  check_mp2_against_psi4({"uracil-cc-pvdz-fc-mp2-grad"});
+  // Measured: max |Δg| 4.9e-9 to 5.5e-9 Eh/bohr over runs (docs/gradients.md); the tolerance is 7× that.
+  check_mp2_against_psi4({"uracil-cc-pvdz-fc-mp2-grad"}, 4e-8);
 }
 
 // A debugging aid, by hand: build/tests/src/test_dfmp2 "[mp2-differences]"
