@@ -10,11 +10,16 @@ EXE = os.environ["DFMP2_EXE"]
 BOHR_IN_ANGSTROM = 0.52917721067  # CODATA 2014, as dfmp2's XYZ reader, ASE 3.22 and QCElemental
 
 
+def psi4_reference(file, name):
+    """The record `name` of tests/reference/`file`, made by the reference scripts there."""
+    with open(os.path.join(SOURCE_DIR, "tests", "reference", file)) as f:
+        return next(r for r in json.load(f) if r["name"] == name)
+
+
 def psi4_qcengine_reference(name):
     """A record of tests/reference/psi4_qcengine_energies.json: the AtomicInput QCEngine gave
     Psi4 and Psi4's results."""
-    with open(os.path.join(SOURCE_DIR, "tests", "reference", "psi4_qcengine_energies.json")) as f:
-        return next(r for r in json.load(f) if r["name"] == name)
+    return psi4_reference("psi4_qcengine_energies.json", name)
 
 
 def cli_json(symbols, geometry_bohr, args):
