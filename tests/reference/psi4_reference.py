@@ -20,7 +20,8 @@ OUT = os.path.join(REPO, "tests", "reference", "psi4_energies.json")
 
 
 def case(name, xyz, basis, scf_type="df", freeze_core=False, charge=0, df_basis=None, jk_basis=None):
-    return {"name": name, "xyz": f"inputs/{xyz}.xyz", "charge": charge, "basis": basis,
+    """xyz: a name in inputs/, or a path (…/name.xyz) from the repository's root."""
+    return {"name": name, "xyz": xyz if xyz.endswith(".xyz") else f"inputs/{xyz}.xyz", "charge": charge, "basis": basis,
             "df_basis": df_basis or f"{basis}-ri", "jk_basis": jk_basis or f"{basis}-jkfit",
             "scf_type": scf_type, "freeze_core": freeze_core}
 
@@ -46,6 +47,11 @@ def cases():
         case("ethylene-cc-pvtz-df-fc", "ethylene", "cc-pvtz", freeze_core=True),
         case("benzene-cc-pvdz-df-ae", "benzene", "cc-pvdz"),
         case("naphthalene-dimer-cc-pvdz-df-ae", "naphthalene-dimer", "cc-pvdz"),
+        # K–Kr (fourth-period cores, 3d shells): not sample inputs, so beside this script.
+        case("hydrogen-bromide-cc-pvdz-df-fc", "tests/reference/molecules/hydrogen-bromide.xyz", "cc-pvdz",
+             freeze_core=True),
+        case("hydrogen-bromide-def2-svp-df-ae", "tests/reference/molecules/hydrogen-bromide.xyz", "def2-svp"),
+        case("zinc-hydride-def2-svp-df-fc", "tests/reference/molecules/zinc-hydride.xyz", "def2-svp", freeze_core=True),
     ]
     return out
 

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <fstream>
 #include <random>
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -20,11 +22,16 @@ using namespace dfmp2;
 
 namespace {
 
-// Psi4 agreement the issue asks for, in Eh.
-constexpr double kScfTolerance = 1e-7;
-constexpr double kCorrTolerance = 1e-7;
-// ⟨S²⟩ moves with the orbitals, linearly in their error.
-constexpr double kS2Tolerance = 1e-6;
+// Psi4 agreement of every energy, the total included, in Eh (README.md). Measured on 2026-11-27:
+// at most 1.5e-8 (benzene's SCS-MP2 correlation, its RHF converged to dfmp2's default 1e-8) and
+// 8.9e-9 (nitric oxide's UHF correlation energy); every other case within 2.4e-9.
+constexpr double kEnergyTolerance = 1e-7;
+// ⟨S²⟩ moves with the orbitals, linearly in their error: measured at most 7.6e-8 (nitric oxide).
+constexpr double kS2Tolerance = 8e-7;
+// The fourth-period cases (K–Kr: HBr, ZnH2; their own test case): measured at most 1.2e-9 Eh.
+constexpr double kFourthPeriodTolerance = 1e-8;
+const std::vector<std::string> kFourthPeriodCases = {"hydrogen-bromide-cc-pvdz-df-fc", "hydrogen-bromide-def2-svp-df-ae",
+                                                     "zinc-hydride-def2-svp-df-fc"};
 // Cases up to this size run in the suite; larger ones are checked by hand (docs).
 constexpr int kLargestTestedNbf = 150;
 
@@ -47,26 +54,26 @@ RunResult run_case(const nlohmann::json& ref) {
   return run(input, options, quiet);
 }
 
-// Sizes and every energy Psi4 reports; for UHF also ⟨S²⟩ and the αα / ββ split (the reference
-// script's numpy sums from Psi4's own orbitals).
-void check_against_psi4(const RunResult& r, const nlohmann::json& ref) {
+// Sizes and every energy Psi4 reports, each within `tolerance` Eh; for UHF also ⟨S²⟩ and the
+// αα / ββ split (the reference script's numpy sums from Psi4's own orbitals).
+void check_against_psi4(const RunResult& r, const nlohmann::json& ref, double tolerance = kEnergyTolerance) {
   CHECK(r.nbf == ref["nbf"].get<int>());
   CHECK(r.naux == ref["naux"].get<int>());
   CHECK(r.nfrozen == ref["nfrozen"].get<int>());
   CHECK(std::abs(r.e_nuc - ref["e_nuc"].get<double>()) < 1e-8);
-  CHECK(std::abs(r.e_scf - ref["e_scf"].get<double>()) < kScfTolerance);
-  CHECK(std::abs(r.e_corr - ref["e_corr"].get<double>()) < kCorrTolerance);
-  CHECK(std::abs(r.e_ss - ref["e_ss"].get<double>()) < kCorrTolerance);
-  CHECK(std::abs(r.e_os - ref["e_os"].get<double>()) < kCorrTolerance);
-  CHECK(std::abs(r.e_scs_corr - ref["e_scs_corr"].get<double>()) < kCorrTolerance);
-  CHECK(std::abs(r.e_total - ref["e_total"].get<double>()) < kScfTolerance + kCorrTolerance);
+  CHECK(std::abs(r.e_scf - ref["e_scf"].get<double>()) < tolerance);
+  CHECK(std::abs(r.e_corr - ref["e_corr"].get<double>()) < tolerance);
+  CHECK(std::abs(r.e_ss - ref["e_ss"].get<double>()) < tolerance);
+  CHECK(std::abs(r.e_os - ref["e_os"].get<double>()) < tolerance);
+  CHECK(std::abs(r.e_scs_corr - ref["e_scs_corr"].get<double>()) < tolerance);
+  CHECK(std::abs(r.e_total - ref["e_total"].get<double>()) < tolerance);
   if (!ref.contains("multiplicity")) return;
   CHECK(r.reference == "uhf");
   CHECK(r.nocc + r.nfrozen == ref["nalpha"].get<int>());
   CHECK(r.nocc_beta + r.nfrozen == ref["nbeta"].get<int>());
   CHECK(std::abs(r.s2 - ref["s2"].get<double>()) < kS2Tolerance);
-  CHECK(std::abs(r.e_aa - ref["numpy_e_aa"].get<double>()) < kCorrTolerance);
-  CHECK(std::abs(r.e_bb - ref["numpy_e_bb"].get<double>()) < kCorrTolerance);
+  CHECK(std::abs(r.e_aa - ref["numpy_e_aa"].get<double>()) < tolerance);
+  CHECK(std::abs(r.e_bb - ref["numpy_e_bb"].get<double>()) < tolerance);
 }
 
 // Every backend and precision on one B (the stages before the energy step run once) against the
@@ -77,7 +84,7 @@ void check_backends_agree(const nlohmann::json& ref) {
   Progress quiet(true);
   PreparedRun prepared(input, options, quiet);
   const RunResult reference = prepared.energy(kernels::Backend::reference, kernels::Precision::fp64);
-  CHECK(std::abs(reference.e_corr - ref["e_corr"].get<double>()) < kCorrTolerance);
+  CHECK(std::abs(reference.e_corr - ref["e_corr"].get<double>()) < kEnergyTolerance);
   for (auto backend : {kernels::Backend::reference, kernels::Backend::loop, kernels::Backend::fused,
                        kernels::Backend::automatic}) {
     INFO(kernels::to_string(backend));
@@ -96,12 +103,22 @@ void check_backends_agree(const nlohmann::json& ref) {
 TEST_CASE("DF-RHF / RHF and DF-MP2 energies match Psi4 1.3 to 1e-7 Eh") {
   int tested = 0;
   for (const auto& ref : psi4_references()) {
-    if (ref["nbf"].get<int>() > kLargestTestedNbf) continue;
-    INFO(ref["name"].get<std::string>());
+    const std::string name = ref["name"].get<std::string>();
+    if (ref["nbf"].get<int>() > kLargestTestedNbf || std::ranges::count(kFourthPeriodCases, name) != 0) continue;
+    INFO(name);
     check_against_psi4(run_case(ref), ref);  // default backend (auto) and precision (fp64)
     ++tested;  // cases run, not rows read
   }
   CHECK(tested >= 12);  // water, ammonia, methane × {DF, exact} × {all-electron, frozen core}
+}
+
+TEST_CASE("DF-RHF and DF-MP2 energies of K-Kr molecules (HBr, ZnH2, frozen core and all-electron) match Psi4 1.3 "
+          "to 1e-8 Eh") {
+  for (const std::string& name : kFourthPeriodCases) {
+    INFO(name);
+    const nlohmann::json ref = psi4_reference("psi4_energies.json", name);
+    check_against_psi4(run_case(ref), ref, kFourthPeriodTolerance);
+  }
 }
 
 TEST_CASE("DF-UHF / UHF and DF-UMP2 energies and <S^2> match Psi4 1.3 to 1e-7 Eh") {
