@@ -15,7 +15,7 @@ PYTHON_DIR = os.path.dirname(os.path.abspath(dfmp2.__file__))
 
 # The runs below are HF/STO-3G water, whose JK set is dfmp2's default for STO-3G, def2-SVP-JKFIT:
 # Psi4 1.3.2's DF-SCF energy of that input (tests/reference/psi4_energies.json). Measured: 2.5e-11
-# Eh apart; 1e-9 Eh stays above dfmp2's run-to-run spread on two threads (up to 1.6e-10 Eh).
+# Eh apart; 1e-9 Eh, as in test_qcengine_harness.py, stays above dfmp2's run-to-run spread.
 STO3G_WATER_SCF = psi4_reference("psi4_energies.json", "water-sto-3g-df-ae")["e_scf"]
 STO3G_WATER_TOLERANCE = 1e-9  # Eh
 

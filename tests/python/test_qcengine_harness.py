@@ -8,7 +8,9 @@ import qcengine
 
 from support import cli_json, psi4_qcengine_reference
 
-PSI4_TOLERANCE = 1e-7  # Eh
+# Eh. Measured: 6.4e-12 apart at most (water's total); 1e-9 stays above the spread between
+# machines' kernels and dfmp2's run-to-run spread on two threads (up to 1.6e-10 Eh).
+PSI4_TOLERANCE = 1e-9
 CLI_TOLERANCE = 1e-12  # Eh: the same run, through QCSchema or the command line
 CLI_GRADIENT_TOLERANCE = 1e-10  # Eh/bohr
 
