@@ -26,7 +26,9 @@ using namespace dfmp2;
 
 namespace {
 
-constexpr double kPsi4OrbitalsTolerance = 1e-8;        // Eh: Psi4's own orbitals, Psi4's energies
+// Eh: Psi4's own orbitals, Psi4's energies. Measured: 1.7e-11 apart at most (water 6-31G*'s SCF);
+// 1e-9 stays above dfmp2's run-to-run spread on two threads (up to 1.6e-10 Eh).
+constexpr double kPsi4OrbitalsTolerance = 1e-9;
 constexpr double kRoundTripTolerance = 1e-10;  // Eh: our file back into dfmp2
 
 nlohmann::json psi4_molden_references() {
@@ -197,7 +199,7 @@ TEST_CASE("libint2's function conventions: orders and Cartesian norms") {
   for (int l = 0; l <= 4; ++l) CHECK(xl_norm(l, {0.7}, {primitive_norm(l, 0.7)}) == Approx(1.0).epsilon(1e-14));
 }
 
-TEST_CASE("Psi4 1.3.2's Molden files give Psi4's DF-MP2 energies to 1e-8 Eh with spherical d and f and Cartesian d") {
+TEST_CASE("Psi4 1.3.2's Molden files give Psi4's DF-MP2 energies to 1e-9 Eh with spherical d and f and Cartesian d") {
   for (const auto& ref : psi4_molden_references()) {
     INFO(ref["name"].get<std::string>());
     const RunInput input = read_molden(source(ref["molden"].get<std::string>()));
