@@ -35,3 +35,7 @@ skipped=(
   "^python: "
 )
 OMP_NUM_THREADS="${OMP_NUM_THREADS:-2}" ctest --output-on-failure -j 1 -E "$(IFS='|'; echo "${skipped[*]}")"
+# Cases that could not run here (tests/src/skip.hpp), as scripts/test.sh reports them.
+skips=$(grep '^SKIPPED: ' Testing/Temporary/LastTest.log || true)
+echo "Skipped: $(grep -c . <<<"$skips" || true) test(s)"
+[[ -z "$skips" ]] || sort <<<"$skips" | uniq -c
