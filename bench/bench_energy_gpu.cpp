@@ -189,10 +189,7 @@ int main(int argc, char** argv) try {
   bool sweep = false;
   for (int a = 1; a < argc; ++a) {
     const std::string arg = argv[a];
-    const auto value = [&]() -> std::string {
-      if (a + 1 >= argc) throw std::invalid_argument(arg + " needs a value");
-      return argv[++a];
-    };
+    const auto value = [&] { return b::option_value(argc, argv, a); };
     if (arg == "--shapes") shapes = b::comma_list(value());
     else if (arg == "--precisions") precisions = b::comma_list(value());
     else if (arg == "--cpu-shapes") cpu_shapes = b::comma_list(value());
