@@ -70,7 +70,7 @@ struct Timing {
 };
 
 // The first call (copies B), then the median of `reps` more.
-template <typename Real, typename Call>
+template <typename Call>
 Timing time_calls(int reps, Call call) {
   Timing t;
   auto t0 = clock_type::now();
@@ -88,11 +88,6 @@ Timing time_calls(int reps, Call call) {
   t.energy = r.e_os + r.e_ss;
   return t;
 }
-
-struct Shape {
-  std::string name;
-  std::size_t nocc, nvir, naux;
-};
 
 template <typename Real>
 void bench_shape(const b::SyntheticSystem& sys, int reps, bool cpu, std::ostream& json, std::ostream& md) {
@@ -125,19 +120,19 @@ void bench_shape(const b::SyntheticSystem& sys, int reps, bool cpu, std::ostream
                                                    k::gpu_properties().free_bytes / 10 * 9));
       k::EnergyOptions options;
       options.gpu = &engine;
-      row("gpu " + name, time_calls<Real>(reps, [&] { return k::mp2_energy(backend, view, sys.eps_occ, sys.eps_vir, options); }));
+      row("gpu " + name, time_calls(reps, [&] { return k::mp2_energy(backend, view, sys.eps_occ, sys.eps_vir, options); }));
     }
     const std::size_t rows = (sh.nocc + 3) / 4;
     k::GpuEnergyEngine engine(k::plan_gpu_blocks({{sh.nocc, sh.nvir()}}, sh.naux, backend, precision,
                                                  k::gpu_properties().free_bytes / 10 * 9, rows));
     k::EnergyOptions options;
     options.gpu = &engine;
-    row("gpu " + name + ", 4 blocks streamed", time_calls<Real>(reps, [&] { return blocked(backend, B, sys, rows, options); }));
+    row("gpu " + name + ", 4 blocks streamed", time_calls(reps, [&] { return blocked(backend, B, sys, rows, options); }));
   }
   if (cpu) {
     const k::EnergyOptions options;
     row("cpu auto, " + std::to_string(omp_get_max_threads()) + " threads",
-        time_calls<Real>(1, [&] { return k::mp2_energy(k::Backend::automatic, view, sys.eps_occ, sys.eps_vir, options); }));
+        time_calls(1, [&] { return k::mp2_energy(k::Backend::automatic, view, sys.eps_occ, sys.eps_vir, options); }));
   }
 }
 

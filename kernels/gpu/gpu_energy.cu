@@ -579,7 +579,6 @@ EnergyResult GpuEnergyEngine::Impl::fused(const detail::PairSpace<Real>& pairs, 
 
 GpuEnergyEngine::GpuEnergyEngine(const GpuEnergyPlan& plan) : impl_(std::make_unique<Impl>(plan)) {}
 GpuEnergyEngine::~GpuEnergyEngine() = default;
-const GpuEnergyPlan& GpuEnergyEngine::plan() const { return impl_->plan; }
 std::size_t GpuEnergyEngine::uploaded_bytes() const { return impl_->uploaded; }
 
 template <typename Real>

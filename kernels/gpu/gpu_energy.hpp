@@ -48,7 +48,6 @@ class GpuEnergyEngine {
   template <typename Real>
   EnergyResult energy(Backend backend, const detail::PairSpace<Real>& pairs, const EnergyOptions& options);
 
-  const GpuEnergyPlan& plan() const;
   std::size_t uploaded_bytes() const;  // host → device, over the engine's life
 
   struct Impl;

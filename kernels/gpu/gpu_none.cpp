@@ -18,7 +18,6 @@ double gpu_gemm_gflops(Precision, std::size_t, std::size_t, std::size_t, int) { 
 
 GpuEnergyEngine::GpuEnergyEngine(const GpuEnergyPlan&) { throw GpuError(std::string("no usable GPU: ") + kNoCuda); }
 GpuEnergyEngine::~GpuEnergyEngine() = default;
-const GpuEnergyPlan& GpuEnergyEngine::plan() const { throw GpuError(kNoCuda); }
 std::size_t GpuEnergyEngine::uploaded_bytes() const { return 0; }
 
 template <typename Real>
