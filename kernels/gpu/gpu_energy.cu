@@ -43,8 +43,6 @@ void check(cublasStatus_t status, const std::string& what) {
     throw GpuError("GPU: " + what + ": " + cublas_message(status) + " (status " + std::to_string(int(status)) + ")");
 }
 
-std::string gib(std::size_t bytes) { return std::to_string(double(bytes) / double(1 << 30)).substr(0, 5) + " GiB"; }
-
 // Under MPI, ranks on one node share its GPUs round-robin by their node-local rank.
 int device_index(int devices) {
   for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"})
@@ -61,8 +59,8 @@ class DeviceMemory {
       cudaGetLastError();  // an allocation failure is not sticky: clear it
       std::size_t free = 0, total = 0;
       cudaMemGetInfo(&free, &total);
-      throw GpuError("GPU: cannot allocate " + gib(bytes) + " for " + what + " (" + cudaGetErrorString(status) +
-                     "; " + gib(free) + " free of " + gib(total) + "): lower --gpu-memory or use --device cpu");
+      throw GpuError("GPU: cannot allocate " + format_gib(bytes) + " for " + what + " (" + cudaGetErrorString(status) +
+                     "; " + format_gib(free) + " free of " + format_gib(total) + "): lower --gpu-memory or use --device cpu");
     }
   }
   DeviceMemory(DeviceMemory&& other) noexcept { *this = std::move(other); }

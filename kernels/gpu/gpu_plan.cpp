@@ -14,8 +14,6 @@ constexpr std::size_t kMostTFlatBytes = std::size_t(8) << 30;
 std::size_t element_bytes(Precision precision) { return precision == Precision::fp32 ? sizeof(float) : sizeof(double); }
 std::size_t aligned(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
 
-std::string gib(std::size_t bytes) { return std::to_string(double(bytes) / double(1 << 30)).substr(0, 5) + " GiB"; }
-
 // Orbital energies (rows' and columns' occupied and virtual), the fused pair list (every pair of
 // two blocks) and tile list, the partial sums and the two totals.
 std::size_t small_bytes(std::size_t nocc_max, std::size_t nvir_max, std::size_t block_occ) {
@@ -43,6 +41,10 @@ std::size_t wanted_t_flat(const std::vector<GpuSpin>& spins, std::size_t block, 
 }
 
 }  // namespace
+
+std::string format_gib(std::size_t bytes) {
+  return std::to_string(double(bytes) / double(1 << 30)).substr(0, 5) + " GiB";
+}
 
 Backend gpu_automatic_backend(Precision) { return Backend::loop; }
 
@@ -87,9 +89,9 @@ GpuEnergyPlan plan_gpu_energy(const std::vector<GpuSpin>& spins, std::size_t nau
   };
   if (GpuEnergyPlan resident = plan_for(nocc_max); resident.device_bytes() <= device_bytes) return resident;
   if (plan_for(1).device_bytes() > device_bytes)
-    throw GpuError("the GPU's memory for the energy step (" + gib(device_bytes) + ") cannot hold blocks of " +
+    throw GpuError("the GPU's memory for the energy step (" + format_gib(device_bytes) + ") cannot hold blocks of " +
                    std::to_string(std::max<std::size_t>(1, visiting_occ)) + " occupied orbital(s) of B_ia^P and the " +
-                   to_string(backend) + " backend's workspace (" + gib(plan_for(1).device_bytes()) +
+                   to_string(backend) + " backend's workspace (" + format_gib(plan_for(1).device_bytes()) +
                    "): give more with --gpu-memory, or use --device cpu");
   std::size_t low = 1, high = nocc_max - 1;
   while (low < high) {

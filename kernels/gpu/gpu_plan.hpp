@@ -53,6 +53,9 @@ inline constexpr std::size_t kGpuMaxPartialSums = std::size_t(1) << 18;
 // The fused kernel's tile edge (virtuals) in each precision.
 inline constexpr std::size_t kFusedTileEdge = 64;
 
+// Bytes as GiB with three decimals ("1.500 GiB"), for the GPU's error lines.
+std::string format_gib(std::size_t bytes);
+
 // The backend `automatic` runs on the GPU.
 Backend gpu_automatic_backend(Precision precision);
 

@@ -560,10 +560,7 @@ Mp2Energy mp2_energy(const DFTensor& df, const std::optional<DFTensor>& df_beta,
   energy.distributed = distributed_mp2_energy(df, df_beta ? &*df_beta : nullptr, plan, context.budget,
                                               [&context](double done) { context.progress.fraction(done); },
                                               context.comm);
-  const double flops = (df_beta ? kernels::needed_flops_unrestricted(df.eps_occ.size(), df.nvir,
-                                                                     df_beta->eps_occ.size(), df_beta->nvir, df.naux)
-                                : kernels::needed_flops(df.eps_occ.size(), df.nvir, df.naux)) /
-                       context.comm.size();
+  const double flops = energy_step_flops(energy_spins(df, df_beta), df.naux) / context.comm.size();
   energy.needed_flops = flops;
   if (plan.gpu)
     energy.work.gpu_seconds = flops / (plan.device.gemm_gflops * 1e9);
