@@ -82,7 +82,7 @@ int main(int argc, char** argv) {
     const dfmp2::RunResult& base = prepared.result();
     const auto nocc = std::size_t(base.nocc), nvir = std::size_t(base.nvir), naux = std::size_t(base.naux);
     // UHF: the αα, ββ and αβ pair blocks.
-    const double flops = base.reference == "uhf" ? dfmp2::kernels::needed_flops_unrestricted(
+    const double flops = base.unrestricted() ? dfmp2::kernels::needed_flops_unrestricted(
                                                        nocc, nvir, std::size_t(base.nocc_beta),
                                                        std::size_t(base.nvir_beta), naux)
                                                  : dfmp2::kernels::needed_flops(nocc, nvir, naux);
@@ -93,7 +93,7 @@ int main(int argc, char** argv) {
     out["basis"] = base.basis;
     out["df_basis"] = base.df_basis;
     out["jk_basis"] = base.jk_basis;
-    out["reference"] = base.reference;
+    out["reference"] = dfmp2::name_of(base.reference);
     for (const auto& [key, value] : {std::pair{"natom", base.natom}, {"nbf", base.nbf}, {"naux", base.naux},
                                      {"naux_jk", base.naux_jk}, {"nocc", base.nocc}, {"nvir", base.nvir}})
       out[key] = value;
@@ -123,9 +123,9 @@ int main(int argc, char** argv) {
       const double seconds = *timing(*best, "energy");
       json run;
       run["backend"] = dfmp2::kernels::to_string(backend);
-      run["ran"] = best->backend;
-      run["precision"] = best->precision;
-      run["device"] = best->device;
+      run["ran"] = dfmp2::backend_name(*best);
+      run["precision"] = dfmp2::name_of(best->precision);
+      run["device"] = dfmp2::name_of(best->device);
       if (best->gpu) run["gpu"] = best->gpu->properties.name;
       run["energy_seconds"] = seconds;
       run["energy_floor_seconds"] = timing(*best, "energy", true).value_or(0.0);
@@ -137,8 +137,8 @@ int main(int argc, char** argv) {
                                        {"e_ss", best->e_ss}, {"e_os", best->e_os}, {"e_total", best->e_total}})
         run[key] = value;
       if (!quiet)
-        std::cerr << "dfmp2_amdahl: " << run["backend"].get<std::string>() << " " << best->precision
-                  << " on " << best->device << ": " << seconds << " s, " << run["gflops"].get<double>() << " GFLOP/s\n";
+        std::cerr << "dfmp2_amdahl: " << run["backend"].get<std::string>() << " " << dfmp2::name_of(best->precision)
+                  << " on " << dfmp2::name_of(best->device) << ": " << seconds << " s, " << run["gflops"].get<double>() << " GFLOP/s\n";
       runs.push_back(std::move(run));
     }
     out["runs"] = std::move(runs);

@@ -718,10 +718,10 @@ void write_hdf5_results(const std::string& path, const RunResult& r) {
   write_file(path, [&](hid_t file) {
     write_string_attribute(file, "molecule", r.molecule);
     write_basis_names(file, r.basis, r.df_basis, r.jk_basis);
-    write_string_attribute(file, "scf_type", r.scf_type);
-    write_string_attribute(file, "reference", r.reference);
-    write_string_attribute(file, "backend", r.backend);
-    write_string_attribute(file, "precision", r.precision);
+    write_string_attribute(file, "scf_type", scf_type_name(r));
+    write_string_attribute(file, "reference", name_of(r.reference));
+    write_string_attribute(file, "backend", backend_name(r));
+    write_string_attribute(file, "precision", name_of(r.precision));
     for (const auto& [name, value] :
          {std::pair<const char*, int>{"natom", r.natom}, {"nbf", r.nbf}, {"nmo", r.nmo},
           {"naux", r.naux}, {"naux_jk", r.naux_jk}, {"nocc", r.nocc}, {"nvir", r.nvir},
@@ -732,7 +732,7 @@ void write_hdf5_results(const std::string& path, const RunResult& r) {
           {"e_os", r.e_os}, {"e_corr", r.e_corr}, {"e_scs_corr", r.e_scs_corr},
           {"e_total", r.e_total}})
       write_double_attribute(file, name, value);
-    if (r.reference == "uhf") {
+    if (r.unrestricted()) {
       write_int_attribute(file, "nocc_beta", r.nocc_beta);
       write_int_attribute(file, "nvir_beta", r.nvir_beta);
       for (const auto& [name, value] : {std::pair<const char*, double>{"s2", r.s2}, {"e_aa", r.e_aa},

@@ -237,7 +237,7 @@ double return_energy(QcMethod method, const RunResult& r) {
 }
 
 json properties(QcMethod method, const RunResult& r) {
-  const bool uhf = r.reference == "uhf";
+  const bool uhf = r.unrestricted();
   json p = {{"calcinfo_nbasis", r.nbf}, {"calcinfo_nmo", r.nmo}, {"calcinfo_natom", r.natom},
             {"calcinfo_nalpha", r.nocc + r.nfrozen}, {"calcinfo_nbeta", (uhf ? r.nocc_beta : r.nocc) + r.nfrozen},
             {"nuclear_repulsion_energy", r.e_nuc}, {"scf_total_energy", r.e_scf},

@@ -19,7 +19,7 @@ std::string fixed(double value, int digits) {
 // The SCF iterations and, for UHF, ⟨S²⟩ beside S(S+1).
 void print_scf(std::ostream& out, const RunResult& r) {
   if (!r.scf_iterations.empty()) {
-    out << "SCF (" << r.scf_type << (r.reference == "uhf" ? ", UHF" : "")
+    out << "SCF (" << scf_type_name(r) << (r.unrestricted() ? ", UHF" : "")
         << ")\n  iter         energy / Eh          ΔE / Eh      |grad|\n";
     for (const ScfIteration& it : r.scf_iterations) {
       char line[128];
@@ -29,7 +29,7 @@ void print_scf(std::ostream& out, const RunResult& r) {
     }
     out << "\n";
   }
-  if (r.reference == "uhf" && r.geometry) {
+  if (r.unrestricted() && r.geometry) {
     const double S = 0.5 * (r.geometry->multiplicity - 1);
     out << "<S^2> " << fixed(r.s2, 6) << "  (S(S+1) = " << fixed(S * (S + 1.0), 6) << ")\n\n";
   }
@@ -45,7 +45,7 @@ void print_energies(std::ostream& out, const RunResult& r) {
     row("nuclear repulsion", r.e_nuc);
     row("SCF", r.e_scf);
   }
-  if (r.reference == "uhf") {
+  if (r.unrestricted()) {
     row("MP2 same-spin alpha-alpha", r.e_aa);
     row("MP2 same-spin beta-beta", r.e_bb);
   }
@@ -72,7 +72,7 @@ std::optional<EnergyRate> energy_rate(const RunResult& r) {
   const kernels::GemmRates& probe = r.energy_gemm_probe->rates;
   if (r.gpu) return EnergyRate{r.energy_flops / stage->seconds / 1e9, r.gpu->gemm_gflops};
   return EnergyRate{r.energy_flops / stage->seconds / 1e9,
-                    r.precision == "fp32" ? probe.fp32_gflops : probe.fp64_gflops};
+                    r.precision == kernels::Precision::fp32 ? probe.fp32_gflops : probe.fp64_gflops};
 }
 
 void print_gradient(std::ostream& out, const RunResult& r) {
@@ -96,9 +96,9 @@ void print_gradient(std::ostream& out, const RunResult& r) {
 // The reference and multiplicity, UHF's keys (β sizes, ⟨S²⟩, the energies by spin pair) and the
 // orbital energies.
 void add_spin_keys(nlohmann::json& j, const RunResult& r) {
-  j["reference"] = r.reference;
+  j["reference"] = name_of(r.reference);
   if (r.geometry) j["multiplicity"] = r.geometry->multiplicity;
-  if (r.reference == "uhf") {
+  if (r.unrestricted()) {
     j["nocc_beta"] = r.nocc_beta;
     j["nvir_beta"] = r.nvir_beta;
     for (const auto& [key, value] :
@@ -112,17 +112,21 @@ void add_spin_keys(nlohmann::json& j, const RunResult& r) {
   }
 }
 
+// The most the stage drew from the budget at once (0 for a stage that did not run).
+std::size_t drawn_peak_bytes(const RunResult& r, const std::string& stage) {
+  for (const StageTiming& timing : r.stages)
+    if (timing.name == stage) return timing.drawn_peak_bytes;
+  return 0;
+}
+
 // Each stage's planned memory and disk beside what it drew, its blocks, and the scratch I/O.
 void print_memory_plan(std::ostream& out, const RunResult& r) {
   if (r.memory_plan.empty()) return;
   out << "\nMemory plan (--memory " << format_bytes(r.memory_limit) << ", " << format_bytes(r.memory_baseline)
       << " held at start; scratch " << r.scratch_path << ", " << format_bytes(r.scratch_free_bytes) << " free)\n";
   for (const StagePlan& stage : r.memory_plan) {
-    std::size_t drawn = 0;
-    for (const StageTiming& timing : r.stages)
-      if (timing.name == stage.stage) drawn = timing.drawn_peak_bytes;
     out << "  " << std::setw(14) << std::left << stage.stage << std::right << " memory " << std::setw(10)
-        << format_bytes(stage.ram_bytes()) << " (drew " << format_bytes(drawn) << ")   disk " << std::setw(10)
+        << format_bytes(stage.ram_bytes()) << " (drew " << format_bytes(drawn_peak_bytes(r, stage.stage)) << ")   disk " << std::setw(10)
         << format_bytes(stage.disk_bytes());
     if (stage.gpu_bytes() > 0) out << "   GPU " << format_bytes(stage.gpu_bytes());
     if (stage.read_bytes > 0) out << "   reads " << format_bytes(stage.read_bytes) << " per " << stage.read_per;
@@ -143,14 +147,11 @@ nlohmann::json memory_json(const RunResult& r) {
     for (const PlannedBlock& block : stage.blocks)
       blocks.push_back(
           {{"what", block.what}, {"bytes", block.bytes}, {"on_disk", block.on_disk}, {"on_gpu", block.on_gpu}});
-    std::size_t drawn = 0;
-    for (const StageTiming& timing : r.stages)
-      if (timing.name == stage.stage) drawn = timing.drawn_peak_bytes;
     plan.push_back({{"stage", stage.stage},
                     {"ram_bytes", stage.ram_bytes()},
                     {"disk_bytes", stage.disk_bytes()},
                     {"gpu_bytes", stage.gpu_bytes()},
-                    {"drawn_peak_bytes", drawn},
+                    {"drawn_peak_bytes", drawn_peak_bytes(r, stage.stage)},
                     {"read_bytes", stage.read_bytes},
                     {"read_per", stage.read_per},
                     {"note", stage.note},
@@ -168,10 +169,7 @@ nlohmann::json memory_json(const RunResult& r) {
             {"read_bytes", r.scratch_read_bytes}}}};
 }
 
-}  // namespace
-
-void print_report(std::ostream& out, const RunResult& r) {
-  out << "dfmp2 — density-fitted MP2\n\n";
+void print_molecule(std::ostream& out, const RunResult& r) {
   if (r.geometry) {
     out << "Molecule " << r.molecule << "  (" << r.natom << " atoms, charge " << r.geometry->charge;
     if (r.geometry->multiplicity != 1) out << ", multiplicity " << r.geometry->multiplicity;
@@ -187,17 +185,17 @@ void print_report(std::ostream& out, const RunResult& r) {
     out << "Energy only, from the given DF tensor\n";
   }
   out << "  nbf " << r.nbf << "  naux " << r.naux << "  naux_jk " << r.naux_jk;
-  if (r.reference == "uhf")
+  if (r.unrestricted())
     out << "  nocc " << r.nocc << " α " << r.nocc_beta << " β  nvir " << r.nvir << " α " << r.nvir_beta << " β";
   else
     out << "  nocc " << r.nocc << "  nvir " << r.nvir;
   out << "  nfrozen " << r.nfrozen << "\n\n";
-  print_scf(out, r);
-  print_energies(out, r);
-  print_gradient(out, r);
-  out << (r.backend == kEnergyFromGradient ? "\nMP2 energy from the gradient's amplitudes"
-                                           : "\nEnergy backend " + r.backend)
-      << " (" << r.precision << "), " << r.threads << " threads"
+}
+
+// Where the energy step ran: backend, precision, threads, ranks, BLAS kernels, the GPU.
+void print_execution(std::ostream& out, const RunResult& r) {
+  out << (r.backend ? "\nEnergy backend " + name_of(*r.backend) : "\nMP2 energy from the gradient's amplitudes")
+      << " (" << name_of(r.precision) << "), " << r.threads << " threads"
       << (r.ranks > 1 ? " × " + std::to_string(r.ranks) + " MPI ranks" : "") << ", OpenBLAS kernels "
       << r.blas_kernels << "\n";
   if (r.gpu) {
@@ -211,7 +209,11 @@ void print_report(std::ostream& out, const RunResult& r) {
   std::snprintf(rates, sizeof rates, "GEMM rate at start-up: %.1f GFLOP/s fp64, %.1f GFLOP/s fp32\n\n",
                 r.gemm_rates.fp64_gflops, r.gemm_rates.fp32_gflops);
   out << rates;
-  // Each stage beside its floor: its GEMM work at the measured GEMM rate plus libint2's own time.
+}
+
+// Each stage beside its floor (its GEMM work at the measured GEMM rate plus libint2's own time),
+// the total, peak RSS and page faults.
+void print_stages(std::ostream& out, const RunResult& r) {
   out << "Stage                  wall / s    floor / s   wall/floor\n";
   for (const StageTiming& stage : r.stages) {
     char line[128];
@@ -227,50 +229,46 @@ void print_report(std::ostream& out, const RunResult& r) {
                 r.total_seconds, format_bytes(r.resources.peak_rss_bytes).c_str(), r.resources.minor_faults,
                 r.resources.major_faults);
   out << total;
-  if (const auto rate = energy_rate(r); rate && r.gpu) {
-    char line[300];
+}
+
+// The energy step's rate beside the GEMM it is measured against: cuBLAS's on a GPU, else
+// OpenBLAS's at the step's own shape.
+void print_energy_rate(std::ostream& out, const RunResult& r) {
+  const auto rate = energy_rate(r);
+  if (!rate) return;
+  const char* gemm = r.precision == kernels::Precision::fp32 ? "SGEMM" : "DGEMM";
+  char line[300];
+  if (r.gpu)
     std::snprintf(line, sizeof line,
                   "Energy step on the GPU: %.1f GFLOP/s (needed work), %.1f %% of cuBLAS %s at %zu × %zu × %zu "
                   "(%.1f GFLOP/s, probed at start-up); %s of B_ia^P copied to it\n",
-                  rate->step, 100.0 * rate->step / rate->probe, r.precision == "fp32" ? "SGEMM" : "DGEMM",
-                  r.gpu->gemm_m, r.gpu->gemm_m, r.gpu->gemm_k, rate->probe,
-                  format_bytes(r.gpu->uploaded_bytes).c_str());
-    out << line;
-  } else if (const auto rate = energy_rate(r)) {
-    char line[200];
+                  rate->step, 100.0 * rate->step / rate->probe, gemm, r.gpu->gemm_m, r.gpu->gemm_m, r.gpu->gemm_k,
+                  rate->probe, format_bytes(r.gpu->uploaded_bytes).c_str());
+  else
     std::snprintf(line, sizeof line,
                   "Energy step %.1f GFLOP/s (needed work), %.1f %% of %s at its shape %zu × %zu × %zu (%.1f GFLOP/s, "
                   "probed at start-up)\n",
-                  rate->step, 100.0 * rate->step / rate->probe, r.precision == "fp32" ? "SGEMM" : "DGEMM",
-                  r.energy_gemm_probe->nvir, r.energy_gemm_probe->nvir, r.energy_gemm_probe->naux, rate->probe);
-    out << line;
-  }
-  print_memory_plan(out, r);
+                  rate->step, 100.0 * rate->step / rate->probe, gemm, r.energy_gemm_probe->nvir,
+                  r.energy_gemm_probe->nvir, r.energy_gemm_probe->naux, rate->probe);
+  out << line;
 }
 
-nlohmann::json to_json(const RunResult& r) {
-  nlohmann::json j;
+// The molecule's sizes, the energies and, with --gradient, the gradient and relaxed dipole.
+void add_chemistry_keys(nlohmann::json& j, const RunResult& r) {
   j["molecule"] = r.molecule;
-  j["natom"] = r.natom;
+  for (const auto& [key, value] : {std::pair<const char*, int>{"natom", r.natom}, {"nbf", r.nbf}, {"nmo", r.nmo},
+                                   {"naux", r.naux}, {"naux_jk", r.naux_jk}, {"nocc", r.nocc}, {"nvir", r.nvir},
+                                   {"nfrozen", r.nfrozen}})
+    j[key] = value;
   j["basis"] = r.basis;
   j["df_basis"] = r.df_basis;
   j["jk_basis"] = r.jk_basis;
-  j["scf_type"] = r.scf_type;
-  j["nbf"] = r.nbf;
-  j["nmo"] = r.nmo;
-  j["naux"] = r.naux;
-  j["naux_jk"] = r.naux_jk;
-  j["nocc"] = r.nocc;
-  j["nvir"] = r.nvir;
-  j["nfrozen"] = r.nfrozen;
+  j["scf_type"] = scf_type_name(r);
   add_spin_keys(j, r);
-  j["e_nuc"] = r.e_nuc;
-  j["e_scf"] = r.e_scf;
-  j["e_ss"] = r.e_ss;
-  j["e_os"] = r.e_os;
-  j["e_corr"] = r.e_corr;
-  j["e_scs_corr"] = r.e_scs_corr;
-  j["e_total"] = r.e_total;
+  for (const auto& [key, value] :
+       {std::pair<const char*, double>{"e_nuc", r.e_nuc}, {"e_scf", r.e_scf}, {"e_ss", r.e_ss}, {"e_os", r.e_os},
+        {"e_corr", r.e_corr}, {"e_scs_corr", r.e_scs_corr}, {"e_total", r.e_total}})
+    j[key] = value;
   if (r.gradient) {
     nlohmann::json rows = nlohmann::json::array();
     for (Eigen::Index a = 0; a < r.gradient->rows(); ++a)
@@ -282,9 +280,15 @@ nlohmann::json to_json(const RunResult& r) {
     j["mp2_dipole_moment"] = {mu(0), mu(1), mu(2)};
   }
   j["scf_iterations"] = r.scf_iterations.size();
-  j["backend"] = r.backend;
-  j["precision"] = r.precision;
-  j["device"] = r.device;
+  j["scf_fp32_iterations"] = std::count_if(r.scf_iterations.begin(), r.scf_iterations.end(),
+                                           [](const ScfIteration& it) { return it.fp32; });
+}
+
+// Backend, precision, device and GPU, threads, ranks and what each rank sent and held.
+void add_execution_keys(nlohmann::json& j, const RunResult& r) {
+  j["backend"] = backend_name(r);
+  j["precision"] = name_of(r.precision);
+  j["device"] = name_of(r.device);
   if (r.gpu) {
     const kernels::GpuProperties& g = r.gpu->properties;
     j["gpu"] = {{"index", g.index},
@@ -305,6 +309,10 @@ nlohmann::json to_json(const RunResult& r) {
                      {"peak_rss_bytes", stats.peak_rss},
                      {"peak_b_bytes", stats.peak_b}});
   j["rank_stats"] = ranks;
+}
+
+// Stage timings and floors, the start-up GEMM rates and the energy step's rate at its own shape.
+void add_timing_keys(nlohmann::json& j, const RunResult& r) {
   nlohmann::json timings = nlohmann::json::object(), floors = nlohmann::json::object();
   for (const StageTiming& stage : r.stages) {
     timings[stage.name] = stage.seconds;
@@ -316,27 +324,45 @@ nlohmann::json to_json(const RunResult& r) {
   timings["total"] = r.total_seconds;
   for (const char* stage : {"setup", "integrals", "scf", "df_transform", "energy"})
     if (!timings.contains(stage)) timings[stage] = 0.0;
+  j["timings"] = timings;
   j["floors"] = floors;
   j["gemm_gflops"] = {{"fp64", r.gemm_rates.fp64_gflops}, {"fp32", r.gemm_rates.fp32_gflops}};
-  if (r.energy_gemm_probe) {
-    const RunResult::EnergyGemmProbe& probe = *r.energy_gemm_probe;
-    j["energy_gemm_probe"] = {{"m", probe.nvir},
-                              {"n", probe.nvir},
-                              {"k", probe.naux},
-                              {"fp64_gflops", probe.rates.fp64_gflops},
-                              {"fp32_gflops", probe.rates.fp32_gflops}};
-    if (const auto rate = energy_rate(r)) {
-      j["energy_gemm_probe"]["energy_gflops"] = rate->step;
-      j["energy_gemm_probe"]["fraction"] = rate->step / rate->probe;
-    }
+  if (!r.energy_gemm_probe) return;
+  const RunResult::EnergyGemmProbe& probe = *r.energy_gemm_probe;
+  j["energy_gemm_probe"] = {{"m", probe.nvir},
+                            {"n", probe.nvir},
+                            {"k", probe.naux},
+                            {"fp64_gflops", probe.rates.fp64_gflops},
+                            {"fp32_gflops", probe.rates.fp32_gflops}};
+  if (const auto rate = energy_rate(r)) {
+    j["energy_gemm_probe"]["energy_gflops"] = rate->step;
+    j["energy_gemm_probe"]["fraction"] = rate->step / rate->probe;
   }
+}
+
+}  // namespace
+
+void print_report(std::ostream& out, const RunResult& r) {
+  out << "dfmp2 — density-fitted MP2\n\n";
+  print_molecule(out, r);
+  print_scf(out, r);
+  print_energies(out, r);
+  print_gradient(out, r);
+  print_execution(out, r);
+  print_stages(out, r);
+  print_energy_rate(out, r);
+  print_memory_plan(out, r);
+}
+
+nlohmann::json to_json(const RunResult& r) {
+  nlohmann::json j;
+  add_chemistry_keys(j, r);
+  add_execution_keys(j, r);
+  add_timing_keys(j, r);
   j["resources"] = {{"peak_rss_bytes", r.resources.peak_rss_bytes},
                     {"minor_page_faults", r.resources.minor_faults},
                     {"major_page_faults", r.resources.major_faults}};
   j["memory"] = memory_json(r);
-  j["scf_fp32_iterations"] = std::count_if(r.scf_iterations.begin(), r.scf_iterations.end(),
-                                           [](const ScfIteration& it) { return it.fp32; });
-  j["timings"] = timings;
   return j;
 }
 

@@ -42,8 +42,8 @@ void describe_problem(const Problem& problem, RunResult& r) {
   r.df_basis = problem.df_basis;
   r.jk_basis = problem.jk_basis;
   r.orbital_basis = OrbitalBasis{problem.obs, problem.orbital_basis.pure};
-  r.scf_type = name_of(problem.jk_aux ? ScfType::df : ScfType::exact);
-  r.reference = name_of(problem.unrestricted ? Reference::uhf : Reference::rhf);
+  r.scf_type = problem.jk_aux ? ScfType::df : ScfType::exact;
+  r.reference = problem.unrestricted ? Reference::uhf : Reference::rhf;
   r.nbf = static_cast<int>(problem.obs.nbf());
   r.naux = static_cast<int>(problem.aux.nbf());
   r.naux_jk = problem.jk_aux ? static_cast<int>(problem.jk_aux->nbf()) : 0;
@@ -65,7 +65,6 @@ void describe_scf(ScfSolution&& scf, RunResult& r) {
 
 void describe_given_tensor(const RunInput& input, RunResult& r) {
   r.molecule = input.molecule ? input.molecule->name : "";
-  r.scf_type = "none";
   r.nocc = static_cast<int>(input.df->nocc);
   r.nvir = static_cast<int>(input.df->nvir);
   r.naux = static_cast<int>(input.df->naux);
@@ -234,11 +233,10 @@ RunResult PreparedRun::energy(kernels::Backend backend, kernels::Precision preci
   const RunContext context = s.context();
   const auto start = Clock::now();
   Mp2EnergyParts parts;
-  r.precision = name_of(precision);
+  r.precision = precision;
   if (s.gradient_energy) {
     check_energy_from_gradient(backend, precision);
     parts = *s.gradient_energy;
-    r.backend = kEnergyFromGradient;
   } else {
     const Mp2Energy energy = timed(r.stages, r.gemm_rates, s.budget.get(), "energy", [&] {
       const kernels::Device on = device.value_or(s.options.device);
@@ -250,7 +248,7 @@ RunResult PreparedRun::energy(kernels::Backend backend, kernels::Precision preci
     });
     const kernels::EnergyResult& e = energy.distributed.energy;
     parts = {e.e_os, e.e_ss, energy.distributed.e_aa, energy.distributed.e_bb};
-    r.backend = name_of(energy.backend);
+    r.backend = energy.backend;
     r.energy_gemm_seconds = e.gemm_seconds;
     r.energy_reduction_seconds = e.reduce_seconds;
     r.energy_flops = energy.needed_flops;
@@ -262,7 +260,7 @@ RunResult PreparedRun::energy(kernels::Backend backend, kernels::Precision preci
       }
     r.peak_b_bytes = energy.distributed.peak_b_bytes;
     if (energy.gpu) {
-      r.device = "gpu";
+      r.device = kernels::Device::gpu;
       r.gpu = RunResult::GpuUse{energy.gpu->properties, energy.gpu->gemm_m, energy.gpu->gemm_k,
                                 energy.gpu->gemm_gflops, energy.distributed.gpu_uploaded_bytes};
     }

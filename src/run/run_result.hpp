@@ -13,6 +13,7 @@
 #include "src/common/memory_plan.hpp"
 #include "src/molecule/molecule.hpp"
 #include "src/molecule/orbital_basis.hpp"
+#include "src/run/options.hpp"
 #include "src/scf/orbitals.hpp"
 #include "src/scf/rhf.hpp"
 
@@ -31,14 +32,12 @@ struct StageTiming {
   std::size_t drawn_peak_bytes = 0;  // the most this rank drew from the budget at once during it
 };
 
-// RunResult::backend of a --gradient run, which runs no energy backend.
-inline constexpr const char* kEnergyFromGradient = "gradient";
-
 struct RunResult {
   std::string molecule;  // name, or formula when unnamed
   std::optional<Molecule> geometry;
-  std::string basis, df_basis, jk_basis, scf_type;  // scf_type: "df", "exact", "none" (energy only)
-  std::string reference = "rhf";                     // "rhf" or "uhf"
+  std::string basis, df_basis, jk_basis;
+  std::optional<ScfType> scf_type;       // none: no SCF ran (an energy-only /df input)
+  Reference reference = Reference::rhf;  // rhf or uhf, never automatic
   // Active occupied and virtual orbitals (UHF: nocc and nvir α, nocc_beta and nvir_beta β).
   int natom = 0, nbf = 0, nmo = 0, naux = 0, naux_jk = 0, nocc = 0, nvir = 0, nfrozen = 0;
   int nocc_beta = 0, nvir_beta = 0;
@@ -51,8 +50,9 @@ struct RunResult {
   std::optional<Eigen::Vector3d> mp2_dipole_moment;  // --gradient: from the relaxed density, e·bohr about the origin
   std::optional<Orbitals> orbitals;
   std::optional<OrbitalBasis> orbital_basis;  // the orbitals' basis, for Molden and TREXIO output
-  std::string backend, precision;  // backend kEnergyFromGradient: the gradient's amplitudes gave the energy
-  std::string device = "cpu";      // where the energy step ran
+  std::optional<kernels::Backend> backend;  // none: the gradient's amplitudes gave the energy (--gradient)
+  kernels::Precision precision = kernels::Precision::fp64;
+  kernels::Device device = kernels::Device::cpu;  // where the energy step ran
   // The GPU the energy step ran on, cuBLAS's rate at the scale of T_flat (gemm_m² × gemm_k, probed at
   // start-up), and the bytes of B copied to it.
   struct GpuUse {
@@ -86,6 +86,13 @@ struct RunResult {
   std::size_t scratch_free_bytes = 0;    // at the start
   std::size_t scratch_written_bytes = 0, scratch_read_bytes = 0;  // rank 0's scratch I/O
   ResourceUsage resources;  // this rank's peak RSS and page faults at the end of the run
+
+  bool unrestricted() const { return reference == Reference::uhf; }
 };
+
+// The outputs' names of what has no choice in RunOptions: "none" for no SCF, "gradient" for the
+// energy of a --gradient run.
+inline std::string scf_type_name(const RunResult& r) { return r.scf_type ? name_of(*r.scf_type) : "none"; }
+inline std::string backend_name(const RunResult& r) { return r.backend ? name_of(*r.backend) : "gradient"; }
 
 }  // namespace dfmp2

@@ -25,8 +25,8 @@ std::string source_dir() {
 }
 
 void check_parts(const RunResult& gpu, const RunResult& cpu, bool fp32) {
-  CHECK(gpu.device == "gpu");
-  CHECK(cpu.device == "cpu");
+  CHECK(gpu.device == kernels::Device::gpu);
+  CHECK(cpu.device == kernels::Device::cpu);
   for (const auto part : {&RunResult::e_corr, &RunResult::e_os, &RunResult::e_ss, &RunResult::e_aa, &RunResult::e_bb})
     CHECK(std::abs(gpu.*part - cpu.*part) <= (fp32 ? kFp32Absolute : kFp64Relative * std::abs(cpu.*part)));
 }

@@ -69,7 +69,7 @@ void check_against_psi4(const RunResult& r, const nlohmann::json& ref, double to
   CHECK(std::abs(r.e_scs_corr - ref["e_scs_corr"].get<double>()) < tolerance);
   CHECK(std::abs(r.e_total - ref["e_total"].get<double>()) < tolerance);
   if (!ref.contains("multiplicity")) return;
-  CHECK(r.reference == "uhf");
+  CHECK(r.reference == Reference::uhf);
   CHECK(r.nocc + r.nfrozen == ref["nalpha"].get<int>());
   CHECK(r.nocc_beta + r.nfrozen == ref["nbeta"].get<int>());
   CHECK(std::abs(r.s2 - ref["s2"].get<double>()) < kS2Tolerance);
@@ -159,8 +159,8 @@ TEST_CASE("UHF of a closed shell is RHF: same energies, no spin contamination, E
     const RunResult rhf = run(input, options, quiet);
     options.reference = Reference::uhf;
     const RunResult uhf = run(input, options, quiet);
-    CHECK(rhf.reference == "rhf");
-    CHECK(uhf.reference == "uhf");
+    CHECK(rhf.reference == Reference::rhf);
+    CHECK(uhf.reference == Reference::uhf);
     CHECK(std::abs(uhf.e_scf - rhf.e_scf) < 1e-9);
     CHECK(std::abs(uhf.e_os - rhf.e_os) < 1e-9);
     CHECK(std::abs(uhf.e_ss - rhf.e_ss) < 1e-9);

@@ -188,9 +188,9 @@ TEST_CASE("orbitals survive write_hdf5_results → read_hdf5_input") {
   result.basis = "cc-pvdz";
   result.df_basis = "cc-pvdz-ri";
   result.jk_basis = "cc-pvdz-jkfit";
-  result.scf_type = "df";
-  result.backend = "fused";
-  result.precision = "fp64";
+  result.scf_type = ScfType::df;
+  result.backend = kernels::Backend::fused;
+  result.precision = kernels::Precision::fp64;
   result.natom = 3;
   result.nbf = 4;
   result.nmo = 3;
@@ -249,7 +249,6 @@ TEST_CASE("a results file without orbitals or geometry is not an input") {
   TempDir dir;
   const std::string path = dir.path("energy.h5");
   RunResult result;
-  result.scf_type = "none";
   write_hdf5_results(path, result);
   CHECK_THROWS_WITH(read_hdf5_input(path), Catch::Contains("neither /molecule nor /df"));
 }

@@ -179,7 +179,7 @@ TEST_CASE("dfmp2 qcschema: water MP2 and HF, hydroxyl UMP2 equal Psi4 1.3's thro
 
 TEST_CASE("atomic_result: the method's energy, QCSchema's properties, Psi4's qcvars and the echoed input") {
   RunResult r;
-  r.reference = "uhf";
+  r.reference = Reference::uhf;
   r.natom = 2;
   r.nbf = 19;
   r.nmo = 19;
