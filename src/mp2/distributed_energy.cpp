@@ -80,112 +80,161 @@ void describe_gpu(const kernels::GpuEnergyPlan& gpu, const EnergyDevice& device,
                kernels::to_string(gpu.backend) + ", " + kernels::to_string(gpu.precision);
 }
 
+// The sizes the plan weighs, per rank: B's rows, shares and chunks, and where B lies.
+struct EnergySizes {
+  std::size_t row = 0;       // elements of the longest row of B (nvir · naux)
+  std::size_t mine_max = 1;  // the largest rank's share (every rank takes blocks of one size)
+  std::size_t chunk = 0;     // over MPI: rows of a visiting chunk
+  std::size_t held = 0, on_disk = 0, copy = 0;  // bytes of B in memory, on disk, converted whole
+  std::size_t visiting = 0;                     // bytes of the chunk visiting from another rank
+  bool in_place = true, in_memory = true;       // B usable where it lies; all of B in memory
+  int ranks = 1;
+};
+
+EnergySizes energy_sizes(const std::vector<EnergySpin>& spins, std::size_t naux, Precision precision, int ranks) {
+  EnergySizes z;
+  z.ranks = ranks;
+  const std::size_t elem = element_bytes(precision);
+  const EnergySpin::Stored wanted = precision == Precision::fp32 ? EnergySpin::Stored::fp32 : EnergySpin::Stored::fp64;
+  for (const EnergySpin& s : spins) {
+    z.row = std::max(z.row, s.nvir * naux);
+    z.mine_max = std::max(z.mine_max, share_of(s.nocc, 0, ranks).size());
+    if (ranks > 1) z.chunk = std::max(z.chunk, chunk_rows(s.nocc, ranks));
+    const std::size_t elements = s.nocc_mine * s.nvir * naux;
+    if (s.stored == EnergySpin::Stored::disk)
+      z.on_disk += sizeof(double) * elements;
+    else
+      z.held += MemoryBudget::array_bytes(elements * (s.stored == EnergySpin::Stored::fp32 ? sizeof(float) : sizeof(double)));
+    z.copy += MemoryBudget::array_bytes(elem * elements);
+    z.in_place = z.in_place && s.stored == wanted;
+    z.in_memory = z.in_memory && s.stored != EnergySpin::Stored::disk;
+  }
+  z.visiting = ranks > 1 ? MemoryBudget::array_bytes(z.chunk * z.row * elem) : 0;
+  return z;
+}
+
+// Blocks of `block` orbitals: three of fp64 rows (one block, the block paired with it and the
+// next one being read, narrowed in place to fp32 where asked) and, over MPI, a chunk being sent.
+std::size_t block_buffer_bytes(const EnergySizes& z, std::size_t block) {
+  return MemoryBudget::array_bytes(sizeof(double) * z.row * (3 * block + (z.ranks > 1 ? z.chunk : 0)));
+}
+
+// The backend and its workspace for blocks of `block` orbitals with `beside` bytes held besides:
+// the loop backend's T_flat takes what is left (rest). On the GPU the workspace is in its memory.
+struct Workspace {
+  kernels::Backend backend;
+  std::size_t bytes = 0, rest = 0;
+};
+struct WorkspaceRule {
+  const std::vector<EnergySpin>& spins;
+  kernels::Backend backend;
+  Precision precision;
+  bool on_gpu;
+  std::size_t ram_bytes;
+  int ranks, threads;
+
+  Workspace at(std::size_t block, std::size_t beside, bool blocked) const {
+    if (on_gpu)
+      return {backend == kernels::Backend::automatic ? kernels::gpu_automatic_backend(precision) : backend, 0, 0};
+    const std::size_t rest = ram_bytes > beside ? ram_bytes - beside : 0;
+    const kernels::Backend chosen =
+        backend == kernels::Backend::automatic
+            ? kernels::resolve_automatic(precision, std::min(block, spins[0].nocc), spins[0].nvir, rest)
+            : backend;
+    std::size_t most = 0;
+    for (const auto& shape : pair_spaces(spins, block, ranks, blocked))
+      most = std::max(most, kernels::energy_workspace_bytes(chosen, precision, shape, threads, rest));
+    return {chosen, MemoryBudget::array_bytes(most), rest};
+  }
+};
+
+// The largest blocks whose buffers, visiting chunk and workspace fit in ram_bytes (at least one orbital).
+std::size_t largest_block(const WorkspaceRule& rule, const EnergySizes& z) {
+  const auto needs = [&](std::size_t block) {
+    const std::size_t beside = block_buffer_bytes(z, block) + z.visiting;
+    return beside + rule.at(block, beside, true).bytes;
+  };
+  std::size_t low = 1, high = z.mine_max;
+  while (low < high) {
+    const std::size_t mid = (low + high + 1) / 2;
+    if (needs(mid) <= rule.ram_bytes) low = mid; else high = mid - 1;
+  }
+  return low;
+}
+
+// Bytes of B read from disk in the step: block k against the k blocks before it, per spin; αβ:
+// each α block against every β block.
+std::size_t disk_read_bytes(const std::vector<EnergySpin>& spins, std::size_t naux, std::size_t block) {
+  std::size_t bytes = 0;
+  const auto blocks_of_spin = [&](const EnergySpin& s) { return (s.nocc_mine + block - 1) / block; };
+  for (const EnergySpin& s : spins) {
+    if (s.stored != EnergySpin::Stored::disk) continue;
+    const std::size_t blocks = blocks_of_spin(s);
+    const std::size_t loads = blocks * (blocks + 1) / 2 + (spins.size() == 2 && &s == &spins[1] ? blocks * blocks_of_spin(spins[0]) : 0);
+    bytes += loads * std::min(block, s.nocc_mine) * s.nvir * naux * sizeof(double);
+  }
+  return bytes;
+}
+
+// The stage's memory plan: where B lies, the buffers, the visiting chunk, the workspace, the reads.
+void describe_energy_stage(EnergyPlan& plan, const EnergySizes& z, const std::vector<EnergySpin>& spins,
+                           std::size_t naux, std::size_t buffers) {
+  StagePlan& stage = plan.stage;
+  if (plan.gpu) describe_gpu(*plan.gpu, plan.device, stage);
+  if (z.held > 0) stage.ram("B_ia^P, in memory", z.held);
+  stage.disk("B_ia^P, on disk", z.on_disk);
+  if (plan.converted_copy) stage.ram("B_ia^P converted to " + kernels::to_string(plan.precision), z.copy);
+  if (buffers > 0) stage.ram("B_ia^P blocks being summed, read and sent", buffers);
+  if (z.ranks > 1) stage.ram("B_ia^P visiting from other ranks", z.visiting);
+  stage.ram("the energy backend's workspace", plan.workspace_bytes);
+  stage.read_bytes = disk_read_bytes(spins, naux, plan.block_occ);
+  stage.read_per = "energy step";
+}
+
 }  // namespace
 
 EnergyPlan plan_energy(const std::vector<EnergySpin>& spins, std::size_t naux, kernels::Backend backend,
                        kernels::Precision precision, std::size_t ram_bytes, Communicator& comm,
                        const EnergyDevice& device) {
+  const EnergySizes z = energy_sizes(spins, naux, precision, comm.size());
+  const WorkspaceRule rule{spins, backend, precision, device.gpu, ram_bytes, comm.size(), omp_get_max_threads()};
   EnergyPlan plan;
   plan.precision = precision;
   plan.device = device;
-  const int N = comm.size(), threads = omp_get_max_threads();
-  const std::size_t elem = element_bytes(precision);
-  const EnergySpin::Stored wanted = precision == Precision::fp32 ? EnergySpin::Stored::fp32 : EnergySpin::Stored::fp64;
-  std::size_t row = 0, mine_max = 0, chunk = 0, held = 0, on_disk = 0, copy = 0;
-  bool in_place = true, in_memory = true;
-  for (const EnergySpin& s : spins) {
-    row = std::max(row, s.nvir * naux);
-    // Every rank takes blocks of the same size (the exchanges pair up round by round): at most
-    // the largest share.
-    mine_max = std::max(mine_max, share_of(s.nocc, 0, N).size());
-    if (N > 1) chunk = std::max(chunk, chunk_rows(s.nocc, N));
-    const std::size_t bytes = s.nocc_mine * s.nvir * naux;
-    if (s.stored == EnergySpin::Stored::disk) on_disk += sizeof(double) * bytes;
-    else
-      held +=
-          MemoryBudget::array_bytes(bytes * (s.stored == EnergySpin::Stored::fp32 ? sizeof(float) : sizeof(double)));
-    copy += MemoryBudget::array_bytes(elem * bytes);
-    in_place = in_place && s.stored == wanted;
-    in_memory = in_memory && s.stored != EnergySpin::Stored::disk;
-  }
-  mine_max = std::max<std::size_t>(mine_max, 1);
-  plan.chunk_occ = chunk;
-  const std::size_t visiting = N > 1 ? MemoryBudget::array_bytes(chunk * row * elem) : 0;
-  // Blocks of `block` orbitals: three of fp64 rows (one block, the block paired with it and the
-  // next one being read, narrowed in place to fp32 where asked) and, over MPI, a chunk being sent.
-  const auto buffers_of = [&](std::size_t block) {
-    return MemoryBudget::array_bytes(sizeof(double) * row * (3 * block + (N > 1 ? chunk : 0)));
-  };
-  // The backend's workspace for blocks of `block` orbitals with `beside` bytes held besides:
-  // the loop backend's T_flat takes what is left.
-  const auto workspace = [&](std::size_t block, std::size_t beside, bool blocked) -> std::size_t {
-    if (device.gpu) {  // the GPU's workspace is in its own memory
-      plan.backend = backend == kernels::Backend::automatic ? kernels::gpu_automatic_backend(precision) : backend;
-      return 0;
-    }
-    const std::size_t rest = ram_bytes > beside ? ram_bytes - beside : 0;
-    plan.loop_memory_bytes = rest;
-    plan.backend = backend == kernels::Backend::automatic
-                       ? kernels::resolve_automatic(precision, std::min(block, spins[0].nocc), spins[0].nvir, rest)
-                       : backend;
-    std::size_t most = 0;
-    for (const auto& shape : pair_spaces(spins, block, N, blocked))
-      most = std::max(most, kernels::energy_workspace_bytes(plan.backend, precision, shape, threads, rest));
-    return MemoryBudget::array_bytes(most);
-  };
-  std::size_t buffers = 0;
-  plan.block_occ = mine_max;
-  plan.workspace_bytes = workspace(mine_max, visiting, false);
-  if (in_place) {  // B used where it lies
-  } else if (in_memory && (plan.workspace_bytes = workspace(mine_max, visiting + copy, false)) + visiting + copy <= ram_bytes) {
+  plan.chunk_occ = z.chunk;
+  plan.block_occ = z.mine_max;
+  std::size_t beside = z.visiting;  // held besides the workspace
+  bool blocked = false;             // pairs of different blocks of one spin are summed
+  if (z.in_place) {  // B used where it lies
+  } else if (z.in_memory && rule.at(z.mine_max, z.visiting + z.copy, false).bytes + z.visiting + z.copy <= ram_bytes) {
     plan.converted_copy = true;
-  } else {  // the largest blocks that fit
+    beside += z.copy;
+  } else {
     plan.blocks_loaded = true;
-    const auto needs = [&](std::size_t block) {
-      const std::size_t beside = buffers_of(block) + visiting;
-      return beside + workspace(block, beside, true);
-    };
-    std::size_t low = 1, high = mine_max;
-    while (low < high) {
-      const std::size_t mid = (low + high + 1) / 2;
-      if (needs(mid) <= ram_bytes) low = mid; else high = mid - 1;
-    }
-    plan.block_occ = low;
+    plan.block_occ = largest_block(rule, z);
   }
   if (device.gpu)
-    plan.block_occ = std::min(plan.block_occ, plan_on_gpu(spins, naux, plan.backend, precision, device, chunk).block_occ);
+    plan.block_occ = std::min(plan.block_occ,
+                              plan_on_gpu(spins, naux, rule.at(1, 0, false).backend, precision, device, z.chunk).block_occ);
   // Every rank takes blocks of one size, the smallest any rank needs: the exchanges pair up round
   // by round.
   const auto proposed = comm.allgather(double(plan.block_occ));
   if (const auto agreed = static_cast<std::size_t>(*std::min_element(proposed.begin(), proposed.end()));
       agreed != plan.block_occ) {
     plan.block_occ = agreed;
-    if (!plan.blocks_loaded) plan.workspace_bytes = workspace(agreed, visiting + (plan.converted_copy ? copy : 0), true);
+    blocked = true;
   }
+  const std::size_t buffers = plan.blocks_loaded ? block_buffer_bytes(z, plan.block_occ) : 0;
   if (plan.blocks_loaded) {
-    buffers = buffers_of(plan.block_occ);
-    plan.workspace_bytes = workspace(plan.block_occ, buffers + visiting, true);
+    beside = buffers + z.visiting;
+    blocked = true;
   }
-  StagePlan& stage = plan.stage;
-  if (device.gpu) {
-    plan.gpu = plan_on_gpu(spins, naux, plan.backend, precision, device, chunk, plan.block_occ);
-    describe_gpu(*plan.gpu, device, stage);
-  }
-  if (held > 0) stage.ram("B_ia^P, in memory", held);
-  stage.disk("B_ia^P, on disk", on_disk);
-  if (plan.converted_copy) stage.ram("B_ia^P converted to " + kernels::to_string(precision), copy);
-  if (buffers > 0) stage.ram("B_ia^P blocks being summed, read and sent", buffers);
-  if (N > 1) stage.ram("B_ia^P visiting from other ranks", visiting);
-  stage.ram("the energy backend's workspace", plan.workspace_bytes);
-  // Reads: block k against the k blocks before it, per spin; αβ: each α block against every β block.
-  for (const EnergySpin& s : spins)
-    if (s.stored == EnergySpin::Stored::disk) {
-      const std::size_t blocks = (s.nocc_mine + plan.block_occ - 1) / plan.block_occ;
-      const std::size_t loads = blocks * (blocks + 1) / 2 +
-                                (spins.size() == 2 && &s == &spins[1] ? blocks * ((spins[0].nocc_mine + plan.block_occ - 1) / plan.block_occ) : 0);
-      stage.read_bytes += loads * std::min(plan.block_occ, s.nocc_mine) * s.nvir * naux * sizeof(double);
-    }
-  stage.read_per = "energy step";
+  const Workspace workspace = rule.at(plan.block_occ, beside, blocked);
+  plan.backend = workspace.backend;
+  plan.workspace_bytes = workspace.bytes;
+  plan.loop_memory_bytes = workspace.rest;
+  if (device.gpu) plan.gpu = plan_on_gpu(spins, naux, plan.backend, precision, device, z.chunk, plan.block_occ);
+  describe_energy_stage(plan, z, spins, naux, buffers);
   return plan;
 }
 
@@ -431,29 +480,45 @@ double rank_flops(const DFTensor& alpha, const DFTensor* beta, int ranks) {
   return total / ranks;
 }
 
+// B in precision Real where the plan uses it in place: as stored, or converted whole into copy;
+// null when the plan loads blocks.
+template <typename Real>
+const Real* b_in_place(const DFTensor& df, const EnergyPlan& plan, MemoryBudget& budget, LargeArray<Real>& copy) {
+  if (plan.blocks_loaded) return nullptr;
+  const auto& stored = [&]() -> const auto& {
+    if constexpr (std::is_same_v<Real, double>) return df.B64; else return df.B32;
+  }();
+  if (!stored.empty() || df.nocc == 0) return stored.data();
+  copy = budget.allocate<Real>(df.nocc * df.nvir * df.naux, "B_ia^P converted to " + kernels::to_string(plan.precision));
+  if constexpr (std::is_same_v<Real, double>)
+    std::copy(df.B32.begin(), df.B32.end(), copy.begin());
+  else
+    std::copy(df.B64.begin(), df.B64.end(), copy.begin());
+  return copy.data();
+}
+
+// The energies summed over ranks: one spin's e_ss sums both orderings of its
+// exchange-antisymmetrised pairs, twice E_σσ.
+void sum_over_ranks(const kernels::EnergyResult& aa, const kernels::EnergyResult& bb, const kernels::EnergyResult& ab,
+                    bool unrestricted, Communicator& comm, DistributedEnergy& result) {
+  double sums[3] = {unrestricted ? 0.5 * aa.e_ss : aa.e_ss, 0.5 * bb.e_ss, unrestricted ? ab.e_os : aa.e_os};
+  comm.allreduce_sum(sums, 3);
+  if (unrestricted) {
+    result.e_aa = sums[0];
+    result.e_bb = sums[1];
+  }
+  result.energy.e_ss = sums[0] + (unrestricted ? sums[1] : 0.0);
+  result.energy.e_os = sums[2];
+}
+
 template <typename Real>
 DistributedEnergy run_energy(const DFTensor& alpha, const DFTensor* beta, const EnergyPlan& plan, MemoryBudget& budget,
                              const std::function<void(double)>& progress, Communicator& comm) {
   const std::size_t row = std::max(alpha.nvir * alpha.naux, beta ? beta->nvir * beta->naux : 0);
-  // B in place: as stored, or converted whole.
   LargeArray<Real> copy_a, copy_b;
-  const auto in_place = [&](const DFTensor& df, LargeArray<Real>& copy) -> const Real* {
-    if (plan.blocks_loaded) return nullptr;
-    if constexpr (std::is_same_v<Real, double>) {
-      if (!df.B64.empty() || df.nocc == 0) return df.B64.data();
-    } else {
-      if (!df.B32.empty() || df.nocc == 0) return df.B32.data();
-    }
-    copy = budget.allocate<Real>(df.nocc * df.nvir * df.naux, "B_ia^P converted to " + kernels::to_string(plan.precision));
-    if constexpr (std::is_same_v<Real, double>)
-      std::copy(df.B32.begin(), df.B32.end(), copy.begin());
-    else
-      std::copy(df.B64.begin(), df.B64.end(), copy.begin());
-    return copy.data();
-  };
-  const ShareRows<Real> a(alpha, in_place(alpha, copy_a));
+  const ShareRows<Real> a(alpha, b_in_place(alpha, plan, budget, copy_a));
   std::optional<ShareRows<Real>> b;
-  if (beta) b.emplace(*beta, in_place(*beta, copy_b));
+  if (beta) b.emplace(*beta, b_in_place(*beta, plan, budget, copy_b));
   LargeArray<double> buffers;
   if (plan.blocks_loaded)
     buffers = budget.allocate<double>(3 * plan.block_occ * row + (comm.size() > 1 ? plan.chunk_occ * row : 0),
@@ -486,18 +551,7 @@ DistributedEnergy run_energy(const DFTensor& alpha, const DFTensor* beta, const 
                                             : sizeof(Real) * (alpha.nocc * alpha.nvir * alpha.naux +
                                                               (beta ? beta->nocc * beta->nvir * beta->naux : 0))) +
                         visiting.size() * sizeof(Real);
-  // One spin's e_ss sums both orderings of its exchange-antisymmetrised pairs: twice E_σσ.
-  double sums[3] = {beta ? 0.5 * aa.e_ss : aa.e_ss, 0.5 * bb.e_ss, beta ? ab.e_os : aa.e_os};
-  comm.allreduce_sum(sums, 3);
-  if (beta) {
-    result.e_aa = sums[0];
-    result.e_bb = sums[1];
-    result.energy.e_ss = sums[0] + sums[1];
-    result.energy.e_os = sums[2];
-  } else {
-    result.energy.e_ss = sums[0];
-    result.energy.e_os = sums[2];
-  }
+  sum_over_ranks(aa, bb, ab, beta != nullptr, comm, result);
   return result;
 }
 

@@ -1,6 +1,6 @@
 """A geometry optimisation with dfmp2's DF-MP2 forces (ASE's BFGS on dfmp2.ase.DFMP2) reaches the
 minimum Psi4 1.3's optimiser optking reaches (tests/reference/psi4_mp2_minima.json, made by
-tests/reference/psi4_mp2_optimisation_reference.py): bond lengths within 1e-4 Å."""
+tests/reference/psi4_mp2_optimisation_reference.py): bond lengths within 1e-5 Å, angles within 4e-3°."""
 import json
 import os
 import unittest
