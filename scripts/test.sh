@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Set-up command 2: install what is missing, build, and run the whole test suite: the normal
 # build's tests, the same under AddressSanitizer + UBSan (scripts/test-sanitizers.sh), then the
-# input readers' fuzzers (scripts/test-fuzz.sh). Ends with each part's wall time and the machine,
-# the record results/test_command.md quotes.
+# input readers' fuzzers (scripts/test-fuzz.sh). Ends with each part's wall time, the machine and
+# the commit, so that a log of it says how long the test command took where.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 times=()
