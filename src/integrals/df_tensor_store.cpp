@@ -49,6 +49,61 @@ void trade_round(Communicator& comm, const FittedTensorPlan& plan, const kernels
                   offset[r + 1] - offset[r], traded + offset[r], width);
 }
 
+// Computes and fits the integrals of a batch of shell rows into out, rows `stride` apart (0: the
+// batch's own columns).
+using ComputeAndFit = std::function<void(ShellRange rows, double* out, std::size_t stride)>;
+
+// Straight into the rows in memory, still by batches of shell rows (about 16, each a few fitting
+// blocks per thread wide) so that the stage shows its progress.
+void fill_in_place(const libint2::BasisSet& obs, const ShellPairs& pairs, const FittedTensorPlan& plan, RowStore& store,
+                   const ComputeAndFit& compute_and_fit, const std::function<void(double)>& progress) {
+  FittedTensorPlan by_rows = plan;
+  by_rows.batch_columns = std::max(plan.stored / 16, std::size_t{8192} * static_cast<std::size_t>(omp_get_max_threads()));
+  const std::vector<ShellRange> batches = fitted_tensor_batches(obs, pairs, by_rows, 0, 1);
+  for (std::size_t k = 0; k < batches.size(); ++k) {
+    compute_and_fit(batches[k], store.ram() + pairs.layout.row_block_offset(batches[k].first), plan.stored);
+    if (progress) progress(double(k + 1) / double(batches.size()));
+  }
+}
+
+// Batch by batch into a buffer, then into the store: this rank's rows in memory and on disk, or
+// over MPI traded round by round so each rank keeps its rows Q of every batch.
+void fill_by_rounds(const libint2::BasisSet& obs, const ShellPairs& pairs, const FittedTensorPlan& plan,
+                    const ThreeIndexIntegrals& integrals, RowStore& store, MemoryBudget& budget, Communicator& comm,
+                    const ComputeAndFit& compute_and_fit, const std::function<void(double)>& progress) {
+  const int N = comm.size();
+  std::vector<std::vector<ShellRange>> batches;
+  std::size_t rounds = 0;
+  for (int r = 0; r < N; ++r) {
+    batches.push_back(fitted_tensor_batches(obs, pairs, plan, r, N));
+    rounds = std::max(rounds, batches.back().size());
+  }
+  LargeArray<double> batch =
+      budget.allocate<double>(plan.naux * plan.batch_columns, "the DF-SCF integrals of a batch of shell rows");
+  // Over MPI one round straight into the rows in memory, when it is the whole tensor.
+  const bool direct = N > 1 && rounds == 1 && store.disk_rows() == 0;
+  LargeArray<double> traded;
+  MemoryBudget::Reservation slabs;
+  if (N > 1) {
+    if (!direct) traded = budget.allocate<double>(plan.q.size() * plan.exchange_columns, "the DF-SCF tensor traded");
+    slabs = budget.reserve(setup_exchange_bytes(plan), "the exchange between ranks");
+  }
+  const kernels::BlockPackedLayout& layout = pairs.layout;
+  for (std::size_t k = 0; k < rounds; ++k) {
+    std::vector<ShellRange> batch_of_rank;
+    for (const auto& b : batches) batch_of_rank.push_back(k < b.size() ? b[k] : ShellRange{});
+    const ShellRange mine = batch_of_rank[static_cast<std::size_t>(comm.rank())];
+    compute_and_fit(mine, batch.data(), 0);
+    if (N == 1) {
+      const std::size_t columns = integrals.columns(mine);
+      store.write(0, plan.naux, layout.row_block_offset(mine.first), columns, batch.data(), columns);
+    } else {
+      trade_round(comm, plan, layout, batch_of_rank, batch.data(), direct ? store.ram() : traded.data(), store);
+    }
+    if (progress) progress(double(k + 1) / double(rounds));
+  }
+}
+
 }  // namespace
 
 FittedTensorStore::FittedTensorStore(const libint2::BasisSet& obs, const libint2::BasisSet& aux, const ShellPairs& pairs,
@@ -61,8 +116,7 @@ FittedTensorStore::FittedTensorStore(const libint2::BasisSet& obs, const libint2
   const ThreeIndexIntegrals integrals(aux, obs, pairs, metric);
   const CoulombFitting fitting(metric);
   const ShellRange all_aux{0, aux.size()};
-  // Rows `stride` apart (0: the batch's own columns).
-  const auto compute_and_fit = [&](ShellRange rows, double* out, std::size_t stride) {
+  const ComputeAndFit compute_and_fit = [&](ShellRange rows, double* out, std::size_t stride) {
     const std::size_t columns = integrals.columns(rows);
     if (columns == 0) return;
     integrals.compute(all_aux, rows, out, stride);
@@ -70,49 +124,10 @@ FittedTensorStore::FittedTensorStore(const libint2::BasisSet& obs, const libint2
     fitting.apply(out, columns, stride);
     work_.flops_fp64 += fitting.flops(columns);
   };
-  if (plan.in_place()) {
-    // Straight into the rows in memory, still by batches of shell rows (about 16, each a few
-    // fitting blocks per thread wide) so that the stage shows its progress.
-    FittedTensorPlan by_rows = plan;
-    by_rows.batch_columns = std::max(plan.stored / 16, std::size_t{8192} * static_cast<std::size_t>(omp_get_max_threads()));
-    const std::vector<ShellRange> batches = fitted_tensor_batches(obs, pairs, by_rows, 0, 1);
-    for (std::size_t k = 0; k < batches.size(); ++k) {
-      compute_and_fit(batches[k], store_.ram() + pairs.layout.row_block_offset(batches[k].first), plan.stored);
-      if (progress) progress(double(k + 1) / double(batches.size()));
-    }
-  } else {
-    const int N = comm.size();
-    std::vector<std::vector<ShellRange>> batches;
-    std::size_t rounds = 0;
-    for (int r = 0; r < N; ++r) {
-      batches.push_back(fitted_tensor_batches(obs, pairs, plan, r, N));
-      rounds = std::max(rounds, batches.back().size());
-    }
-    LargeArray<double> batch = budget.allocate<double>(plan.naux * plan.batch_columns,
-                                                       "the DF-SCF integrals of a batch of shell rows");
-    // Over MPI one round straight into the rows in memory, when it is the whole tensor.
-    const bool direct = N > 1 && rounds == 1 && store_.disk_rows() == 0;
-    LargeArray<double> traded;
-    MemoryBudget::Reservation slabs;
-    if (N > 1) {
-      if (!direct) traded = budget.allocate<double>(plan.q.size() * plan.exchange_columns, "the DF-SCF tensor traded");
-      slabs = budget.reserve(setup_exchange_bytes(plan), "the exchange between ranks");
-    }
-    const kernels::BlockPackedLayout& layout = pairs.layout;
-    for (std::size_t k = 0; k < rounds; ++k) {
-      std::vector<ShellRange> batch_of_rank;
-      for (const auto& b : batches) batch_of_rank.push_back(k < b.size() ? b[k] : ShellRange{});
-      const ShellRange mine = batch_of_rank[static_cast<std::size_t>(comm.rank())];
-      compute_and_fit(mine, batch.data(), 0);
-      if (N == 1) {
-        const std::size_t columns = integrals.columns(mine);
-        store_.write(0, plan.naux, layout.row_block_offset(mine.first), columns, batch.data(), columns);
-      } else {
-        trade_round(comm, plan, layout, batch_of_rank, batch.data(), direct ? store_.ram() : traded.data(), store_);
-      }
-      if (progress) progress(double(k + 1) / double(rounds));
-    }
-  }
+  if (plan.in_place())
+    fill_in_place(obs, pairs, plan, store_, compute_and_fit, progress);
+  else
+    fill_by_rounds(obs, pairs, plan, integrals, store_, budget, comm, compute_and_fit, progress);
   if (store_.disk_rows() > 0)
     read_buffers_ = budget.allocate<double>(2 * plan.read_rows * plan.stored, "the DF-SCF tensor's read buffers");
 }

@@ -305,6 +305,78 @@ void fit_through_disk(const DFTransformPlan& p, const libint2::BasisSet& aux, st
   }
 }
 
+// One spin's DF tensor and the stores the plan writes it through, before the pass.
+SpinTarget make_target(const DFTransformInput& in, const DFTransformPlan& p, std::size_t s, MemoryBudget& budget,
+                       const ScratchDirectory* scratch) {
+  SpinTarget target;
+  const Range occ = p.occ_of(s, p.rank);
+  const std::size_t nvir = p.spins[s].nvir, nov = p.spins[s].nocc * nvir;
+  DFTensor& df = target.df;
+  df.nocc = occ.size();
+  df.occ_begin = occ.begin;
+  df.nvir = nvir;
+  df.naux = p.naux;
+  df.eps_occ.assign(in.spins[s].eps_occ.data(), in.spins[s].eps_occ.data() + p.spins[s].nocc);
+  df.eps_vir.assign(in.spins[s].eps_vir.data(), in.spins[s].eps_vir.data() + nvir);
+  if (p.b_in_memory && p.ranks == 1 && !p.through_disk)  // the pass writes straight into it
+    df.B64 = budget.allocate<double>(occ.size() * nvir * p.naux, "B_ia^P, in memory");
+  if (!p.b_in_memory) df.on_disk = RowStore(occ.size(), nvir * p.naux, 0, budget, scratch, "B_ia^P, on disk");
+  if (p.through_disk)
+    target.qia = RowStore(p.q.size(), nov, 0, budget, scratch, "(Q|ia) of this rank's Q, on disk");
+  else if (p.ranks > 1)
+    target.exchange = budget.allocate<double>(nov * p.q.size(), "(Q|ia) of this rank's Q, to be traded");
+  return target;
+}
+
+// The integrals pass over this rank's auxiliary shells, with its own buffers (freed on return).
+void run_pass(const DFTransformInput& in, const DFTransformPlan& p, std::vector<SpinTarget>& targets,
+              MemoryBudget& budget, const Eigen::MatrixXd& metric, const std::function<void(double)>& progress,
+              StageWork& work) {
+  Pass pass{in, p, {}, {}, {}, 0, {}, {}};
+  std::size_t nocc_all = 0;
+  for (std::size_t s = 0; s < in.spins.size(); ++s) {
+    pass.occ_offset.push_back(nocc_all);
+    pass.ov_offset.push_back(pass.nov_all);
+    nocc_all += p.spins[s].nocc;
+    pass.nov_all += p.spins[s].nocc * p.spins[s].nvir;
+  }
+  pass.C_occ_all.resize(static_cast<Eigen::Index>(p.nbf), static_cast<Eigen::Index>(nocc_all));
+  for (std::size_t s = 0; s < in.spins.size(); ++s)
+    pass.C_occ_all.middleCols(static_cast<Eigen::Index>(pass.occ_offset[s]), in.spins[s].C_occ.cols()) = in.spins[s].C_occ;
+  const auto threads = static_cast<std::size_t>(omp_get_max_threads());
+  const auto workspace = budget.reserve(thread_workspace_bytes(p.nbf, nocc_all), "the transform's per-thread buffers");
+  pass.square.assign(threads, std::vector<double>(p.nbf * p.nbf, 0.0));
+  pass.X.assign(threads, std::vector<double>(p.nbf * nocc_all));
+  integrals_pass(pass, targets, budget, metric, progress, work);
+}
+
+// One spin's (Q|ia) held in memory fitted into B_ia^P: over MPI, traded first so each rank holds
+// its occupied rows over every Q.
+void fit_in_memory(const DFTransformPlan& p, const libint2::BasisSet& aux, std::size_t s, SpinTarget& target,
+                   const CoulombFitting& fitting, MemoryBudget& budget, Communicator& comm, StageWork& work) {
+  DFTensor& df = target.df;
+  const std::size_t rows = df.nocc * df.nvir;
+  if (p.ranks > 1) {
+    df.B64 = budget.allocate<double>(rows * p.naux, "B_ia^P, in memory");
+    const auto slabs = budget.reserve(trade_buffer_bytes(p, s), "the exchange between ranks");
+    const std::size_t nov = p.spins[s].nocc * p.spins[s].nvir;
+    redistribute(
+        comm, target.exchange.data(),
+        [&](int r) {
+          const ShellRange shells = shell_part(aux, r, p.ranks);
+          return MatrixPart{{0, nov}, {first_function(aux, shells.first), first_function(aux, shells.last)}};
+        },
+        [&](int r) {
+          const Range occ = p.occ_of(s, r);
+          return MatrixPart{{occ.begin * df.nvir, occ.end * df.nvir}, {0, p.naux}};
+        },
+        df.B64.data());
+    target.exchange = LargeArray<double>();
+  }
+  fitting.apply_to_rows(df.B64.data(), rows);
+  work.flops_fp64 += fitting.flops(rows);
+}
+
 }  // namespace
 
 std::vector<DFTensor> build_df_tensors(const DFTransformInput& in, const DFTransformPlan& plan, MemoryBudget& budget,
@@ -313,26 +385,9 @@ std::vector<DFTensor> build_df_tensors(const DFTransformInput& in, const DFTrans
   const DFTransformPlan& p = plan;
   const auto fit_memory = budget.reserve(CoulombFitting::peak_bytes(p.naux), "the DF-MP2 fitting metric");
   const Eigen::MatrixXd metric = coulomb_metric(in.aux);
-  std::vector<SpinTarget> targets(in.spins.size());
-  for (std::size_t s = 0; s < in.spins.size(); ++s) {
-    const Range occ = p.occ_of(s, p.rank);
-    const std::size_t nvir = p.spins[s].nvir, nov = p.spins[s].nocc * nvir;
-    DFTensor& df = targets[s].df;
-    df.nocc = occ.size();
-    df.occ_begin = occ.begin;
-    df.nvir = nvir;
-    df.naux = p.naux;
-    df.eps_occ.assign(in.spins[s].eps_occ.data(), in.spins[s].eps_occ.data() + p.spins[s].nocc);
-    df.eps_vir.assign(in.spins[s].eps_vir.data(), in.spins[s].eps_vir.data() + nvir);
-    if (p.b_in_memory && p.ranks == 1 && !p.through_disk)  // the pass writes straight into it
-      df.B64 = budget.allocate<double>(occ.size() * nvir * p.naux, "B_ia^P, in memory");
-    if (!p.b_in_memory)
-      df.on_disk = RowStore(occ.size(), nvir * p.naux, 0, budget, scratch, "B_ia^P, on disk");
-    if (p.through_disk)
-      targets[s].qia = RowStore(p.q.size(), nov, 0, budget, scratch, "(Q|ia) of this rank's Q, on disk");
-    else if (p.ranks > 1)
-      targets[s].exchange = budget.allocate<double>(nov * p.q.size(), "(Q|ia) of this rank's Q, to be traded");
-  }
+  std::vector<SpinTarget> targets;
+  targets.reserve(in.spins.size());
+  for (std::size_t s = 0; s < in.spins.size(); ++s) targets.push_back(make_target(in, p, s, budget, scratch));
 
   // Progress by work: the pass's flops, then the fit's.
   const CoulombFitting fitting(metric);
@@ -344,56 +399,17 @@ std::vector<DFTensor> build_df_tensors(const DFTransformInput& in, const DFTrans
   }
   const double pass_flops = 2.0 * double(p.nbf) * (double(p.nbf) * occupied + pairs_ia) * double(p.q.size());
   const double pass_share = pass_flops / std::max(1.0, pass_flops + fit_flops);
-  {  // the pass's own buffers, freed before the fit
-    Pass pass{in, p, {}, {}, {}, 0, {}, {}};
-    std::size_t nocc_all = 0;
-    for (std::size_t s = 0; s < in.spins.size(); ++s) {
-      pass.occ_offset.push_back(nocc_all);
-      pass.ov_offset.push_back(pass.nov_all);
-      nocc_all += p.spins[s].nocc;
-      pass.nov_all += p.spins[s].nocc * p.spins[s].nvir;
-    }
-    pass.C_occ_all.resize(static_cast<Eigen::Index>(p.nbf), static_cast<Eigen::Index>(nocc_all));
-    for (std::size_t s = 0; s < in.spins.size(); ++s)
-      pass.C_occ_all.middleCols(static_cast<Eigen::Index>(pass.occ_offset[s]), in.spins[s].C_occ.cols()) = in.spins[s].C_occ;
-    const auto threads = static_cast<std::size_t>(omp_get_max_threads());
-    const auto workspace = budget.reserve(thread_workspace_bytes(p.nbf, nocc_all), "the transform's per-thread buffers");
-    pass.square.assign(threads, std::vector<double>(p.nbf * p.nbf, 0.0));
-    pass.X.assign(threads, std::vector<double>(p.nbf * nocc_all));
-    integrals_pass(pass, targets, budget, metric,
-                   [&](double done) { if (progress) progress(pass_share * done); }, work);
-  }
+  run_pass(in, p, targets, budget, metric, [&](double done) { if (progress) progress(pass_share * done); }, work);
   if (p.through_disk && p.b_in_memory)
     for (SpinTarget& target : targets)
       target.df.B64 = budget.allocate<double>(target.df.nocc * target.df.nvir * p.naux, "B_ia^P, in memory");
   double fitted = 0.0;
   for (std::size_t s = 0; s < in.spins.size(); ++s) {
-    DFTensor& df = targets[s].df;
-    const std::size_t rows = df.nocc * df.nvir;
-    if (p.through_disk) {
+    if (p.through_disk)
       fit_through_disk(p, in.aux, s, targets[s], fitting, budget, comm, work);
-    } else {
-      if (p.ranks > 1) {
-        df.B64 = budget.allocate<double>(rows * p.naux, "B_ia^P, in memory");
-        const auto slabs = budget.reserve(trade_buffer_bytes(p, s), "the exchange between ranks");
-        const std::size_t nov = p.spins[s].nocc * p.spins[s].nvir;
-        redistribute(
-            comm, targets[s].exchange.data(),
-            [&](int r) {
-              const ShellRange shells = shell_part(in.aux, r, p.ranks);
-              return MatrixPart{{0, nov}, {first_function(in.aux, shells.first), first_function(in.aux, shells.last)}};
-            },
-            [&](int r) {
-              const Range occ = p.occ_of(s, r);
-              return MatrixPart{{occ.begin * df.nvir, occ.end * df.nvir}, {0, p.naux}};
-            },
-            df.B64.data());
-        targets[s].exchange = LargeArray<double>();
-      }
-      fitting.apply_to_rows(df.B64.data(), rows);
-      work.flops_fp64 += fitting.flops(rows);
-    }
-    fitted += fitting.flops(rows);
+    else
+      fit_in_memory(p, in.aux, s, targets[s], fitting, budget, comm, work);
+    fitted += fitting.flops(targets[s].df.nocc * targets[s].df.nvir);
     if (progress) progress(pass_share + (1.0 - pass_share) * fitted / std::max(1.0, fit_flops));
   }
   std::vector<DFTensor> tensors;
