@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <span>
 #include <stdexcept>
 #include <string>
 
@@ -105,41 +106,26 @@ Eigen::MatrixXd three_centre_gradient_of_squares(const libint2::BasisSet& aux, c
   return gradient;
 }
 
-Eigen::MatrixXd density_fitted_two_electron_gradient(const libint2::BasisSet& obs, const libint2::BasisSet& aux,
-                                                     const ShellPairs& pairs, const ThreeCentreScreening& screening,
-                                                     FittedTensorStore& factors,
-                                                     const Molecule& mol, const SeparableDensities& densities,
-                                                     const SeparableTermLayout& layout, MemoryBudget& budget,
-                                                     const ScratchDirectory* scratch, Communicator& comm,
-                                                     const std::function<void(double done)>& progress,
-                                                     StageWork* work, const double* occupied_products) {
-  const kernels::BlockPackedLayout& packed = pairs.layout;
-  const auto nbf = static_cast<Eigen::Index>(obs.nbf()), naux = static_cast<Eigen::Index>(aux.nbf());
-  const std::size_t stored = packed.size(), sets = densities.occupied.size();
-  const Eigen::MatrixXd& D = densities.density;
-  const Eigen::MatrixXd& A = densities.coulomb_partner;
-  if (occupied_products != nullptr && sets != 1)
-    throw std::logic_error("the occupied products are of one set of orbitals");
-  SeparableTermSizes sizes{std::size_t(obs.nbf()), std::size_t(aux.nbf()), largest_shell(aux), {}, comm.size()};
-  for (const Eigen::MatrixXd& C : densities.occupied) sizes.occupied.push_back(static_cast<std::size_t>(C.cols()));
+namespace {
 
-  const MemoryBudget::Reservation fit_memory = budget.reserve(fit_and_weights_bytes(aux.nbf()), kFitAndWeights);
-  const Eigen::MatrixXd metric = coulomb_metric(aux);
-  // Per set, row P: c^P C_s (first B^Q C_s), then A_s c^P C_s, each nbf × nocc_s column-major.
-  std::vector<RowStore> cC;
-  for (std::size_t s = 0; s < sets; ++s)
-    cC.emplace_back(aux.nbf(), obs.nbf() * sizes.occupied[s], layout.ram_rows, budget, scratch, store_name(s, sets));
-  const std::size_t sweep_orbitals = sizes.sweep_orbitals(layout.block_bytes);
-  const std::size_t sweep_width = obs.nbf() * sweep_orbitals;  // columns of a block, at most
-  LargeArray<double> buffers = budget.allocate<double>(2 * aux.nbf() * sweep_width, kSweepBuffers);
+// Σ_μν (P|μν) D_μν and the same with A, each fitted (J⁻¹ on P), summed over ranks.
+struct FittedTraces {
+  Eigen::VectorXd d_D, d_A;
+};
 
-  // d_P and B^Q C_s from the SCF's fitted factors B^Q = Σ_P M_QP (P|μν), block by block as the
-  // store serves them; Mᵀ (it mixes only Q) comes in the sweep, c^P = Σ_Q M_QP B^Q = J⁻¹ (P|μν).
-  const std::vector<double> D_weights = kernels::pack_weighted(packed, D.data());
-  const std::vector<double> A_weights = kernels::pack_weighted(packed, A.data());
+// d_P and B^Q C_s from the SCF's fitted factors B^Q = Σ_P M_QP (P|μν), block by block as the store
+// serves them, the rows Q of every set written to cC (every rank's, broadcast); Mᵀ (it mixes only
+// Q) comes later, c^P = Σ_Q M_QP B^Q = J⁻¹ (P|μν). occupied_products, when given, holds B^Q C.
+FittedTraces first_products(FittedTensorStore& factors, const kernels::BlockPackedLayout& packed,
+                            const SeparableDensities& densities, const double* occupied_products,
+                            std::vector<RowStore>& cC, std::span<double> buffers, Communicator& comm) {
+  const auto nbf = densities.density.rows(), naux = static_cast<Eigen::Index>(cC[0].rows());
+  const std::size_t stored = packed.size();
+  const std::vector<double> D_weights = kernels::pack_weighted(packed, densities.density.data());
+  const std::vector<double> A_weights = kernels::pack_weighted(packed, densities.coulomb_partner.data());
   // This rank's rows fill their Q; the others' stay zero for the sum over ranks.
-  Eigen::VectorXd d_D = Eigen::VectorXd::Zero(naux), d_A = Eigen::VectorXd::Zero(naux);
-  // The rows are made into the sweep's buffers a chunk at a time and then written (a scratch file's
+  FittedTraces t{Eigen::VectorXd::Zero(naux), Eigen::VectorXd::Zero(naux)};
+  // The rows are made into the buffers a chunk at a time and then written (a scratch file's
   // failure is thrown outside the threads).
   std::size_t row_width = 0;  // of all sets' rows Q side by side
   for (const RowStore& store : cC) row_width += store.cols();
@@ -156,8 +142,8 @@ Eigen::MatrixXd density_fitted_two_electron_gradient(const libint2::BasisSet& ob
           const std::size_t row_index = first_row + chunk + static_cast<std::size_t>(f);
           const double* row = rows + (chunk + static_cast<std::size_t>(f)) * stored;
           const auto Q = static_cast<Eigen::Index>(factors.q().begin + row_index);
-          d_D(Q) = std::inner_product(row, row + stored, D_weights.begin(), 0.0);
-          d_A(Q) = std::inner_product(row, row + stored, A_weights.begin(), 0.0);
+          t.d_D(Q) = std::inner_product(row, row + stored, D_weights.begin(), 0.0);
+          t.d_A(Q) = std::inner_product(row, row + stored, A_weights.begin(), 0.0);
           double* out = buffers.data() + static_cast<std::size_t>(f) * row_width;
           if (occupied_products != nullptr) {
             const Eigen::Index o = densities.occupied[0].cols();
@@ -166,49 +152,51 @@ Eigen::MatrixXd density_fitted_two_electron_gradient(const libint2::BasisSet& ob
             continue;
           }
           kernels::unpack_symmetric(packed, row, square.data());
-          for (std::size_t s = 0; s < sets; ++s) {
-            const Eigen::MatrixXd& C = densities.occupied[s];
+          for (const Eigen::MatrixXd& C : densities.occupied) {
             Eigen::Map<Eigen::MatrixXd>(out, nbf, C.cols()).noalias() = square * C;
             out += nbf * C.cols();
           }
         }
       }
       const std::size_t Q = factors.q().begin + first_row + chunk;
-      for (std::size_t s = 0, offset = 0; s < sets; offset += cC[s].cols(), ++s)
+      for (std::size_t s = 0, offset = 0; s < cC.size(); offset += cC[s].cols(), ++s)
         cC[s].write(Q, static_cast<std::size_t>(count), 0, cC[s].cols(), buffers.data() + offset, row_width);
     }
   });
-  comm.allreduce_sum(d_D.data(), static_cast<std::size_t>(naux));
-  comm.allreduce_sum(d_A.data(), static_cast<std::size_t>(naux));
+  comm.allreduce_sum(t.d_D.data(), static_cast<std::size_t>(naux));
+  comm.allreduce_sum(t.d_A.data(), static_cast<std::size_t>(naux));
   const std::vector<double> q_begins = comm.allgather(double(factors.q().begin)),
                             q_ends = comm.allgather(double(factors.q().end));
   for (RowStore& store : cC)
     for (int r = 0; r < comm.size(); ++r)
       broadcast_rows(store, static_cast<std::size_t>(q_begins[r]), static_cast<std::size_t>(q_ends[r] - q_begins[r]),
-                     r, {buffers.data(), buffers.size()}, comm);
-  const CoulombFitting fit(metric);
-  fit.apply_transpose(d_D.data(), 1);
-  fit.apply_transpose(d_A.data(), 1);
+                     r, buffers, comm);
+  return t;
+}
 
-  // The sweep: each block of occupied orbitals' columns of every row P, dealt round-robin to the
-  // ranks, read, fitted, X = c^P C_s; Y = A_s X (every P's nbf × block side by side is one GEMM)
-  // written in its place; and Σ_s tr(c^P A_s c^Q C_s C_sᵀ) = Σ_s Σ_μi Y^P_μi X^Q_μi summed over
-  // the block's columns, symmetric in P and Q: its lower triangle by blocks of rows P, then
-  // mirrored. Then each block's columns go from their rank to the others.
+// The sweep: each block of occupied orbitals' columns of every row P, dealt round-robin to the
+// ranks, read, fitted, X = c^P C_s; Y = A_s X (every P's nbf × block side by side is one GEMM)
+// written in its place; and Σ_s tr(c^P A_s c^Q C_s C_sᵀ) = Σ_s Σ_μi Y^P_μi X^Q_μi summed over
+// the block's columns, symmetric in P and Q: its lower triangle by blocks of rows P, then
+// mirrored (returned, summed over ranks). Then each block's columns go from their rank to the others.
+Eigen::MatrixXd exchange_sweep(const SeparableDensities& densities, const CoulombFitting& fit, std::vector<RowStore>& cC,
+                               std::size_t sweep_orbitals, std::span<double> buffers, Communicator& comm,
+                               double& sweep_flops) {
+  const auto nbf = densities.density.rows(), naux = static_cast<Eigen::Index>(cC[0].rows());
+  const std::size_t sweep_width = std::size_t(nbf) * sweep_orbitals;
   struct ColumnBlock {
     std::size_t set, first, width;  // columns [first, first + width) of set `set`
   };
   std::vector<ColumnBlock> blocks;
-  for (std::size_t s = 0; s < sets; ++s)
-    for (std::size_t i = 0; i < sizes.occupied[s]; i += sweep_orbitals)
-      blocks.push_back({s, obs.nbf() * i, obs.nbf() * std::min(sweep_orbitals, sizes.occupied[s] - i)});
+  for (std::size_t s = 0; s < cC.size(); ++s)
+    for (std::size_t i = 0; i < std::size_t(densities.occupied[s].cols()); i += sweep_orbitals)
+      blocks.push_back({s, nbf * i, nbf * std::min(sweep_orbitals, std::size_t(densities.occupied[s].cols()) - i)});
   constexpr Eigen::Index kExchangeRows = 256;
   Eigen::MatrixXd exchange = Eigen::MatrixXd::Zero(naux, naux);
-  double sweep_flops = 0.0;
   for (const ColumnBlock& b : round_robin_share(blocks, comm.rank(), comm.size())) {
     double* X = buffers.data();
-    double* Y = X + aux.nbf() * sweep_width;
-    cC[b.set].read(0, aux.nbf(), b.first, b.width, X, b.width);
+    double* Y = X + naux * sweep_width;
+    cC[b.set].read(0, naux, b.first, b.width, X, b.width);
     fit.apply_transpose(X, b.width);
     const auto width = static_cast<Eigen::Index>(b.width);
     Eigen::Map<Eigen::MatrixXd>(Y, nbf, width / nbf * naux).noalias() =
@@ -221,18 +209,53 @@ Eigen::MatrixXd density_fitted_two_electron_gradient(const libint2::BasisSet& ob
           Y_columns.middleCols(first, count).transpose() * X_columns.leftCols(first + count);
       exchange_elements += double(count) * double(first + count);
     }
-    cC[b.set].write(0, aux.nbf(), b.first, b.width, Y, b.width);
+    cC[b.set].write(0, naux, b.first, b.width, Y, b.width);
     sweep_flops += fit.flops(b.width) + 2.0 * double(nbf) * double(width) * double(naux) +
                    2.0 * exchange_elements * double(width);
   }
   for (std::size_t k = 0; k < blocks.size(); ++k)
     broadcast_columns(cC[blocks[k].set], blocks[k].first, blocks[k].width, round_robin_owner(k, comm.size()),
                       buffers.data(), comm);
-  buffers = LargeArray<double>();
   comm.allreduce_sum(exchange.data(), static_cast<std::size_t>(exchange.size()));
   for (Eigen::Index Q = 1; Q < naux; ++Q) exchange.col(Q).head(Q) = exchange.row(Q).head(Q).transpose();
-  Eigen::MatrixXd metric_weights = std::move(exchange);
-  metric_weights.noalias() -= 0.5 * (d_A * d_D.transpose() + d_D * d_A.transpose());
+  return exchange;
+}
+
+}  // namespace
+
+Eigen::MatrixXd density_fitted_two_electron_gradient(const libint2::BasisSet& obs, const libint2::BasisSet& aux,
+                                                     const ShellPairs& pairs, const ThreeCentreScreening& screening,
+                                                     FittedTensorStore& factors,
+                                                     const Molecule& mol, const SeparableDensities& densities,
+                                                     const SeparableTermLayout& layout, MemoryBudget& budget,
+                                                     const ScratchDirectory* scratch, Communicator& comm,
+                                                     const std::function<void(double done)>& progress,
+                                                     StageWork* work, const double* occupied_products) {
+  const auto nbf = static_cast<Eigen::Index>(obs.nbf());
+  const std::size_t sets = densities.occupied.size();
+  if (occupied_products != nullptr && sets != 1)
+    throw std::logic_error("the occupied products are of one set of orbitals");
+  SeparableTermSizes sizes{std::size_t(obs.nbf()), std::size_t(aux.nbf()), largest_shell(aux), {}, comm.size()};
+  for (const Eigen::MatrixXd& C : densities.occupied) sizes.occupied.push_back(static_cast<std::size_t>(C.cols()));
+
+  const MemoryBudget::Reservation fit_memory = budget.reserve(fit_and_weights_bytes(aux.nbf()), kFitAndWeights);
+  const Eigen::MatrixXd metric = coulomb_metric(aux);
+  // Per set, row P: c^P C_s (first B^Q C_s), then A_s c^P C_s, each nbf × nocc_s column-major.
+  std::vector<RowStore> cC;
+  for (std::size_t s = 0; s < sets; ++s)
+    cC.emplace_back(aux.nbf(), obs.nbf() * sizes.occupied[s], layout.ram_rows, budget, scratch, store_name(s, sets));
+  const std::size_t sweep_orbitals = sizes.sweep_orbitals(layout.block_bytes);
+  LargeArray<double> buffers = budget.allocate<double>(2 * aux.nbf() * obs.nbf() * sweep_orbitals, kSweepBuffers);
+  FittedTraces t = first_products(factors, pairs.layout, densities, occupied_products, cC,
+                                  {buffers.data(), buffers.size()}, comm);
+  const CoulombFitting fit(metric);
+  fit.apply_transpose(t.d_D.data(), 1);
+  fit.apply_transpose(t.d_A.data(), 1);
+  double sweep_flops = 0.0;
+  Eigen::MatrixXd metric_weights =
+      exchange_sweep(densities, fit, cC, sweep_orbitals, {buffers.data(), buffers.size()}, comm, sweep_flops);
+  buffers = LargeArray<double>();
+  metric_weights.noalias() -= 0.5 * (t.d_A * t.d_D.transpose() + t.d_D * t.d_A.transpose());
   // Per set: B^Q C_s (2 n² nocc per row Q, unless given) and the sweep's; each Γ^P two
   // n × nocc × n products.
   double square_flops = 0.0;
@@ -244,15 +267,14 @@ Eigen::MatrixXd density_fitted_two_electron_gradient(const libint2::BasisSet& ob
       square_flops += 4.0 * n * n * o;
     }
   }
-
+  const Eigen::MatrixXd &D = densities.density, &A = densities.coulomb_partner;
   const auto gamma = [&](Eigen::Index P, double* square) {
     Eigen::Map<Eigen::MatrixXd> gamma_P(square, nbf, nbf);
-    gamma_P = d_D(P) * A + d_A(P) * D;
+    gamma_P = t.d_D(P) * A + t.d_A(P) * D;
     std::vector<double> buffer;
     for (std::size_t s = 0; s < sets; ++s) {
       const Eigen::MatrixXd& C = densities.occupied[s];
-      const Eigen::Map<const Eigen::MatrixXd> AcC_P(cC[s].row(static_cast<std::size_t>(P), buffer), nbf,
-                                                    C.cols());
+      const Eigen::Map<const Eigen::MatrixXd> AcC_P(cC[s].row(static_cast<std::size_t>(P), buffer), nbf, C.cols());
       gamma_P.noalias() -= AcC_P * C.transpose();
       gamma_P.noalias() -= C * AcC_P.transpose();
     }

@@ -135,6 +135,54 @@ class ThreeCentreForces {
   std::vector<double> transposed_;
 };
 
+// sqrt(max (P|P)) per auxiliary shell, for the screening.
+std::vector<double> auxiliary_bounds(const libint2::BasisSet& aux) {
+  std::vector<double> bound(aux.size());
+  auto engines = engines_per_thread(coulomb_engine(aux.max_nprim(), aux.max_l(), BraKet::xs_xs));
+  for (Engine& engine : engines) engine.set_precision(0.0);
+#pragma omp parallel for schedule(dynamic, 16)
+  for (std::size_t p = 0; p < aux.size(); ++p) {
+    Engine& engine = engines[static_cast<std::size_t>(omp_get_thread_num())];
+    engine.compute2<Operator::coulomb, BraKet::xs_xs, 0>(aux[p], libint2::Shell::unit(), aux[p], libint2::Shell::unit());
+    const double* values = engine.results()[0];
+    const std::size_t n = aux[p].size();
+    double largest = 0.0;
+    for (std::size_t f = 0; values != nullptr && f < n; ++f) largest = std::max(largest, values[f * n + f]);
+    bound[p] = std::sqrt(largest);
+  }
+  return bound;
+}
+
+// A triple (P|μν) libint2's time is sampled on: one in kLibintSampleStride of those each thread computes.
+struct SampledTriple {
+  std::size_t p, pair;
+};
+
+// libint2's seconds for every triple computed: the sample's integrals with a zero Γ (its
+// contraction, a few multiply-adds per integral, is timed with them; the pair data, made once per
+// pair in the loop, is not), on this thread, scaled to the triples computed and to the threads.
+double sampled_libint_seconds(Engine& engine, const libint2::BasisSet& aux, const std::vector<libint2::ShellPair>& aux_data,
+                              const libint2::BasisSet& obs, const std::vector<CentreDerivative>& derivatives,
+                              const ShellPairs& pairs, const std::vector<std::vector<SampledTriple>>& samples,
+                              std::size_t computed) {
+  ThreeCentreForces forces;
+  std::vector<double> zeros;
+  double seconds = 0.0;
+  std::size_t sampled = 0;
+  for (const std::vector<SampledTriple>& sample : samples)
+    for (const auto& [p, k] : sample) {
+      const auto [s1, s2] = pairs.pairs[k];
+      const PairShifts shifts(derivatives, obs, s1, s2);
+      zeros.assign(aux[p].size() * obs[s1].size() * obs[s2].size(), 0.0);
+      const auto start = std::chrono::steady_clock::now();
+      forces(engine, aux[p], aux_data[p], obs[s1], derivatives[s1], shifts.a, obs[s2], derivatives[s2],
+             shifts.b_or_null(), zeros.data());
+      seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      ++sampled;
+    }
+  return sampled > 0 ? seconds * double(computed) / double(sampled) / double(omp_get_max_threads()) : 0.0;
+}
+
 }  // namespace
 
 Eigen::MatrixXd metric_gradient(const libint2::BasisSet& aux, const Molecule& mol, const Eigen::MatrixXd& M) {
@@ -189,31 +237,11 @@ Eigen::MatrixXd three_centre_gradient(const libint2::BasisSet& aux, const libint
   const std::vector<CentreDerivative> derivatives(obs.begin(), obs.end());
   std::vector<libint2::ShellPair> aux_data;
   for (const libint2::Shell& P : aux) aux_data.push_back(shell_pair_data(P, libint2::Shell::unit()));
-  // sqrt(max (P|P)) per auxiliary shell, for the screening.
-  std::vector<double> aux_bound(aux.size());
-  {
-    auto two_centre = engines_per_thread(coulomb_engine(aux.max_nprim(), aux.max_l(), BraKet::xs_xs));
-    for (Engine& engine : two_centre) engine.set_precision(0.0);
-#pragma omp parallel for schedule(dynamic, 16)
-    for (std::size_t p = 0; p < aux.size(); ++p) {
-      Engine& engine = two_centre[static_cast<std::size_t>(omp_get_thread_num())];
-      engine.compute2<Operator::coulomb, BraKet::xs_xs, 0>(aux[p], libint2::Shell::unit(), aux[p],
-                                                           libint2::Shell::unit());
-      const double* values = engine.results()[0];
-      const std::size_t n = aux[p].size();
-      double largest = 0.0;
-      for (std::size_t f = 0; values != nullptr && f < n; ++f) largest = std::max(largest, values[f * n + f]);
-      aux_bound[p] = std::sqrt(largest);
-    }
-  }
+  const std::vector<double> aux_bound = auxiliary_bounds(aux);
   auto engines = engines_per_thread(coulomb_engine(std::max(aux.max_nprim(), obs.max_nprim()),
                                                    std::max(aux.max_l(), obs.max_l() + 1), BraKet::xs_xx));
   ThreadGradients g(mol.atoms.size());
-  // The triples libint2's time is sampled on: one in kLibintSampleStride of those each thread computes.
-  struct Triple {
-    std::size_t p, pair;
-  };
-  std::vector<std::vector<Triple>> samples(engines.size());
+  std::vector<std::vector<SampledTriple>> samples(engines.size());
   std::vector<std::size_t> computed(engines.size(), 0);
   if (gamma.progress) gamma.progress(0.0);
   for (std::size_t b = 0; b < gamma.batches.size(); ++b) {
@@ -249,30 +277,9 @@ Eigen::MatrixXd three_centre_gradient(const libint2::BasisSet& aux, const libint
     }
     if (gamma.progress) gamma.progress(static_cast<double>(b + 1) / static_cast<double>(gamma.batches.size()));
   }
-  if (gamma.work != nullptr) {
-    // The sample's integrals with a zero Γ (its contraction, a few multiply-adds per integral, is
-    // timed with them; the pair data, made once per pair in the loop above, is not), on this
-    // thread, scaled to every triple computed and to the threads.
-    Engine& engine = engines[0];
-    ThreeCentreForces forces;
-    std::vector<double> zeros;
-    double seconds = 0.0;
-    std::size_t sampled = 0;
-    for (const std::vector<Triple>& sample : samples)
-      for (const auto& [p, k] : sample) {
-        const auto [s1, s2] = pairs.pairs[k];
-        const PairShifts shifts(derivatives, obs, s1, s2);
-        zeros.assign(aux[p].size() * obs[s1].size() * obs[s2].size(), 0.0);
-        const auto start = std::chrono::steady_clock::now();
-        forces(engine, aux[p], aux_data[p], obs[s1], derivatives[s1], shifts.a, obs[s2], derivatives[s2],
-               shifts.b_or_null(), zeros.data());
-        seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        ++sampled;
-      }
-    const std::size_t total = std::accumulate(computed.begin(), computed.end(), std::size_t(0));
-    if (sampled > 0)
-      gamma.work->libint_seconds += seconds * double(total) / double(sampled) / double(omp_get_max_threads());
-  }
+  if (gamma.work != nullptr)
+    gamma.work->libint_seconds += sampled_libint_seconds(engines[0], aux, aux_data, obs, derivatives, pairs, samples,
+                                                         std::accumulate(computed.begin(), computed.end(), std::size_t(0)));
   return g.sum();
 }
 
