@@ -5,7 +5,6 @@
 
 #include "src/gradient/mp2_relaxed_density.hpp"
 #include "src/gradient/scf_gradient.hpp"
-#include "src/gradient/ump2_relaxed_density.hpp"
 #include "src/integrals/df_two_electron_derivatives.hpp"
 #include "src/integrals/one_electron.hpp"
 #include "src/integrals/two_electron_derivatives.hpp"
@@ -94,38 +93,20 @@ GammaSpin gamma_spin(const RowStore& gamma, const SpinOrbitals& orbitals, std::s
 
 Mp2Gradient density_fitted_mp2_gradient(const Mp2GradientInput& in, DensityFittedFock& jk, MemoryBudget& budget,
                                         Communicator& comm) {
-  const std::size_t nfrozen = in.plan.sizes.nfrozen;
-  Mp2Gradient out;
-  if (in.orbitals.unrestricted()) {
-    const Ump2GradientDensities mp2 =
-        ump2_gradient_densities(in.obs, in.ri_aux, in.pairs, jk, in.orbitals, in.plan, budget, in.scratch, comm,
-                                in.z_convergence, in.progress);
-    out = contract(in, {mp2.relaxed[0] + mp2.relaxed[1],
-                        {mp2.relaxed[0], mp2.relaxed[1]},
-                        mp2.energy_weighted,
-                        {gamma_spin(mp2.gamma[0], in.orbitals, nfrozen),
-                         gamma_spin(mp2.gamma[1], *in.orbitals.beta, nfrozen)},
-                        2.0,
-                        -mp2.metric},
-                   jk, budget, comm);
-    out.energy = mp2.energy;
-    out.cphf_iterations = mp2.cphf_iterations;
-    out.work += mp2.work;
-  } else {
-    const Mp2GradientDensities mp2 =
-        mp2_gradient_densities(in.obs, in.ri_aux, in.pairs, jk, in.orbitals, in.plan, budget, in.scratch, comm,
-                               in.z_convergence, in.progress);
-    out = contract(in, {mp2.relaxed,
-                        {mp2.relaxed},
-                        mp2.energy_weighted,
-                        {gamma_spin(mp2.gamma, in.orbitals, nfrozen)},
-                        4.0,
-                        -2.0 * mp2.metric},
-                   jk, budget, comm, mp2.occupied_products.data());
-    out.energy = mp2.energy;
-    out.cphf_iterations = mp2.cphf_iterations;
-    out.work += mp2.work;
-  }
+  const Mp2GradientDensities mp2 = mp2_gradient_densities(in.obs, in.ri_aux, in.pairs, jk, in.orbitals, in.plan,
+                                                          budget, in.scratch, comm, in.z_convergence, in.progress);
+  // RHF's one set stands for both spins (w = 2); UHF's α and β each for one (w = 1).
+  const double w = mp2.electrons_per_orbital;
+  Eigen::MatrixXd relaxed = mp2.relaxed[0];
+  for (std::size_t s = 1; s < mp2.relaxed.size(); ++s) relaxed += mp2.relaxed[s];
+  std::vector<GammaSpin> gamma;
+  for (std::size_t s = 0; s < mp2.gamma.size(); ++s)
+    gamma.push_back(gamma_spin(mp2.gamma[s], in.orbitals.spin(int(s)), in.plan.sets[s].nfrozen));
+  Mp2Gradient out = contract(in, {relaxed, mp2.relaxed, mp2.energy_weighted, gamma, 2.0 * w, -w * mp2.metric}, jk,
+                             budget, comm, mp2.occupied_products.data());
+  out.energy = mp2.energy;
+  out.cphf_iterations = mp2.cphf_iterations;
+  out.work += mp2.work;
   return out;
 }
 
