@@ -45,10 +45,10 @@ struct Mp2Gradient {
   StageWork work;
 };
 
-// jk the DF-SCF's Fock builder (its J/K build the Z-vector's products); the densities' arrays are
-// drawn from `budget` as in.plan says. Collective: the ranks share the work, and every rank
-// returns the whole gradient.
-Mp2Gradient density_fitted_mp2_gradient(const Mp2GradientInput& in, DensityFittedFock& jk, MemoryBudget& budget,
-                                        Communicator& comm);
+// jk_factors: the DF-SCF's (FockBuilder::fitted_factors; the Z-vector's products and the JK set's
+// terms come from them); the densities' arrays are drawn from `budget` as in.plan says.
+// Collective: the ranks share the work, and every rank returns the whole gradient.
+Mp2Gradient density_fitted_mp2_gradient(const Mp2GradientInput& in, FittedTensorStore& jk_factors,
+                                        MemoryBudget& budget, Communicator& comm);
 
 }  // namespace dfmp2

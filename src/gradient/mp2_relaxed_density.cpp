@@ -391,7 +391,7 @@ Mp2GradientPlan plan_mp2_gradient(const libint2::BasisSet& ri_aux, const std::ve
 }
 
 Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const libint2::BasisSet& ri_aux,
-                                            const ShellPairs& pairs, DensityFittedFock& jk, const Orbitals& orbitals,
+                                            const ShellPairs& pairs, FittedTensorStore& jk_factors, const Orbitals& orbitals,
                                             const Mp2GradientPlan& plan, MemoryBudget& budget,
                                             const ScratchDirectory* scratch, Communicator& comm, double z_convergence,
                                             Progress& progress) {
@@ -399,7 +399,6 @@ Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const 
   const std::vector<OrbitalSet> x = orbital_sets(orbitals, s);
   Mp2GradientDensities out;
   out.electrons_per_orbital = 2.0 / double(x.size());
-  const StageWork jk_before = jk.work();
   const auto fit_memory = budget.reserve(ri_fit_bytes(s[0].naux), "the RI metric, its fit and V_PQ");
   const Eigen::MatrixXd metric = coulomb_metric(ri_aux);
   if (plan.keeps_ri_integrals && comm.size() > 1) throw std::logic_error("the RI integrals are kept on one rank only");
@@ -417,15 +416,13 @@ Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const 
   progress.message("MP2 gradient: the orbital Lagrangian's J/K, then the Z-vector");
   Sets C_occ;
   for (const OrbitalSet& set : x) C_occ.push_back(set.C_occ);
-  OccupiedFockResponse response(jk, C_occ, budget, plan.fp32_z_vector);
+  OccupiedFockResponse response(jk_factors, pairs.layout, C_occ, budget, plan.fp32_z_vector);
   const Sets G = fock_response(response, x, mo.P, comm);
   const ZVector solution =
       solve_z_vector(response, form_Z_equations(x, G, L), z_convergence, plan.fp32_z_vector, comm, progress);
   out.cphf_iterations = solution.iterations;
   for (std::size_t set = 0; set < x.size(); ++set) form_W(set, x[set], mp2, L, mo, G, solution, out);
-  // The J/K builds of the Lagrangian and the Z-vector.
-  out.work.flops_fp64 += jk.work().flops_fp64 - jk_before.flops_fp64;
-  out.work.flops_fp32 += jk.work().flops_fp32 - jk_before.flops_fp32;
+  out.work += response.work();  // the Fock responses of the Lagrangian and the Z-vector
   if (plan.keeps_occupied_products) out.occupied_products = response.release_occupied_products();
   return out;
 }

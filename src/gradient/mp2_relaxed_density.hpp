@@ -141,14 +141,14 @@ struct Mp2GradientDensities {
 };
 
 // RHF or UHF orbitals (canonical), the lowest plan.sets[s].nfrozen of each set not correlated;
-// the plan's sets must be the orbitals'. jk: the DF-SCF's J/K, for the Fock-like terms and the
-// Z-vector (this rank's factors). scratch: for B and Γ's rows on disk (may be null when the plan
+// the plan's sets must be the orbitals'. jk_factors: the DF-SCF's (FockBuilder::fitted_factors,
+// this rank's rows), for the Fock-like terms and the Z-vector. scratch: for B and Γ's rows on disk (may be null when the plan
 // has none). Collective: the ranks share the RI batches and the amplitude blocks, and every rank
 // returns the whole densities.
 // z_convergence: the largest residual element. The gradient's error is about a fifth of it (uracil
 // cc-pVDZ: 1e-9 moves it by 2.4e-10 Eh/bohr from 1e-11's, 1e-8 by 1.6e-9).
 Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const libint2::BasisSet& ri_aux,
-                                            const ShellPairs& pairs, DensityFittedFock& jk, const Orbitals& orbitals,
+                                            const ShellPairs& pairs, FittedTensorStore& jk_factors, const Orbitals& orbitals,
                                             const Mp2GradientPlan& plan, MemoryBudget& budget,
                                             const ScratchDirectory* scratch, Communicator& comm, double z_convergence,
                                             Progress& progress);

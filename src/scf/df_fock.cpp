@@ -217,20 +217,21 @@ std::vector<LargeArray<Real>> occupied_caches(MemoryBudget& budget, std::size_t 
 
 }  // namespace
 
-OccupiedFockResponse::OccupiedFockResponse(DensityFittedFock& jk, std::vector<Eigen::MatrixXd> C_occ,
-                                           MemoryBudget& budget, bool fp32)
-    : jk_(jk),
+OccupiedFockResponse::OccupiedFockResponse(FittedTensorStore& factors, const kernels::BlockPackedLayout& layout,
+                                           std::vector<Eigen::MatrixXd> C_occ, MemoryBudget& budget, bool fp32)
+    : factors_(factors),
+      layout_(layout),
       C_occ_(std::move(C_occ)),
-      cache_(occupied_caches<double>(budget, jk.nbf_, C_occ_, jk.store_.rows(),
+      cache_(occupied_caches<double>(budget, layout.n(), C_occ_, factors.rows(),
                                      "the Z-vector's B^Q C_o and C_oᵀ B^Q C_o")),
-      cache_fp32_(fp32 ? occupied_caches<float>(budget, jk.nbf_, C_occ_, jk.store_.rows(),
+      cache_fp32_(fp32 ? occupied_caches<float>(budget, layout.n(), C_occ_, factors.rows(),
                                                 "the Z-vector's B^Q C_o and C_oᵀ B^Q C_o in fp32")
                        : std::vector<LargeArray<float>>()),
       workspace_(budget.reserve(
-          kernels::OccupiedResponse::workspace_bytes(jk.nbf_, nocc(), omp_get_max_threads(), fp32),
+          kernels::OccupiedResponse::workspace_bytes(layout.n(), nocc(), omp_get_max_threads(), fp32),
           "the Z-vector products' per-thread buffers")),
-      response_(jk.layout_, response_sets(), jk.store_.rows(), omp_get_max_threads()) {
-  jk_.store_.for_each_block(
+      response_(layout, response_sets(), factors.rows(), omp_get_max_threads()) {
+  factors_.for_each_block(
       [&](std::size_t first, std::size_t count, const double* rows) { response_.cache(first, count, rows); });
 }
 
@@ -267,7 +268,7 @@ std::vector<Eigen::MatrixXd> OccupiedFockResponse::operator()(const std::vector<
   std::vector<const double*> factors;
   for (const Eigen::MatrixXd& l : L) factors.push_back(l.data());
   response_.begin(factors, precision);
-  const double flops = kernels::OccupiedResponse::flops(jk_.nbf_, nocc(), jk_.layout_.size(), jk_.store_.rows());
+  const double flops = kernels::OccupiedResponse::flops(layout_.n(), nocc(), layout_.size(), factors_.rows());
   return product(precision == kernels::Precision::fp64 ? flops : 0.0, precision == kernels::Precision::fp32 ? flops : 0.0);
 }
 
@@ -276,7 +277,7 @@ std::vector<Eigen::MatrixXd> OccupiedFockResponse::of_symmetric(const std::vecto
   for (const Eigen::MatrixXd& d : D) densities.push_back(d.data());
   response_.begin_symmetric(densities);
   return product(
-      kernels::OccupiedResponse::symmetric_flops(jk_.nbf_, nocc(), jk_.layout_.size(), jk_.store_.rows()), 0.0);
+      kernels::OccupiedResponse::symmetric_flops(layout_.n(), nocc(), layout_.size(), factors_.rows()), 0.0);
 }
 
 std::vector<Eigen::MatrixXd> OccupiedFockResponse::product(double flops_fp64, double flops_fp32) {
@@ -284,11 +285,11 @@ std::vector<Eigen::MatrixXd> OccupiedFockResponse::product(double flops_fp64, do
   std::vector<double*> out;
   for (const Eigen::MatrixXd& C : C_occ_) FC_occ.emplace_back(C.rows(), C.cols());
   for (Eigen::MatrixXd& F : FC_occ) out.push_back(F.data());
-  jk_.store_.for_each_block(
+  factors_.for_each_block(
       [&](std::size_t first, std::size_t count, const double* rows) { response_.add(first, count, rows); });
   response_.finish(out);
-  jk_.work_.flops_fp64 += flops_fp64;
-  jk_.work_.flops_fp32 += flops_fp32;
+  work_.flops_fp64 += flops_fp64;
+  work_.flops_fp32 += flops_fp32;
   return FC_occ;
 }
 

@@ -62,10 +62,9 @@ class DensityFittedFock : public FockBuilder {
   // Work of making the factors (integrals and fitting), apart from the builds' work().
   const StageWork& setup_work() const { return store_.setup_work(); }
   // This rank's factors B^Q themselves (the DF gradients' coefficients come from them).
-  FittedTensorStore& factors() { return store_; }
+  FittedTensorStore* fitted_factors() override { return &store_; }
 
  private:
-  friend class OccupiedFockResponse;
   // J_s and K_s (this rank's Q; not summed over ranks) of the SCF's densities given by factors,
   // counting the work.
   void coulomb_exchange(std::span<const kernels::DensityFactors> densities, std::span<double* const> J,
@@ -87,9 +86,11 @@ class DensityFittedFock : public FockBuilder {
 // the budget. Each product is this rank's part; the caller sums over ranks.
 class OccupiedFockResponse {
  public:
-  // C_occ: each set's occupied orbitals, RHF's one or UHF's α and β. fp32: the kept products also
-  // in fp32, for fp32 products.
-  OccupiedFockResponse(DensityFittedFock& jk, std::vector<Eigen::MatrixXd> C_occ, MemoryBudget& budget, bool fp32);
+  // factors: a DF-SCF's (FockBuilder::fitted_factors), stored in `layout` (its shell pairs'). C_occ:
+  // each set's occupied orbitals, RHF's one or UHF's α and β. fp32: the kept products also in
+  // fp32, for fp32 products.
+  OccupiedFockResponse(FittedTensorStore& factors, const kernels::BlockPackedLayout& layout,
+                       std::vector<Eigen::MatrixXd> C_occ, MemoryBudget& budget, bool fp32);
   // What it draws for `rows` rows Q and sets of `nocc` orbitals: the kept products and the
   // threads' buffers.
   static std::size_t bytes(std::size_t nbf, std::span<const std::size_t> nocc, std::size_t rows, bool fp32);
@@ -103,6 +104,8 @@ class OccupiedFockResponse {
   // The first set's kept B^Q C_o and C_oᵀ B^Q C_o, for other uses once the products are done (no
   // product after): per row Q of this rank, nbf·nocc then nocc² doubles.
   LargeArray<double> release_occupied_products() { return std::move(cache_.front()); }
+  // Work of the products so far (with the caches' making, apart from it).
+  const StageWork& work() const { return work_; }
 
  private:
   // The begun product over every row of the store, counting its flops.
@@ -111,7 +114,9 @@ class OccupiedFockResponse {
   // Each set's C_s and caches, for the kernel.
   std::vector<kernels::OccupiedResponse::Set> response_sets();
 
-  DensityFittedFock& jk_;
+  FittedTensorStore& factors_;
+  const kernels::BlockPackedLayout& layout_;
+  StageWork work_;
   std::vector<Eigen::MatrixXd> C_occ_;
   std::vector<LargeArray<double>> cache_;
   std::vector<LargeArray<float>> cache_fp32_;
