@@ -35,18 +35,20 @@ OccupiedResponse::OccupiedResponse(const BlockPackedLayout& layout, std::vector<
       nbf_(layout.n()),
       rows_(rows),
       coulomb_weight_(4.0 / static_cast<double>(sets.size())),
+      fp32_(std::any_of(sets.begin(), sets.end(), [](const Set& set) { return set.cache_fp32 != nullptr; })),
       threads_(static_cast<std::size_t>(std::max(threads, 1))) {
   std::vector<std::size_t> nocc;
   for (const Set& set : sets) {
-    if ((set.cache_fp32 == nullptr) != (sets[0].cache_fp32 == nullptr))
+    // A set without occupied orbitals (UHF's β of no electron) has empty caches.
+    if (fp32_ && set.nocc > 0 && set.cache_fp32 == nullptr)
       throw std::logic_error("OccupiedResponse: an fp32 cache for every set or none");
     sets_.push_back({set, {}, {}, nullptr, nullptr, {}});
-    if (set.cache_fp32 != nullptr) sets_.back().C_fp32.assign(set.C_occ, set.C_occ + nbf_ * set.nocc);
+    if (fp32_) sets_.back().C_fp32.assign(set.C_occ, set.C_occ + nbf_ * set.nocc);
     nocc.push_back(set.nocc);
   }
   for (Thread& t : threads_) {
     size_buffers(t.fp64, nbf_, nocc);
-    if (sets[0].cache_fp32 != nullptr) size_buffers(t.fp32, nbf_, nocc);
+    if (fp32_) size_buffers(t.fp32, nbf_, nocc);
   }
 }
 
@@ -96,6 +98,7 @@ void OccupiedResponse::cache(std::size_t first, std::size_t count, const double*
     for (std::size_t s = 0; s < sets_.size(); ++s) {
       const Set& set = sets_[s].set;
       const std::size_t o = set.nocc;
+      if (o == 0) continue;  // BLAS refuses zero leading dimensions
       double* X_q = set.cache + q * per_row(s);
       symm_upper_left(n, o, t.fp64.square.data(), n, set.C_occ, n, X_q, n);
       gemm(Transpose::yes, Transpose::no, o, o, n, 1.0, set.C_occ, n, X_q, n, 0.0, X_q + n * o, o);
@@ -105,7 +108,7 @@ void OccupiedResponse::cache(std::size_t first, std::size_t count, const double*
 }
 
 void OccupiedResponse::begin(std::span<const double* const> L, Precision precision) {
-  if (precision == Precision::fp32 && sets_[0].set.cache_fp32 == nullptr)
+  if (precision == Precision::fp32 && !fp32_)
     throw std::logic_error("OccupiedResponse: an fp32 product needs the fp32 cache");
   if (L.size() != sets_.size()) throw std::logic_error("OccupiedResponse: one L per set");
   symmetric_ = false;
@@ -152,6 +155,7 @@ void OccupiedResponse::add_row(Buffers<Real>& b, const double* row, std::size_t 
   for (std::size_t s = 0; s < sets_.size(); ++s) gamma += dot(n * sets_[s].set.nocc, cache_of(s), L_of(s));
   for (std::size_t s = 0; s < sets_.size(); ++s) {
     const std::size_t o = sets_[s].set.nocc;
+    if (o == 0) continue;
     const Real *X = cache_of(s), *M = X + n * o, *L = L_of(s), *C = C_of(s);
     Real *Y = b.Y[s].data(), *W = b.W[s].data(), *F = b.F[s].data();
     symm_upper_left(n, o, b.square.data(), n, L, n, Y, n);   // Y = B^Q L
@@ -169,6 +173,7 @@ void OccupiedResponse::add_symmetric_row(Buffers<double>& b, const double* row, 
   for (const SetState& set : sets_) gamma += dot(set.D_weights.size(), row, set.D_weights.data());
   for (std::size_t s = 0; s < sets_.size(); ++s) {
     const std::size_t o = sets_[s].set.nocc;
+    if (o == 0) continue;
     const double* X_q = sets_[s].set.cache + q * per_row(s);
     gemm(Transpose::no, Transpose::no, n, o, n, 1.0, sets_[s].D, n, X_q, n, 0.0, b.Y[s].data(), n);  // Y = D X^Q
     axpy(n * o, coulomb_weight_ * gamma, X_q, b.F[s].data());                                        // 2w γ_Q X^Q

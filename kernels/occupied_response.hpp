@@ -30,8 +30,8 @@ namespace dfmp2::kernels {
 class OccupiedResponse {
  public:
   // One set's C_s (column-major nbf × nocc) and its caches: `cache` holds cache_elements(…) doubles
-  // for the rows Q, and `cache_fp32` (of every set, or none) as many floats; all live as long as
-  // the response.
+  // for the rows Q, and `cache_fp32` (of every set with orbitals, or none) as many floats; all live
+  // as long as the response.
   struct Set {
     const double* C_occ;
     std::size_t nocc;
@@ -92,6 +92,7 @@ class OccupiedResponse {
   std::vector<SetState> sets_;
   std::size_t nbf_, rows_;
   double coulomb_weight_;  // 2w = 4 / sets
+  bool fp32_;              // with fp32 caches
   bool symmetric_ = false;
   Precision precision_ = Precision::fp64;
   std::vector<Thread> threads_;

@@ -391,8 +391,8 @@ Mp2GradientPlan plan_mp2_gradient(const libint2::BasisSet& ri_aux, const std::ve
 }
 
 Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const libint2::BasisSet& ri_aux,
-                                            const ShellPairs& pairs, FittedTensorStore& jk_factors, const Orbitals& orbitals,
-                                            const Mp2GradientPlan& plan, MemoryBudget& budget,
+                                            const ShellPairs& pairs, FittedTensorStore& jk_factors,
+                                            const Orbitals& orbitals, const Mp2GradientPlan& plan, MemoryBudget& budget,
                                             const ScratchDirectory* scratch, Communicator& comm, double z_convergence,
                                             Progress& progress) {
   const std::vector<Mp2GradientSizes> s = checked_sizes(plan, orbitals, ri_aux, pairs);

@@ -6,8 +6,8 @@
 // integrals (ia|jb) = Σ_PQ (ia|P) [J⁻¹]_PQ (Q|jb) in the RI set, c_jb^P = Σ_Q [J⁻¹]_PQ (Q|jb), and
 // the amplitudes of mp2_amplitudes.hpp (RHF: t_ij^ab = (ia|jb)/(ε_i + ε_j − ε_a − ε_b) and T_ij^ab
 // = 2 t_ij^ab − t_ij^ba, i, j active; UHF: same-spin and opposite-spin, Aikens et al.):
-//   P_ij = −2 Σ_kab t_ik^ab T_jk^ab,  P_ab = 2 Σ_ijc t_ij^ac T_ij^bc         (form_Pij, form_Pab)
-//   Γ_ia^P = Σ_jb T_ij^ab c_jb^P,  V_PQ = Σ_s Σ_ia c_ia^P Γ_ia^Q              (form_gamma)
+//   P_ij = −2 Σ_kab t_ik^ab T_jk^ab,  P_ab = 2 Σ_ijc t_ij^ac T_ij^bc   (the amplitudes' loops)
+//   Γ_ia^P = Σ_jb T_ij^ab c_jb^P,  V_PQ = Σ_s Σ_ia c_ia^P Γ_ia^Q        (form_gamma, after form_B)
 // The energy's derivative with the orbitals fixed is Σ_s Σ P F^x + 2w Σ_s Σ Γ_ia^P (P|ia)^x −
 // w Σ V (P|Q)^x; its orbital response enters through the Lagrangian X_pq (the coefficient of the
 // rotation U_pq):
@@ -15,9 +15,9 @@
 //   X_pq += 2 P_pq ε_p (the ij and ab blocks),  X_pk += [Cᵀ F(P) C]_pk (k occupied),
 // F the Fock response of OccupiedFockResponse::of_symmetric (RHF: 4J − 2K; UHF: 2 [J(P_α + P_β) −
 // K(P_s)]); the frozen–active rotations (to which E_MP2 is not invariant) by the SCF's own
-// response, P_fi = −½ X_fi / (ε_f − ε_i), and the occupied–virtual ones of every set at once by
-// the Z-vector equations (z_vector.hpp)
-//   (ε_a − ε_k) z_ak + [C_vᵀ F(Z) C_o]_ak = −(X_ak − X_ka)                       (form_Z)
+// response, P_fi = −½ X_fi / (ε_f − ε_i) (form_P), and the occupied–virtual ones of every set at
+// once by the Z-vector equations (z_vector.hpp)
+//   (ε_a − ε_k) z_ak + [C_vᵀ F(Z) C_o]_ak = −(X_ak − X_ka)     (form_Z_equations, solve_z_vector)
 // solved with the DF-SCF's factors (JK set), P_ak = ½ z_ak; W is the coefficient of S^x
 // (form_W). Weigend and Häser, Theor. Chem. Acc. 97, 331 (1997); Aikens et al., Theor. Chem. Acc.
 // 110, 233 (2003); Psi4's dfmp2/corr_grad.cc; PySCF's grad/ump2.py.
@@ -142,14 +142,14 @@ struct Mp2GradientDensities {
 
 // RHF or UHF orbitals (canonical), the lowest plan.sets[s].nfrozen of each set not correlated;
 // the plan's sets must be the orbitals'. jk_factors: the DF-SCF's (FockBuilder::fitted_factors,
-// this rank's rows), for the Fock-like terms and the Z-vector. scratch: for B and Γ's rows on disk (may be null when the plan
-// has none). Collective: the ranks share the RI batches and the amplitude blocks, and every rank
-// returns the whole densities.
+// this rank's rows), for the Fock-like terms and the Z-vector. scratch: for B and Γ's rows on
+// disk (may be null when the plan has none). Collective: the ranks share the RI batches and the
+// amplitude blocks, and every rank returns the whole densities.
 // z_convergence: the largest residual element. The gradient's error is about a fifth of it (uracil
 // cc-pVDZ: 1e-9 moves it by 2.4e-10 Eh/bohr from 1e-11's, 1e-8 by 1.6e-9).
 Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const libint2::BasisSet& ri_aux,
-                                            const ShellPairs& pairs, FittedTensorStore& jk_factors, const Orbitals& orbitals,
-                                            const Mp2GradientPlan& plan, MemoryBudget& budget,
+                                            const ShellPairs& pairs, FittedTensorStore& jk_factors,
+                                            const Orbitals& orbitals, const Mp2GradientPlan& plan, MemoryBudget& budget,
                                             const ScratchDirectory* scratch, Communicator& comm, double z_convergence,
                                             Progress& progress);
 

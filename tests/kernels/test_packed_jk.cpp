@@ -334,3 +334,39 @@ TEST_CASE("the occupied response of two spins' sets: [J(Z_α + Z_β) − K(Z_s)]
     }
   }
 }
+
+TEST_CASE("a set without occupied orbitals (UHF's β of no electron) takes no part in the occupied response, with "
+          "fp32 caches too") {
+  const k::BlockPackedLayout layout = random_layout(10, 0.7, 31);
+  const std::size_t n = layout.n(), naux = 17, nocc = 3;
+  std::mt19937 rng(37);
+  const auto [rows, full] = random_rows(layout, naux, rng);
+  const Factors occupied = random_factors(n, nocc, true, rng);
+  Factors change = random_factors(n, nocc, false, rng);
+  change.right = occupied.left;
+  // With the other set's Z zero, set 0's is [J(Z) − K(Z)] C = [2 J(L Cᵀ) − K(L Cᵀ) − K(L Cᵀ)ᵀ] C.
+  std::vector<double> J, K, expected(n * nocc, 0.0);
+  reference_jk(full, n, change, J, K);
+  for (std::size_t i = 0; i < nocc; ++i)
+    for (std::size_t m = 0; m < n; ++m)
+      for (std::size_t c = 0; c < n; ++c)
+        expected[i * n + m] += (2.0 * J[c * n + m] - K[c * n + m] - K[m * n + c]) * occupied.left[i * n + c];
+  std::vector<double> cache(k::OccupiedResponse::cache_elements(n, nocc, naux));
+  std::vector<float> cache_fp32(cache.size());
+  k::OccupiedResponse response(layout, {{occupied.left.data(), nocc, cache.data(), cache_fp32.data()},
+                                        {nullptr, 0, nullptr, nullptr}},
+                               naux, 2);
+  response.cache(0, naux, rows.data());
+  std::vector<double> FC(n * nocc);
+  double* out[2] = {FC.data(), nullptr};
+  const double* L[2] = {change.left.data(), nullptr};
+  double scale = 1.0;
+  for (double v : expected) scale = std::max(scale, std::abs(v));
+  for (const k::Precision precision : {k::Precision::fp64, k::Precision::fp32}) {
+    response.begin(L, precision);
+    response.add(0, naux, rows.data());
+    response.finish(out);
+    const double tolerance = precision == k::Precision::fp64 ? 1e-12 : 1e-5;  // fp32: as the test above
+    for (std::size_t x = 0; x < FC.size(); ++x) CHECK(std::abs(FC[x] - expected[x]) <= tolerance * scale);
+  }
+}
