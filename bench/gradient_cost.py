@@ -78,6 +78,8 @@ def main():
     parser.add_argument("--out", default=str(amdahl.REPO / "results"))
     args = parser.parse_args()
     xyz = amdahl.find_xyz(args.molecule)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)  # before the runs: a folder that cannot be made fails first
     runs = {"energy": [], "gradient": [], "psi4_gradient": []}
     with tempfile.TemporaryDirectory() as work:
         for round_ in range(args.repeat):
@@ -100,7 +102,6 @@ def main():
                "median_gradient_stage_s": gradient_stage, "gradient_over_energy": over_energy,
                "psi4_gradient_over_dfmp2_gradient": psi4_over, "max_abs_gradient_difference": dg,
                "e_total_difference": de, "runs": runs}
-    out = Path(args.out)
     (out / "gradient_cost.json").write_text(json.dumps(summary, indent=1) + "\n")
     machine = summary["machine"]
     (out / "gradient_cost.md").write_text(f"""# DF-MP2 gradient cost: {args.molecule}, {args.basis}

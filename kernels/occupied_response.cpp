@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <type_traits>
 
 #include "kernels/blas.hpp"
 
@@ -12,45 +13,70 @@ namespace {
 
 // Positions outside the stored blocks are never written by unpack_upper: the square is zeroed once.
 template <typename Buffers>
-void size_buffers(Buffers& b, std::size_t nbf, std::size_t nocc) {
+void size_buffers(Buffers& b, std::size_t nbf, std::span<const std::size_t> nocc) {
   b.square.assign(nbf * nbf, 0);
-  b.Y.resize(nbf * nocc);
-  b.W.resize(nocc * nocc);
-  b.F.resize(nbf * nocc);
+  for (const std::size_t o : nocc) {
+    b.Y.emplace_back(nbf * o);
+    b.W.emplace_back(o * o);
+    b.F.emplace_back(nbf * o);
+  }
+}
+
+template <typename Buffers>
+void zero_sums(Buffers& b) {
+  for (auto& F : b.F) std::fill(F.begin(), F.end(), 0);
 }
 
 }  // namespace
 
-OccupiedResponse::OccupiedResponse(const BlockPackedLayout& layout, const double* C_occ, std::size_t nocc,
-                                   std::size_t rows, double* cache, float* cache_fp32, int threads)
+OccupiedResponse::OccupiedResponse(const BlockPackedLayout& layout, std::vector<Set> sets, std::size_t rows,
+                                   int threads)
     : layout_(layout),
-      C_occ_(C_occ),
       nbf_(layout.n()),
-      nocc_(nocc),
       rows_(rows),
-      cache_(cache),
-      cache_fp32_(cache_fp32),
+      coulomb_weight_(4.0 / static_cast<double>(sets.size())),
+      fp32_(std::any_of(sets.begin(), sets.end(), [](const Set& set) { return set.cache_fp32 != nullptr; })),
       threads_(static_cast<std::size_t>(std::max(threads, 1))) {
-  for (Thread& t : threads_) {
-    size_buffers(t.fp64, nbf_, nocc_);
-    if (cache_fp32_ != nullptr) size_buffers(t.fp32, nbf_, nocc_);
+  std::vector<std::size_t> nocc;
+  for (const Set& set : sets) {
+    // A set without occupied orbitals (UHF's β of no electron) has empty caches.
+    if (fp32_ && set.nocc > 0 && set.cache_fp32 == nullptr)
+      throw std::logic_error("OccupiedResponse: an fp32 cache for every set or none");
+    sets_.push_back({set, {}, {}, nullptr, nullptr, {}});
+    if (fp32_) sets_.back().C_fp32.assign(set.C_occ, set.C_occ + nbf_ * set.nocc);
+    nocc.push_back(set.nocc);
   }
-  if (cache_fp32_ != nullptr) C_occ_fp32_.assign(C_occ, C_occ + nbf_ * nocc_);
+  for (Thread& t : threads_) {
+    size_buffers(t.fp64, nbf_, nocc);
+    if (fp32_) size_buffers(t.fp32, nbf_, nocc);
+  }
 }
 
-std::size_t OccupiedResponse::workspace_bytes(std::size_t nbf, std::size_t nocc, int threads, bool fp32) {
-  return std::size_t(std::max(threads, 1)) * (sizeof(double) + (fp32 ? sizeof(float) : 0)) *
-         (nbf * nbf + 2 * nbf * nocc + nocc * nocc);
+std::size_t OccupiedResponse::workspace_bytes(std::size_t nbf, std::span<const std::size_t> nocc, int threads,
+                                              bool fp32) {
+  std::size_t elements = nbf * nbf;
+  for (const std::size_t o : nocc) elements += 2 * nbf * o + o * o;
+  return std::size_t(std::max(threads, 1)) * (sizeof(double) + (fp32 ? sizeof(float) : 0)) * elements;
 }
 
-double OccupiedResponse::flops(std::size_t nbf, std::size_t nocc, std::size_t stored, std::size_t rows) {
-  const double n = double(nbf), o = double(nocc);
-  return double(rows) * (2.0 * n * n * o + 6.0 * n * o * o + 4.0 * n * o + double(stored));
+double OccupiedResponse::flops(std::size_t nbf, std::span<const std::size_t> nocc, std::size_t stored,
+                               std::size_t rows) {
+  const double n = double(nbf);
+  double per_row = double(stored);
+  for (const std::size_t set : nocc) {
+    const double o = double(set);
+    per_row += 2.0 * n * n * o + 6.0 * n * o * o + 4.0 * n * o;
+  }
+  return double(rows) * per_row;
 }
 
-double OccupiedResponse::symmetric_flops(std::size_t nbf, std::size_t nocc, std::size_t stored, std::size_t rows) {
-  const double n = double(nbf), o = double(nocc);
-  return double(rows) * (4.0 * n * n * o + 2.0 * n * o + 2.0 * double(stored));
+double OccupiedResponse::symmetric_flops(std::size_t nbf, std::span<const std::size_t> nocc, std::size_t stored,
+                                         std::size_t rows) {
+  const double n = double(nbf);
+  double per_row = 0.0;
+  for (const std::size_t set : nocc)
+    per_row += 4.0 * n * n * double(set) + 2.0 * n * double(set) + 2.0 * double(stored);
+  return double(rows) * per_row;
 }
 
 template <typename Visit>
@@ -66,85 +92,119 @@ void OccupiedResponse::for_rows(std::size_t first, std::size_t count, const doub
 }
 
 void OccupiedResponse::cache(std::size_t first, std::size_t count, const double* rows) {
-  const std::size_t n = nbf_, o = nocc_, per_row = n * o + o * o;
+  const std::size_t n = nbf_;
   for_rows(first, count, rows, [&](Thread& t, std::size_t q, const double* row) {
     unpack_upper(layout_, row, t.fp64.square.data());
-    double* X_q = cache_ + q * per_row;
-    symm_upper_left(n, o, t.fp64.square.data(), n, C_occ_, n, X_q, n);
-    gemm(Transpose::yes, Transpose::no, o, o, n, 1.0, C_occ_, n, X_q, n, 0.0, X_q + n * o, o);
-    if (cache_fp32_ != nullptr) std::copy(X_q, X_q + per_row, cache_fp32_ + q * per_row);
+    for (std::size_t s = 0; s < sets_.size(); ++s) {
+      const Set& set = sets_[s].set;
+      const std::size_t o = set.nocc;
+      if (o == 0) continue;  // BLAS refuses zero leading dimensions
+      double* X_q = set.cache + q * per_row(s);
+      symm_upper_left(n, o, t.fp64.square.data(), n, set.C_occ, n, X_q, n);
+      gemm(Transpose::yes, Transpose::no, o, o, n, 1.0, set.C_occ, n, X_q, n, 0.0, X_q + n * o, o);
+      if (set.cache_fp32 != nullptr) std::copy(X_q, X_q + per_row(s), set.cache_fp32 + q * per_row(s));
+    }
   });
 }
 
-void OccupiedResponse::begin(const double* L, Precision precision) {
-  if (precision == Precision::fp32 && cache_fp32_ == nullptr)
+void OccupiedResponse::begin(std::span<const double* const> L, Precision precision) {
+  if (precision == Precision::fp32 && !fp32_)
     throw std::logic_error("OccupiedResponse: an fp32 product needs the fp32 cache");
-  L_ = L;
-  D_ = nullptr;
+  if (L.size() != sets_.size()) throw std::logic_error("OccupiedResponse: one L per set");
+  symmetric_ = false;
   precision_ = precision;
-  if (precision == Precision::fp32) L_fp32_.assign(L, L + nbf_ * nocc_);
+  for (std::size_t s = 0; s < sets_.size(); ++s) {
+    sets_[s].L = L[s];
+    if (precision == Precision::fp32) sets_[s].L_fp32.assign(L[s], L[s] + nbf_ * sets_[s].set.nocc);
+  }
   for (Thread& t : threads_) {
-    std::fill(t.fp64.F.begin(), t.fp64.F.end(), 0.0);
-    std::fill(t.fp32.F.begin(), t.fp32.F.end(), 0.0f);
+    zero_sums(t.fp64);
+    zero_sums(t.fp32);
   }
 }
 
-void OccupiedResponse::begin_symmetric(const double* D) {
-  L_ = nullptr;
-  D_ = D;
+void OccupiedResponse::begin_symmetric(std::span<const double* const> D) {
+  if (D.size() != sets_.size()) throw std::logic_error("OccupiedResponse: one D per set");
+  symmetric_ = true;
   precision_ = Precision::fp64;
-  D_weights_ = pack_weighted(layout_, D);
-  for (Thread& t : threads_) std::fill(t.fp64.F.begin(), t.fp64.F.end(), 0.0);
+  for (std::size_t s = 0; s < sets_.size(); ++s) {
+    sets_[s].D = D[s];
+    sets_[s].D_weights = pack_weighted(layout_, D[s]);
+  }
+  for (Thread& t : threads_) zero_sums(t.fp64);
 }
 
 template <typename Real>
-void OccupiedResponse::add_row(Buffers<Real>& b, const double* row, const Real* C, const Real* cache,
-                               const Real* L) const {
-  const std::size_t n = nbf_, o = nocc_;
-  const Real* X = cache;
-  const Real* M = cache + n * o;
+void OccupiedResponse::add_row(Buffers<Real>& b, const double* row, std::size_t q) const {
+  const std::size_t n = nbf_;
+  constexpr bool fp64 = std::is_same_v<Real, double>;
+  const auto cache_of = [&](std::size_t s) -> const Real* {
+    if constexpr (fp64) return sets_[s].set.cache + q * per_row(s);
+    else return sets_[s].set.cache_fp32 + q * per_row(s);
+  };
+  const auto L_of = [&](std::size_t s) -> const Real* {
+    if constexpr (fp64) return sets_[s].L;
+    else return sets_[s].L_fp32.data();
+  };
+  const auto C_of = [&](std::size_t s) -> const Real* {
+    if constexpr (fp64) return sets_[s].set.C_occ;
+    else return sets_[s].C_fp32.data();
+  };
   unpack_upper(layout_, row, b.square.data());
-  symm_upper_left(n, o, b.square.data(), n, L, n, b.Y.data(), n);  // Y = B^Q L
-  axpy(n * o, Real(4) * dot(n * o, X, L), X, b.F.data());          // 4 γ_Q X^Q
-  gemm(Transpose::no, Transpose::no, n, o, o, Real(-1), b.Y.data(), n, M, o, Real(1), b.F.data(), n);
-  gemm(Transpose::yes, Transpose::no, o, o, n, Real(1), C, n, b.Y.data(), n, Real(0), b.W.data(), o);
-  gemm(Transpose::no, Transpose::yes, n, o, o, Real(-1), X, n, b.W.data(), o, Real(1), b.F.data(), n);
+  Real gamma = 0;
+  for (std::size_t s = 0; s < sets_.size(); ++s) gamma += dot(n * sets_[s].set.nocc, cache_of(s), L_of(s));
+  for (std::size_t s = 0; s < sets_.size(); ++s) {
+    const std::size_t o = sets_[s].set.nocc;
+    if (o == 0) continue;
+    const Real *X = cache_of(s), *M = X + n * o, *L = L_of(s), *C = C_of(s);
+    Real *Y = b.Y[s].data(), *W = b.W[s].data(), *F = b.F[s].data();
+    symm_upper_left(n, o, b.square.data(), n, L, n, Y, n);   // Y = B^Q L
+    axpy(n * o, Real(coulomb_weight_) * gamma, X, F);       // 2w γ_Q X^Q
+    gemm(Transpose::no, Transpose::no, n, o, o, Real(-1), Y, n, M, o, Real(1), F, n);
+    gemm(Transpose::yes, Transpose::no, o, o, n, Real(1), C, n, Y, n, Real(0), W, o);
+    gemm(Transpose::no, Transpose::yes, n, o, o, Real(-1), X, n, W, o, Real(1), F, n);
+  }
+}
+
+void OccupiedResponse::add_symmetric_row(Buffers<double>& b, const double* row, std::size_t q) const {
+  const std::size_t n = nbf_;
+  unpack_upper(layout_, row, b.square.data());
+  double gamma = 0.0;
+  for (const SetState& set : sets_) gamma += dot(set.D_weights.size(), row, set.D_weights.data());
+  for (std::size_t s = 0; s < sets_.size(); ++s) {
+    const std::size_t o = sets_[s].set.nocc;
+    if (o == 0) continue;
+    const double* X_q = sets_[s].set.cache + q * per_row(s);
+    gemm(Transpose::no, Transpose::no, n, o, n, 1.0, sets_[s].D, n, X_q, n, 0.0, b.Y[s].data(), n);  // Y = D X^Q
+    axpy(n * o, coulomb_weight_ * gamma, X_q, b.F[s].data());                                        // 2w γ_Q X^Q
+    symm_upper_left(n, o, b.square.data(), n, b.Y[s].data(), n, b.F[s].data(), n, -2.0, 1.0);
+  }
 }
 
 void OccupiedResponse::add(std::size_t first, std::size_t count, const double* rows) {
-  const std::size_t n = nbf_, o = nocc_, per_row = n * o + o * o;
-  if (D_ != nullptr) {
-    for_rows(first, count, rows, [&](Thread& t, std::size_t q, const double* row) {
-      const double* X_q = cache_ + q * per_row;
-      Buffers<double>& b = t.fp64;
-      unpack_upper(layout_, row, b.square.data());
-      gemm(Transpose::no, Transpose::no, n, o, n, 1.0, D_, n, X_q, n, 0.0, b.Y.data(), n);   // Y = D X^Q
-      axpy(n * o, 4.0 * dot(D_weights_.size(), row, D_weights_.data()), X_q, b.F.data());  // 4 γ_Q X^Q
-      symm_upper_left(n, o, b.square.data(), n, b.Y.data(), n, b.F.data(), n, -2.0, 1.0);
-    });
-    return;
-  }
-  if (precision_ == Precision::fp32)
-    for_rows(first, count, rows, [&](Thread& t, std::size_t q, const double* row) {
-      add_row(t.fp32, row, C_occ_fp32_.data(), cache_fp32_ + q * per_row, L_fp32_.data());
-    });
+  if (symmetric_)
+    for_rows(first, count, rows,
+             [&](Thread& t, std::size_t q, const double* row) { add_symmetric_row(t.fp64, row, q); });
+  else if (precision_ == Precision::fp32)
+    for_rows(first, count, rows, [&](Thread& t, std::size_t q, const double* row) { add_row(t.fp32, row, q); });
   else
-    for_rows(first, count, rows, [&](Thread& t, std::size_t q, const double* row) {
-      add_row(t.fp64, row, C_occ_, cache_ + q * per_row, L_);
-    });
+    for_rows(first, count, rows, [&](Thread& t, std::size_t q, const double* row) { add_row(t.fp64, row, q); });
 }
 
-void OccupiedResponse::finish(double* FC_occ) {
-  const std::size_t size = nbf_ * nocc_;
-  std::fill(FC_occ, FC_occ + size, 0.0);
-  for (const Thread& t : threads_) {
-    if (precision_ == Precision::fp32)
-      for (std::size_t x = 0; x < size; ++x) FC_occ[x] += static_cast<double>(t.fp32.F[x]);
-    else
-      axpy(size, 1.0, t.fp64.F.data(), FC_occ);
+void OccupiedResponse::finish(std::span<double* const> FC_occ) {
+  for (std::size_t s = 0; s < sets_.size(); ++s) {
+    const std::size_t size = nbf_ * sets_[s].set.nocc;
+    double* out = FC_occ[s];
+    std::fill(out, out + size, 0.0);
+    for (const Thread& t : threads_) {
+      if (precision_ == Precision::fp32)
+        for (std::size_t x = 0; x < size; ++x) out[x] += static_cast<double>(t.fp32.F[s][x]);
+      else
+        axpy(size, 1.0, t.fp64.F[s].data(), out);
+    }
+    sets_[s].L = nullptr;
+    sets_[s].D = nullptr;
   }
-  L_ = nullptr;
-  D_ = nullptr;
 }
 
 }  // namespace dfmp2::kernels

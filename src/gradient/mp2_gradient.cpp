@@ -5,7 +5,6 @@
 
 #include "src/gradient/mp2_relaxed_density.hpp"
 #include "src/gradient/scf_gradient.hpp"
-#include "src/gradient/ump2_relaxed_density.hpp"
 #include "src/integrals/df_two_electron_derivatives.hpp"
 #include "src/integrals/one_electron.hpp"
 #include "src/integrals/two_electron_derivatives.hpp"
@@ -34,8 +33,8 @@ struct Mp2Densities {
 // The SCF gradient's terms with the MP2 densities added to the SCF's, D + P in ∂H and
 // W_SCF + W in ∂S, the JK set's separable term with A = ½ D + P and A_s = ½ D_s + P^s, and the RI
 // set's; the relaxed dipole moment of D + P. occupied_products: RHF's Z-vector's B^Q C_occ, if kept.
-Mp2Gradient contract(const Mp2GradientInput& in, const Mp2Densities& mp2, DensityFittedFock& jk, MemoryBudget& budget,
-                     Communicator& comm, const double* occupied_products = nullptr) {
+Mp2Gradient contract(const Mp2GradientInput& in, const Mp2Densities& mp2, FittedTensorStore& jk_factors,
+                     MemoryBudget& budget, Communicator& comm, const double* occupied_products = nullptr) {
   const ScfDensities scf = scf_densities(in.orbitals);
   ScfDensities one_electron = scf;
   one_electron.total += mp2.relaxed;
@@ -73,7 +72,7 @@ Mp2Gradient contract(const Mp2GradientInput& in, const Mp2Densities& mp2, Densit
   out.gradient = scf_gradient_without_two_electron(in.obs, in.mol, one_electron);
   in.progress.message("MP2 gradient: JK-set fitted coefficients and metric terms");
   const ThreeCentreScreening screening(in.obs, in.pairs);  // for both sets
-  out.gradient += density_fitted_two_electron_gradient(in.obs, in.jk_aux, in.pairs, screening, jk.factors(), in.mol,
+  out.gradient += density_fitted_two_electron_gradient(in.obs, in.jk_aux, in.pairs, screening, jk_factors, in.mol,
                                                        separable, in.plan.jk_layout, budget, in.scratch, comm,
                                                        derivative_integrals("JK"), &out.work, occupied_products);
   out.gradient += three_centre_gradient_of_squares(in.ri_aux, in.obs, in.pairs, screening, in.mol, gamma, budget,
@@ -92,40 +91,23 @@ GammaSpin gamma_spin(const RowStore& gamma, const SpinOrbitals& orbitals, std::s
 
 }  // namespace
 
-Mp2Gradient density_fitted_mp2_gradient(const Mp2GradientInput& in, DensityFittedFock& jk, MemoryBudget& budget,
-                                        Communicator& comm) {
-  const std::size_t nfrozen = in.plan.sizes.nfrozen;
-  Mp2Gradient out;
-  if (in.orbitals.unrestricted()) {
-    const Ump2GradientDensities mp2 =
-        ump2_gradient_densities(in.obs, in.ri_aux, in.pairs, jk, in.orbitals, in.plan, budget, in.scratch, comm,
-                                in.z_convergence, in.progress);
-    out = contract(in, {mp2.relaxed[0] + mp2.relaxed[1],
-                        {mp2.relaxed[0], mp2.relaxed[1]},
-                        mp2.energy_weighted,
-                        {gamma_spin(mp2.gamma[0], in.orbitals, nfrozen),
-                         gamma_spin(mp2.gamma[1], *in.orbitals.beta, nfrozen)},
-                        2.0,
-                        -mp2.metric},
-                   jk, budget, comm);
-    out.energy = mp2.energy;
-    out.cphf_iterations = mp2.cphf_iterations;
-    out.work += mp2.work;
-  } else {
-    const Mp2GradientDensities mp2 =
-        mp2_gradient_densities(in.obs, in.ri_aux, in.pairs, jk, in.orbitals, in.plan, budget, in.scratch, comm,
-                               in.z_convergence, in.progress);
-    out = contract(in, {mp2.relaxed,
-                        {mp2.relaxed},
-                        mp2.energy_weighted,
-                        {gamma_spin(mp2.gamma, in.orbitals, nfrozen)},
-                        4.0,
-                        -2.0 * mp2.metric},
-                   jk, budget, comm, mp2.occupied_products.data());
-    out.energy = mp2.energy;
-    out.cphf_iterations = mp2.cphf_iterations;
-    out.work += mp2.work;
-  }
+Mp2Gradient density_fitted_mp2_gradient(const Mp2GradientInput& in, FittedTensorStore& jk_factors,
+                                        MemoryBudget& budget, Communicator& comm) {
+  const Mp2GradientDensities mp2 = mp2_gradient_densities(in.obs, in.ri_aux, in.pairs, jk_factors, in.orbitals,
+                                                          in.plan, budget, in.scratch, comm, in.z_convergence,
+                                                          in.progress);
+  // RHF's one set stands for both spins (w = 2); UHF's α and β each for one (w = 1).
+  const double w = mp2.electrons_per_orbital;
+  Eigen::MatrixXd relaxed = mp2.relaxed[0];
+  for (std::size_t s = 1; s < mp2.relaxed.size(); ++s) relaxed += mp2.relaxed[s];
+  std::vector<GammaSpin> gamma;
+  for (std::size_t s = 0; s < mp2.gamma.size(); ++s)
+    gamma.push_back(gamma_spin(mp2.gamma[s], in.orbitals.spin(int(s)), in.plan.sets[s].nfrozen));
+  Mp2Gradient out = contract(in, {relaxed, mp2.relaxed, mp2.energy_weighted, gamma, 2.0 * w, -w * mp2.metric},
+                             jk_factors, budget, comm, mp2.occupied_products.data());
+  out.energy = mp2.energy;
+  out.cphf_iterations = mp2.cphf_iterations;
+  out.work += mp2.work;
   return out;
 }
 

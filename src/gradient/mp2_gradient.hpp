@@ -1,6 +1,6 @@
 // The RHF or UHF DF-MP2 energy's nuclear gradient (frozen core allowed), as Psi4's dfmp2 computes
-// RHF's: the SCF gradient's terms with the relaxed densities (mp2_relaxed_density.hpp,
-// ump2_relaxed_density.hpp) added to the SCF's, D + P in ∂H and W_SCF + W in ∂S, the JK set's
+// RHF's: the SCF gradient's terms with the relaxed densities (mp2_relaxed_density.hpp) added to
+// the SCF's, D + P in ∂H and W_SCF + W in ∂S, the JK set's
 // three-centre and metric terms of the SCF density with itself and with P (Coulomb, and exchange
 // spin by spin), and the RI set's of the non-separable Γ: 4 Σ Γ_ia^P ∂(P|ia) − 2 Σ V_PQ ∂(P|Q)
 // for RHF, 2 Σ_σ Σ Γ_ia^P ∂(P|ia) − Σ V_PQ ∂(P|Q) for UHF. natom × 3 (x, y, z) in Eh/bohr.
@@ -25,7 +25,7 @@ struct Mp2GradientInput {
   const ShellPairs& pairs;          // the orbital shell pairs both tensors store
   const Molecule& mol;
   const Orbitals& orbitals;         // converged canonical RHF or UHF
-  const Mp2GradientPlan& plan;      // plan_mp2_gradient's or plan_ump2_gradient's for them
+  const Mp2GradientPlan& plan;      // plan_mp2_gradient's for them
   const ScratchDirectory* scratch;  // for what the plan puts on disk
   // The Z-vector's largest residual element: the SCF's d_convergence, since the orbitals the
   // gradient differentiates are no more exact than that.
@@ -45,10 +45,10 @@ struct Mp2Gradient {
   StageWork work;
 };
 
-// jk the DF-SCF's Fock builder (its J/K build the Z-vector's products); the densities' arrays are
-// drawn from `budget` as in.plan says. Collective: the ranks share the work, and every rank
-// returns the whole gradient.
-Mp2Gradient density_fitted_mp2_gradient(const Mp2GradientInput& in, DensityFittedFock& jk, MemoryBudget& budget,
-                                        Communicator& comm);
+// jk_factors: the DF-SCF's (FockBuilder::fitted_factors; the Z-vector's products and the JK set's
+// terms come from them); the densities' arrays are drawn from `budget` as in.plan says.
+// Collective: the ranks share the work, and every rank returns the whole gradient.
+Mp2Gradient density_fitted_mp2_gradient(const Mp2GradientInput& in, FittedTensorStore& jk_factors,
+                                        MemoryBudget& budget, Communicator& comm);
 
 }  // namespace dfmp2

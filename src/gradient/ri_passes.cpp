@@ -127,9 +127,9 @@ void RiGradientPhases::add_contraction(const std::vector<PlannedBlock>& held, co
 
 std::string rows_in_memory_note(const Mp2GradientPlan& p) {
   const std::size_t jk_rows = std::min(p.jk_layout.ram_rows, p.jk_terms.naux);
-  if (p.ram_rows >= p.sizes.naux && jk_rows >= p.jk_terms.naux) return "";
+  if (p.ram_rows >= p.sets[0].naux && jk_rows >= p.jk_terms.naux) return "";
   return "the gradient's rows P in memory: B_ia^P and Γ_ia^P " + std::to_string(p.ram_rows) + " of " +
-         std::to_string(p.sizes.naux) + ", the JK set's c^P C " + std::to_string(jk_rows) + " of " +
+         std::to_string(p.sets[0].naux) + ", the JK set's c^P C " + std::to_string(jk_rows) + " of " +
          std::to_string(p.jk_terms.naux);
 }
 

@@ -1,6 +1,6 @@
-// What the RHF and UHF DF-MP2 gradient densities (mp2_relaxed_density.hpp,
-// ump2_relaxed_density.hpp) share in the RI set: passes over (P|μν), one batch of RI shells at a
-// time, with its AO integrals computed anew in each pass, and the planning of those batches.
+// What the DF-MP2 gradient densities (mp2_relaxed_density.hpp) do in the RI set: passes over
+// (P|μν), one batch of RI shells at a time, with its AO integrals computed anew in each pass, and
+// the planning of those batches.
 #pragma once
 
 #include <cstddef>

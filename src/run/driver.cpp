@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <stdexcept>
 
 #include <omp.h>
 
@@ -201,8 +202,9 @@ PreparedRun::PreparedRun(const RunInput& input, const RunOptions& options, Progr
                                   problem.molecule, scf.orbitals,       *plan.mp2_gradient, &context.scratch,
                                   options.scf.d_convergence_for(scf.orbitals.spin_count()),
                                   context.progress};
-        return density_fitted_mp2_gradient(in, dynamic_cast<DensityFittedFock&>(*integrals.fock), *budget,
-                                           context.comm);
+        FittedTensorStore* jk_factors = integrals.fock->fitted_factors();
+        if (jk_factors == nullptr) throw std::logic_error("the DF-MP2 gradient needs the DF-SCF's factors");
+        return density_fitted_mp2_gradient(in, *jk_factors, *budget, context.comm);
       });
       r.gradient = gradient.gradient;
       r.mp2_dipole_moment = gradient.dipole;

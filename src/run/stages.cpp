@@ -10,7 +10,6 @@
 
 #include "kernels/gpu/gpu_energy.hpp"
 #include "src/common/errors.hpp"
-#include "src/gradient/ump2_relaxed_density.hpp"
 #include "src/integrals/one_electron.hpp"
 #include "src/integrals/shell_ranges.hpp"
 #include "src/io/ao_conventions.hpp"
@@ -250,12 +249,6 @@ Problem define_problem(const RunInput& input, const RunContext& context) {
 
 namespace {
 
-// Densities per DF J/K build: one per spin, and two in an RHF gradient run, whose builds take the
-// MP2 density's positive and negative parts (mp2_relaxed_density.cpp).
-std::size_t jk_densities(const Problem& problem, const RunOptions& options) {
-  return problem.unrestricted || options.gradient ? 2 : 1;
-}
-
 std::vector<EnergySpin> energy_spins(const std::vector<TransformSizes>& sizes, bool in_memory, const Communicator& comm) {
   std::vector<EnergySpin> spins;
   for (const TransformSizes& s : sizes)
@@ -348,7 +341,7 @@ RunPlan plan_run(const Problem& problem, const RunContext& context) {
     scf_blocks.push_back({"the atomic guess's integrals", atomic_density_guess_bytes(problem.orbital_basis, problem.molecule)});
   if (problem.jk_aux) {
     plan.density_fitted_scf =
-        plan_density_fitted_scf(problem.obs, *problem.jk_aux, problem.pairs, jk_densities(problem, context.options),
+        plan_density_fitted_scf(problem.obs, *problem.jk_aux, problem.pairs, spins,
                                 scf_blocks, ram, context.comm);
     add_blocks(plan.integrals, plan.density_fitted_scf->setup);
     add_blocks(plan.scf, plan.density_fitted_scf->iterations);
@@ -391,11 +384,10 @@ RunPlan plan_run(const Problem& problem, const RunContext& context) {
     SeparableTermSizes jk_terms{nbf, std::size_t(problem.jk_aux->nbf()), largest_shell(*problem.jk_aux),
                                 {std::size_t(problem.nocc)}, context.comm.size()};
     if (problem.unrestricted) jk_terms.occupied.push_back(std::size_t(problem.nocc_beta));
-    plan.mp2_gradient = problem.unrestricted
-                            ? plan_ump2_gradient(problem.aux, sizes(problem.nocc), sizes(problem.nocc_beta), jk_terms,
-                                                 room, context.comm.size())
-                            : plan_mp2_gradient(problem.aux, sizes(problem.nocc), jk_terms, room, context.comm.size(),
-                                                options.scf.fp32_until_gradient > 0.0);
+    std::vector<Mp2GradientSizes> sets{sizes(problem.nocc)};
+    if (problem.unrestricted) sets.push_back(sizes(problem.nocc_beta));
+    plan.mp2_gradient = plan_mp2_gradient(problem.aux, sets, jk_terms, room, context.comm.size(),
+                                          options.scf.fp32_until_gradient > 0.0);
     add_blocks(gradient, plan.mp2_gradient->densities);
     plan.gradient = std::move(gradient);
     return plan;

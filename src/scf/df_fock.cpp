@@ -1,6 +1,5 @@
 #include "src/scf/df_fock.hpp"
 
-#include <Eigen/Eigenvalues>
 #include <omp.h>
 
 #include <algorithm>
@@ -202,76 +201,95 @@ void DensityFittedFock::coulomb_exchange(std::span<const kernels::DensityFactors
   (precision == kernels::Precision::fp32 ? work_.flops_fp32 : work_.flops_fp64) += flops;
 }
 
-std::array<Eigen::MatrixXd, 2> DensityFittedFock::coulomb_exchange_of_symmetric(const Eigen::MatrixXd& C,
-                                                                               const Eigen::MatrixXd& P) {
-  const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eigen(P);
-  const Eigen::VectorXd& lambda = eigen.eigenvalues();  // ascending
-  const auto negative =
-      static_cast<Eigen::Index>(std::count_if(lambda.begin(), lambda.end(), [](double x) { return x < 0.0; }));
-  const Eigen::MatrixXd scaled = C * eigen.eigenvectors() * lambda.cwiseAbs().cwiseSqrt().asDiagonal();
-  const Eigen::MatrixXd L_minus = scaled.leftCols(negative), L_plus = scaled.rightCols(scaled.cols() - negative);
-  const auto n = C.rows();
-  Eigen::MatrixXd J_plus(n, n), J_minus(n, n), K_plus(n, n), K_minus(n, n);
-  const kernels::DensityFactors densities[2] = {{L_plus.data(), nullptr, static_cast<std::size_t>(L_plus.cols())},
-                                                {L_minus.data(), nullptr, static_cast<std::size_t>(L_minus.cols())}};
-  double* J[2] = {J_plus.data(), J_minus.data()};
-  double* K[2] = {K_plus.data(), K_minus.data()};
-  coulomb_exchange(densities, J, K, kernels::Precision::fp64);
-  return {J_plus - J_minus, K_plus - K_minus};
+namespace {
+
+// Each set's B^Q C_s and C_sᵀ B^Q C_s of `rows` rows Q, drawn from the budget.
+template <typename Real>
+std::vector<LargeArray<Real>> occupied_caches(MemoryBudget& budget, std::size_t nbf,
+                                              const std::vector<Eigen::MatrixXd>& C_occ, std::size_t rows,
+                                              const char* what) {
+  std::vector<LargeArray<Real>> caches;
+  for (const Eigen::MatrixXd& C : C_occ)
+    caches.push_back(
+        budget.allocate<Real>(kernels::OccupiedResponse::cache_elements(nbf, std::size_t(C.cols()), rows), what));
+  return caches;
 }
 
-OccupiedFockResponse::OccupiedFockResponse(DensityFittedFock& jk, const Eigen::MatrixXd& C_occ, MemoryBudget& budget,
-                                           bool fp32)
-    : jk_(jk),
-      C_occ_(C_occ),
-      cache_(budget.allocate<double>(
-          kernels::OccupiedResponse::cache_elements(jk.nbf_, std::size_t(C_occ.cols()), jk.store_.rows()),
-          "the Z-vector's B^Q C_o and C_oᵀ B^Q C_o")),
-      cache_fp32_(fp32 ? budget.allocate<float>(kernels::OccupiedResponse::cache_elements(
-                                                    jk.nbf_, std::size_t(C_occ.cols()), jk.store_.rows()),
+}  // namespace
+
+OccupiedFockResponse::OccupiedFockResponse(FittedTensorStore& factors, const kernels::BlockPackedLayout& layout,
+                                           std::vector<Eigen::MatrixXd> C_occ, MemoryBudget& budget, bool fp32)
+    : factors_(factors),
+      layout_(layout),
+      C_occ_(std::move(C_occ)),
+      cache_(occupied_caches<double>(budget, layout.n(), C_occ_, factors.rows(),
+                                     "the Z-vector's B^Q C_o and C_oᵀ B^Q C_o")),
+      cache_fp32_(fp32 ? occupied_caches<float>(budget, layout.n(), C_occ_, factors.rows(),
                                                 "the Z-vector's B^Q C_o and C_oᵀ B^Q C_o in fp32")
-                       : LargeArray<float>()),
+                       : std::vector<LargeArray<float>>()),
       workspace_(budget.reserve(
-          kernels::OccupiedResponse::workspace_bytes(jk.nbf_, std::size_t(C_occ.cols()), omp_get_max_threads(), fp32),
+          kernels::OccupiedResponse::workspace_bytes(layout.n(), nocc(), omp_get_max_threads(), fp32),
           "the Z-vector products' per-thread buffers")),
-      response_(jk.layout_, C_occ_.data(), std::size_t(C_occ.cols()), jk.store_.rows(), cache_.data(),
-                fp32 ? cache_fp32_.data() : nullptr, omp_get_max_threads()) {
-  jk_.store_.for_each_block(
+      response_(layout, response_sets(), factors.rows(), omp_get_max_threads()) {
+  factors_.for_each_block(
       [&](std::size_t first, std::size_t count, const double* rows) { response_.cache(first, count, rows); });
+}
+
+std::vector<std::size_t> OccupiedFockResponse::nocc() const {
+  std::vector<std::size_t> out;
+  for (const Eigen::MatrixXd& C : C_occ_) out.push_back(std::size_t(C.cols()));
+  return out;
+}
+
+std::vector<kernels::OccupiedResponse::Set> OccupiedFockResponse::response_sets() {
+  std::vector<kernels::OccupiedResponse::Set> sets;
+  for (std::size_t s = 0; s < C_occ_.size(); ++s)
+    sets.push_back({C_occ_[s].data(), std::size_t(C_occ_[s].cols()), cache_[s].data(),
+                    cache_fp32_.empty() ? nullptr : cache_fp32_[s].data()});
+  return sets;
 }
 
 std::size_t OccupiedFockResponse::kept_products_bytes(std::size_t nbf, std::size_t nocc, std::size_t rows) {
   return MemoryBudget::double_array_bytes(kernels::OccupiedResponse::cache_elements(nbf, nocc, rows));
 }
 
-std::size_t OccupiedFockResponse::bytes(std::size_t nbf, std::size_t nocc, std::size_t rows, bool fp32) {
-  const std::size_t elements = kernels::OccupiedResponse::cache_elements(nbf, nocc, rows);
-  return kept_products_bytes(nbf, nocc, rows) +
-         (fp32 ? MemoryBudget::array_bytes(sizeof(float) * elements) : 0) +
-         kernels::OccupiedResponse::workspace_bytes(nbf, nocc, omp_get_max_threads(), fp32);
+std::size_t OccupiedFockResponse::bytes(std::size_t nbf, std::span<const std::size_t> nocc, std::size_t rows,
+                                        bool fp32) {
+  std::size_t bytes = kernels::OccupiedResponse::workspace_bytes(nbf, nocc, omp_get_max_threads(), fp32);
+  for (const std::size_t o : nocc)
+    bytes += kept_products_bytes(nbf, o, rows) +
+             (fp32 ? MemoryBudget::array_bytes(sizeof(float) * kernels::OccupiedResponse::cache_elements(nbf, o, rows))
+                   : 0);
+  return bytes;
 }
 
-Eigen::MatrixXd OccupiedFockResponse::operator()(const Eigen::MatrixXd& L, kernels::Precision precision) {
-  response_.begin(L.data(), precision);
-  const double flops =
-      kernels::OccupiedResponse::flops(jk_.nbf_, std::size_t(C_occ_.cols()), jk_.layout_.size(), jk_.store_.rows());
+std::vector<Eigen::MatrixXd> OccupiedFockResponse::operator()(const std::vector<Eigen::MatrixXd>& L,
+                                                              kernels::Precision precision) {
+  std::vector<const double*> factors;
+  for (const Eigen::MatrixXd& l : L) factors.push_back(l.data());
+  response_.begin(factors, precision);
+  const double flops = kernels::OccupiedResponse::flops(layout_.n(), nocc(), layout_.size(), factors_.rows());
   return product(precision == kernels::Precision::fp64 ? flops : 0.0, precision == kernels::Precision::fp32 ? flops : 0.0);
 }
 
-Eigen::MatrixXd OccupiedFockResponse::of_symmetric(const Eigen::MatrixXd& D) {
-  response_.begin_symmetric(D.data());
-  return product(kernels::OccupiedResponse::symmetric_flops(jk_.nbf_, std::size_t(C_occ_.cols()), jk_.layout_.size(),
-                                                            jk_.store_.rows()),
-                 0.0);
+std::vector<Eigen::MatrixXd> OccupiedFockResponse::of_symmetric(const std::vector<Eigen::MatrixXd>& D) {
+  std::vector<const double*> densities;
+  for (const Eigen::MatrixXd& d : D) densities.push_back(d.data());
+  response_.begin_symmetric(densities);
+  return product(
+      kernels::OccupiedResponse::symmetric_flops(layout_.n(), nocc(), layout_.size(), factors_.rows()), 0.0);
 }
 
-Eigen::MatrixXd OccupiedFockResponse::product(double flops_fp64, double flops_fp32) {
-  Eigen::MatrixXd FC_occ(C_occ_.rows(), C_occ_.cols());
-  jk_.store_.for_each_block(
+std::vector<Eigen::MatrixXd> OccupiedFockResponse::product(double flops_fp64, double flops_fp32) {
+  std::vector<Eigen::MatrixXd> FC_occ;
+  std::vector<double*> out;
+  for (const Eigen::MatrixXd& C : C_occ_) FC_occ.emplace_back(C.rows(), C.cols());
+  for (Eigen::MatrixXd& F : FC_occ) out.push_back(F.data());
+  factors_.for_each_block(
       [&](std::size_t first, std::size_t count, const double* rows) { response_.add(first, count, rows); });
-  response_.finish(FC_occ.data());
-  jk_.work_.flops_fp64 += flops_fp64;
-  jk_.work_.flops_fp32 += flops_fp32;
+  response_.finish(out);
+  work_.flops_fp64 += flops_fp64;
+  work_.flops_fp32 += flops_fp32;
   return FC_occ;
 }
 

@@ -38,7 +38,7 @@ struct DensityFittedScfPlan {
 // The plan for `ram_bytes` of memory (what the budget leaves this stage): the whole tensor in
 // memory when it fits, else as many of this rank's rows as fit beside the batches and buffers and
 // the rest on disk. Its RAM exceeds ram_bytes only when even no row in memory does not fit.
-// spins: the densities of one J/K build (1: RHF; 2: UHF, or an RHF gradient run's); scf_blocks:
+// spins: the densities of one J/K build (1: RHF; 2: UHF); scf_blocks:
 // what the SCF holds beside the Fock builder. Collective.
 DensityFittedScfPlan plan_density_fitted_scf(const libint2::BasisSet& obs, const libint2::BasisSet& aux,
                                              const ShellPairs& pairs, std::size_t spins,
@@ -59,22 +59,16 @@ class DensityFittedFock : public FockBuilder {
                                                     kernels::Precision precision) override;
   bool has_fp32_build() const override { return true; }
   void set_aside_workspace() override;
-  // J_s and K_s (this rank's Q; not summed over ranks) of any densities given by factors, counting
-  // the work: the SCF's and the response equations' builds.
-  void coulomb_exchange(std::span<const kernels::DensityFactors> densities, std::span<double* const> J,
-                        std::span<double* const> K, kernels::Precision precision);
-  // J and K (this rank's) of C P Cᵀ for a symmetric P of any signs (the MP2 densities), from its
-  // eigenvectors: C P Cᵀ = L₊L₊ᵀ − L₋L₋ᵀ, the columns of C U scaled by √|λ| split by λ's sign, as two
-  // symmetric densities in one pass. A symmetric build costs half a general one of the same rank
-  // (one SYMM and half a GEMM per Q, not two SYMMs and a GEMM).
-  std::array<Eigen::MatrixXd, 2> coulomb_exchange_of_symmetric(const Eigen::MatrixXd& C, const Eigen::MatrixXd& P);
   // Work of making the factors (integrals and fitting), apart from the builds' work().
   const StageWork& setup_work() const { return store_.setup_work(); }
   // This rank's factors B^Q themselves (the DF gradients' coefficients come from them).
-  FittedTensorStore& factors() { return store_; }
+  FittedTensorStore* fitted_factors() override { return &store_; }
 
  private:
-  friend class OccupiedFockResponse;
+  // J_s and K_s (this rank's Q; not summed over ranks) of the SCF's densities given by factors,
+  // counting the work.
+  void coulomb_exchange(std::span<const kernels::DensityFactors> densities, std::span<double* const> J,
+                        std::span<double* const> K, kernels::Precision precision);
   Communicator& comm_;
   const kernels::BlockPackedLayout& layout_;
   std::size_t nbf_;
@@ -85,34 +79,47 @@ class DensityFittedFock : public FockBuilder {
   std::optional<MemoryBudget::Reservation> workspace_;
 };
 
-// The Z-vector's products F(Z) C_o = (4J − 2K)(Z) C_o, Z = ½ (L C_oᵀ + C_o Lᵀ), for many L and one
-// C_o (kernels/occupied_response: a third of a general J/K build's work), from this rank's
-// factors: B^Q C_o and C_oᵀ B^Q C_o of this rank's Q made once, in one pass over the tensor, into
-// memory drawn from the budget. Each product is this rank's part; the caller sums over ranks.
+// The Z-vector's products F_s(Z) C_s (kernels/occupied_response: RHF's (4J − 2K)(Z) C_o of its
+// one set, UHF's [J(Z_α + Z_β) − K(Z_s)] C_s of each spin's) for many changes L_s and fixed
+// occupied orbitals C_s (a third of a general J/K build's work), from this rank's factors: B^Q C_s
+// and C_sᵀ B^Q C_s of this rank's Q made once, in one pass over the tensor, into memory drawn from
+// the budget. Each product is this rank's part; the caller sums over ranks.
 class OccupiedFockResponse {
  public:
-  // fp32: the kept products also in fp32, for fp32 products.
-  OccupiedFockResponse(DensityFittedFock& jk, const Eigen::MatrixXd& C_occ, MemoryBudget& budget, bool fp32);
-  // What it draws for `rows` rows Q: the kept products and the threads' buffers.
-  static std::size_t bytes(std::size_t nbf, std::size_t nocc, std::size_t rows, bool fp32);
-  // What the kept products alone draw (release_occupied_products), of them.
+  // factors: a DF-SCF's (FockBuilder::fitted_factors), stored in `layout` (its shell pairs'). C_occ:
+  // each set's occupied orbitals, RHF's one or UHF's α and β. fp32: the kept products also in
+  // fp32, for fp32 products.
+  OccupiedFockResponse(FittedTensorStore& factors, const kernels::BlockPackedLayout& layout,
+                       std::vector<Eigen::MatrixXd> C_occ, MemoryBudget& budget, bool fp32);
+  // What it draws for `rows` rows Q and sets of `nocc` orbitals: the kept products and the
+  // threads' buffers.
+  static std::size_t bytes(std::size_t nbf, std::span<const std::size_t> nocc, std::size_t rows, bool fp32);
+  // What one set's kept products alone draw (release_occupied_products), of them.
   static std::size_t kept_products_bytes(std::size_t nbf, std::size_t nocc, std::size_t rows);
-  // fp32 only when made with fp32.
-  Eigen::MatrixXd operator()(const Eigen::MatrixXd& L, kernels::Precision precision = kernels::Precision::fp64);
-  // (4J − 2K)(D) C_o of a symmetric D (nbf × nbf), this rank's part likewise.
-  Eigen::MatrixXd of_symmetric(const Eigen::MatrixXd& D);
-  // The kept B^Q C_o and C_oᵀ B^Q C_o, for other uses once the products are done (no product
-  // after): per row Q of this rank, nbf·nocc then nocc² doubles.
-  LargeArray<double> release_occupied_products() { return std::move(cache_); }
+  // F_s(Z) C_s of each set's L_s (nbf × nocc_s); fp32 only when made with fp32.
+  std::vector<Eigen::MatrixXd> operator()(const std::vector<Eigen::MatrixXd>& L,
+                                          kernels::Precision precision = kernels::Precision::fp64);
+  // F_s(D) C_s of symmetric D_s (nbf × nbf): RHF's (4J − 2K)(D) C_o, UHF's 2 [J(D_α + D_β) − K(D_s)] C_s.
+  std::vector<Eigen::MatrixXd> of_symmetric(const std::vector<Eigen::MatrixXd>& D);
+  // The first set's kept B^Q C_o and C_oᵀ B^Q C_o, for other uses once the products are done (no
+  // product after): per row Q of this rank, nbf·nocc then nocc² doubles.
+  LargeArray<double> release_occupied_products() { return std::move(cache_.front()); }
+  // Work of the products so far (with the caches' making, apart from it).
+  const StageWork& work() const { return work_; }
 
  private:
   // The begun product over every row of the store, counting its flops.
-  Eigen::MatrixXd product(double flops_fp64, double flops_fp32);
+  std::vector<Eigen::MatrixXd> product(double flops_fp64, double flops_fp32);
+  std::vector<std::size_t> nocc() const;
+  // Each set's C_s and caches, for the kernel.
+  std::vector<kernels::OccupiedResponse::Set> response_sets();
 
-  DensityFittedFock& jk_;
-  Eigen::MatrixXd C_occ_;
-  LargeArray<double> cache_;
-  LargeArray<float> cache_fp32_;
+  FittedTensorStore& factors_;
+  const kernels::BlockPackedLayout& layout_;
+  StageWork work_;
+  std::vector<Eigen::MatrixXd> C_occ_;
+  std::vector<LargeArray<double>> cache_;
+  std::vector<LargeArray<float>> cache_fp32_;
   MemoryBudget::Reservation workspace_;
   kernels::OccupiedResponse response_;
 };

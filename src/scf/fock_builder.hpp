@@ -15,6 +15,8 @@
 
 namespace dfmp2 {
 
+class FittedTensorStore;
+
 class FockBuilder {
  public:
   virtual ~FockBuilder() = default;
@@ -33,6 +35,9 @@ class FockBuilder {
   virtual void set_aside_workspace() {}
   // Work of the builds so far.
   const StageWork& work() const { return work_; }
+  // The density-fitted factors B^Q its builds read (this rank's rows), for the gradients and the
+  // Z-vector's products; null for builders without them (exact integrals).
+  virtual FittedTensorStore* fitted_factors() { return nullptr; }
   // Told the share of each build done as it goes, from 0 at its start to 1 (builders whose builds
   // can take long: the DF-SCF's, streaming its tensor from disk).
   void set_progress(std::function<void(double)> progress) { progress_ = std::move(progress); }

@@ -236,30 +236,137 @@ TEST_CASE("the occupied-projected response (4J − 2K)(D) C_o equals it from J a
       omp_set_num_threads(threads);
       std::vector<double> cache(k::OccupiedResponse::cache_elements(n, nocc, naux));
       std::vector<float> cache_fp32(cache.size());
-      k::OccupiedResponse response(layout, occupied.left.data(), nocc, naux, cache.data(), cache_fp32.data(), threads);
+      k::OccupiedResponse response(layout, {{occupied.left.data(), nocc, cache.data(), cache_fp32.data()}}, naux,
+                                   threads);
       for (std::size_t first = 0; first < naux; first += block)
         response.cache(first, std::min(block, naux - first), rows.data() + first * layout.size());
       for (int product = 0; product < 2; ++product) {  // a second product starts from zero
         std::vector<double> FC(n * nocc, -1.0);
-        response.begin(pair.left.data());
+        const double* L[1] = {pair.left.data()};
+        double* out[1] = {FC.data()};
+        response.begin(L);
         for (std::size_t first = 0; first < naux; first += block)
           response.add(first, std::min(block, naux - first), rows.data() + first * layout.size());
-        response.finish(FC.data());
+        response.finish(out);
         for (std::size_t x = 0; x < n * nocc; ++x) CHECK(std::abs(FC[x] - expected[x]) <= 1e-12 * scale);
-        response.begin(pair.left.data(), k::Precision::fp32);  // the same product from the fp32 cache
+        response.begin(L, k::Precision::fp32);  // the same product from the fp32 cache
         for (std::size_t first = 0; first < naux; first += block)
           response.add(first, std::min(block, naux - first), rows.data() + first * layout.size());
-        response.finish(FC.data());
+        response.finish(out);
         double fp32_error = 0.0;
         for (std::size_t x = 0; x < n * nocc; ++x) fp32_error = std::max(fp32_error, std::abs(FC[x] - expected[x]));
         CHECK(fp32_error > 1e-12 * scale);  // rounded
         CHECK(fp32_error <= 1e-5 * scale);
-        response.begin_symmetric(D.data());
+        const double* D_of_set[1] = {D.data()};
+        response.begin_symmetric(D_of_set);
         for (std::size_t first = 0; first < naux; first += block)
           response.add(first, std::min(block, naux - first), rows.data() + first * layout.size());
-        response.finish(FC.data());
+        response.finish(out);
         for (std::size_t x = 0; x < n * nocc; ++x) CHECK(std::abs(FC[x] - expected_general[x]) <= 1e-12 * scale);
       }
     }
   omp_set_num_threads(saved_threads);
+}
+
+TEST_CASE("the occupied response of two spins' sets: [J(Z_α + Z_β) − K(Z_s)] C_s of Z_s = L_s C_sᵀ + C_s L_sᵀ, "
+          "and 2 [J(D_α + D_β) − K(D_s)] C_s of symmetric D_s") {
+  const k::BlockPackedLayout layout = random_layout(12, 0.6, 23);
+  const std::size_t n = layout.n(), naux = 31;
+  const std::size_t nocc[2] = {5, 3};
+  std::mt19937 rng(29);
+  const auto [rows, full] = random_rows(layout, naux, rng);
+  // For pairs (L_s, R_s): J(L Rᵀ + R Lᵀ) = 2 J(L Rᵀ), K(L Rᵀ + R Lᵀ) = K(L Rᵀ) + K(L Rᵀ)ᵀ, so both
+  // products are [2 J_α + 2 J_β − K_s − K_sᵀ] C_s of J_s, K_s = J, K of L_s R_sᵀ (for D_s =
+  // ½ (L_s R_sᵀ + R_s L_sᵀ), 2 [J(D_α + D_β) − K(D_s)] is the same sum).
+  std::vector<Factors> occupied, changes, general;
+  for (const std::size_t o : nocc) {
+    occupied.push_back(random_factors(n, o, true, rng));
+    changes.push_back(random_factors(n, o, false, rng));
+    changes.back().right = occupied.back().left;
+    general.push_back(random_factors(n, 4, false, rng));
+  }
+  const auto expected_of = [&](const std::vector<Factors>& pairs) {
+    std::vector<std::vector<double>> J(2), K(2), FC(2);
+    for (std::size_t s = 0; s < 2; ++s) reference_jk(full, n, pairs[s], J[s], K[s]);
+    for (std::size_t s = 0; s < 2; ++s) {
+      FC[s].assign(n * nocc[s], 0.0);
+      for (std::size_t i = 0; i < nocc[s]; ++i)
+        for (std::size_t m = 0; m < n; ++m)
+          for (std::size_t c = 0; c < n; ++c)
+            FC[s][i * n + m] += (2.0 * J[0][c * n + m] + 2.0 * J[1][c * n + m] - K[s][c * n + m] - K[s][m * n + c]) *
+                                occupied[s].left[i * n + c];
+    }
+    return FC;
+  };
+  const std::vector<std::vector<double>> expected = expected_of(changes), expected_symmetric = expected_of(general);
+  std::vector<std::vector<double>> D(2, std::vector<double>(n * n, 0.0));
+  for (std::size_t s = 0; s < 2; ++s)
+    for (std::size_t m = 0; m < n; ++m)
+      for (std::size_t c = 0; c < n; ++c)
+        for (std::size_t i = 0; i < general[s].columns; ++i)
+          D[s][c * n + m] += 0.5 * (general[s].left[i * n + m] * general[s].right[i * n + c] +
+                                    general[s].right[i * n + m] * general[s].left[i * n + c]);
+  std::vector<std::vector<double>> cache(2);
+  std::vector<k::OccupiedResponse::Set> sets;
+  for (std::size_t s = 0; s < 2; ++s) {
+    cache[s].resize(k::OccupiedResponse::cache_elements(n, nocc[s], naux));
+    sets.push_back({occupied[s].left.data(), nocc[s], cache[s].data(), nullptr});
+  }
+  k::OccupiedResponse response(layout, sets, naux, 2);
+  response.cache(0, naux, rows.data());
+  std::vector<std::vector<double>> FC{std::vector<double>(n * nocc[0]), std::vector<double>(n * nocc[1])};
+  double* out[2] = {FC[0].data(), FC[1].data()};
+  const double* L[2] = {changes[0].left.data(), changes[1].left.data()};
+  const double* densities[2] = {D[0].data(), D[1].data()};
+  for (const bool symmetric : {false, true}) {
+    INFO("symmetric " << symmetric);
+    if (symmetric)
+      response.begin_symmetric(densities);
+    else
+      response.begin(L);
+    response.add(0, naux, rows.data());
+    response.finish(out);
+    const std::vector<std::vector<double>>& want = symmetric ? expected_symmetric : expected;
+    for (std::size_t s = 0; s < 2; ++s) {
+      double scale = 1.0;
+      for (double v : want[s]) scale = std::max(scale, std::abs(v));
+      for (std::size_t x = 0; x < FC[s].size(); ++x) CHECK(std::abs(FC[s][x] - want[s][x]) <= 1e-12 * scale);
+    }
+  }
+}
+
+TEST_CASE("a set without occupied orbitals (UHF's β of no electron) takes no part in the occupied response, with "
+          "fp32 caches too") {
+  const k::BlockPackedLayout layout = random_layout(10, 0.7, 31);
+  const std::size_t n = layout.n(), naux = 17, nocc = 3;
+  std::mt19937 rng(37);
+  const auto [rows, full] = random_rows(layout, naux, rng);
+  const Factors occupied = random_factors(n, nocc, true, rng);
+  Factors change = random_factors(n, nocc, false, rng);
+  change.right = occupied.left;
+  // With the other set's Z zero, set 0's is [J(Z) − K(Z)] C = [2 J(L Cᵀ) − K(L Cᵀ) − K(L Cᵀ)ᵀ] C.
+  std::vector<double> J, K, expected(n * nocc, 0.0);
+  reference_jk(full, n, change, J, K);
+  for (std::size_t i = 0; i < nocc; ++i)
+    for (std::size_t m = 0; m < n; ++m)
+      for (std::size_t c = 0; c < n; ++c)
+        expected[i * n + m] += (2.0 * J[c * n + m] - K[c * n + m] - K[m * n + c]) * occupied.left[i * n + c];
+  std::vector<double> cache(k::OccupiedResponse::cache_elements(n, nocc, naux));
+  std::vector<float> cache_fp32(cache.size());
+  k::OccupiedResponse response(layout, {{occupied.left.data(), nocc, cache.data(), cache_fp32.data()},
+                                        {nullptr, 0, nullptr, nullptr}},
+                               naux, 2);
+  response.cache(0, naux, rows.data());
+  std::vector<double> FC(n * nocc);
+  double* out[2] = {FC.data(), nullptr};
+  const double* L[2] = {change.left.data(), nullptr};
+  double scale = 1.0;
+  for (double v : expected) scale = std::max(scale, std::abs(v));
+  for (const k::Precision precision : {k::Precision::fp64, k::Precision::fp32}) {
+    response.begin(L, precision);
+    response.add(0, naux, rows.data());
+    response.finish(out);
+    const double tolerance = precision == k::Precision::fp64 ? 1e-12 : 1e-5;  // fp32: as the test above
+    for (std::size_t x = 0; x < FC.size(); ++x) CHECK(std::abs(FC[x] - expected[x]) <= tolerance * scale);
+  }
 }

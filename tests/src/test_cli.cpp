@@ -335,6 +335,21 @@ TEST_CASE("a UHF run with --gradient: the gradient and the relaxed dipole in the
     CHECK(j[key].get<double>() == Approx(e[key].get<double>()).margin(1e-10));
 }
 
+TEST_CASE("a UHF gradient without β electrons (H2⁺): no correlation energy, equal and opposite forces") {
+  // The β set has no occupied orbital: its arrays are empty, and its Z-vector products skipped.
+  TempDir dir;
+  const std::string h2 = dir.write("h2.xyz", "2\nH2+\nH 0 0 0\nH 0 0 1.1\n");
+  const CommandResult r = run_dfmp2(h2 + " --basis cc-pvdz --charge 1 --multiplicity 2 --gradient --quiet --json " +
+                                    dir.path("g.json"));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(read_text(dir.path("g.json")));
+  CHECK(std::abs(j["e_corr"].get<double>()) < 1e-14);  // one electron: no pair (measured: 3.5e-35)
+  const double g_z = j["gradient"][1][2].get<double>();
+  CHECK(std::abs(g_z) > 1e-3);
+  CHECK(j["gradient"][0][2].get<double>() == Approx(-g_z).margin(1e-8));  // as the hydroxyl radical's above
+}
+
 TEST_CASE("a UHF run: both spins in the report, JSON and HDF5, and the results file feeds back") {
   TempDir dir;
   const std::string oh = dir.write("oh.xyz", kHydroxyl);

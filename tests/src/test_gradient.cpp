@@ -247,7 +247,7 @@ ScfRun run_scf(const Molecule& mol, const std::string& basis, ScfType type, cons
                      const auto df_scf_gradient = [&](const SeparableTermLayout& layout) {
                        return density_fitted_scf_gradient(
                            problem.obs, *problem.jk_aux, problem.pairs,
-                           dynamic_cast<DensityFittedFock&>(*integrals.fock).factors(), mol, scf.orbitals, layout,
+                           *integrals.fock->fitted_factors(), mol, scf.orbitals, layout,
                            context.budget, &context.scratch, context.comm);
                      };
                      if (df_gradient) {
@@ -344,7 +344,7 @@ Mp2Run df_mp2(const Molecule& mol, const std::string& basis, const std::string& 
                                                   *plan.mp2_gradient, &context.scratch, z_convergence,
                                                   context.progress};
                         return Mp2Run{scf.e_scf,
-                                      density_fitted_mp2_gradient(in, dynamic_cast<DensityFittedFock&>(*integrals.fock),
+                                      density_fitted_mp2_gradient(in, *integrals.fock->fitted_factors(),
                                                                   context.budget, context.comm),
                                       plan.mp2_gradient->fp32_z_vector};
                       });

@@ -1,0 +1,436 @@
+#include "src/gradient/mp2_amplitudes.hpp"
+
+#include <algorithm>
+#include <array>
+#include <stdexcept>
+
+#include "src/gradient/ri_passes.hpp"
+
+namespace dfmp2 {
+namespace {
+
+using RowMajorMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+// P_ab's sum over the blocks is symmetric, but not each block's share: C += alpha Aᵀ B on C's upper
+// triangle only, by column blocks of kUpperColumns (about 60 % of the full product's flops for
+// P_ab here), the lower triangle left to be mirrored from the sum. upper_elements(n): the elements
+// of an n × n C those blocks cover, for the flops.
+constexpr Eigen::Index kUpperColumns = 64;
+double upper_elements(Eigen::Index n) {
+  double elements = 0.0;
+  for (Eigen::Index j0 = 0; j0 < n; j0 += kUpperColumns)
+    elements += double(std::min(kUpperColumns, n - j0)) * double(std::min(j0 + kUpperColumns, n));
+  return elements;
+}
+template <typename Matrix>
+void add_upper_product(Eigen::MatrixXd& C, double alpha, const Matrix& A, const Matrix& B) {
+  for (Eigen::Index j0 = 0; j0 < C.cols(); j0 += kUpperColumns) {
+    const Eigen::Index width = std::min(kUpperColumns, C.cols() - j0), rows = j0 + width;
+    C.block(0, j0, rows, width).noalias() += alpha * A.leftCols(rows).transpose() * B.middleCols(j0, width);
+  }
+}
+
+// Σ over the ranks of each set's P (V's by metric_lagrangian).
+void sum_over_ranks(Mp2AmplitudeSums& sums, Communicator& comm) {
+  for (std::vector<Eigen::MatrixXd>* blocks : {&sums.P_occ, &sums.P_vir})
+    for (Eigen::MatrixXd& P : *blocks) comm.allreduce_sum(P.data(), static_cast<std::size_t>(P.size()));
+}
+
+// The closed-shell loop, `step` occupied orbitals k at a time: I_ia,kb = Σ_P B_ia^P B_kb^P, then
+// t_ik^ab and T_ik^ab, each row-major [i][a][k][b], then Γ_kb^P = Σ_Q M_QP Σ_ia B_ia^Q T_ia,kb
+// (T_ia,kb = T_kb,ia) for the block's columns. Each block reads B's rows in blocks, twice: for I,
+// then for Γ. A block of k's, not one, gives the GEMMs of I and Γ (whose other dimensions are o·v
+// and naux) k·v columns. V_PQ = Σ_ia c_ia^P Γ_ia^Q with c = Mᵀ B is Mᵀ (Σ_kb B_kb Γ'_kbᵀ) M, Γ'
+// before Mᵀ. keeps_integrals (one rank): block kb's GEMMs make only its rows i of blocks ib ≥ kb,
+// each block pair (kb, ib) into a slot of an array that keeps it until block ib has read its rows
+// i of block kb there, transposed (I_ia,kb = I_kb,ia); at most (kb + 1)(m − kb) pairs of the m
+// blocks are kept at once. Otherwise the ranks share the blocks, each block makes all its rows
+// into one reused array, and each rank sends the others its blocks' Γ.
+class ClosedShellPairs {
+ public:
+  ClosedShellPairs(const CorrelatedOrbitals& x, const Mp2GradientSizes& s, std::size_t block, bool keeps_integrals,
+                   AmplitudeLoop& loop)
+      : x_(x), s_(s), loop_(loop), B_(loop.B[0]), keeps_(keeps_integrals),
+        o_(x.active()), v_(x.nvir), ov_(x.ov()), naux_(static_cast<Eigen::Index>(s.naux)),
+        step_(static_cast<Eigen::Index>(block)), blocks_((o_ + step_ - 1) / step_),
+        slot_size_(static_cast<std::size_t>(step_ * v_ * step_ * v_)),
+        integrals_(keeps_ ? loop.budget.allocate<double>(s.kept_integrals(block), kKeptIntegrals)
+                          : loop.budget.allocate<double>(s.amplitude_block(block), "a block of orbitals' I_ia,kb")),
+        t_block_(loop.budget.allocate<double>(s.amplitude_block(block), "a block of orbitals' t_ik^ab")),
+        T_block_(loop.budget.allocate<double>(s.amplitude_block(block), "a block of orbitals' T_ik^ab")),
+        factors_(loop.budget.allocate<double>(2 * s.naux * block * s.nvir(),
+                                              "a block of orbitals' B_kb^P and Γ_kb^P")),
+        slot_of_(static_cast<std::size_t>(blocks_ * blocks_), -1) {
+    if (keeps_ && loop.comm.size() > 1) throw std::logic_error("I_ia,kb is kept on one rank only");
+    if (keeps_)
+      for (auto slot = static_cast<Eigen::Index>(s.kept_integrals(block) / slot_size_); slot-- > 0;)
+        free_slots_.push_back(slot);
+  }
+  Mp2AmplitudeSums run();
+
+  static constexpr const char* kKeptIntegrals = "I_ia,kb of the block pairs still to be read";
+
+ private:
+  Eigen::Index width(Eigen::Index block_index) const { return std::min(step_, o_ - block_index * step_) * v_; }
+  // Block kb's I rows i of block ib (ib·step ≤ i < ib·step + step), row-major [i][a][k][b]: a kept
+  // slot, or rows of the reused array.
+  Eigen::Map<RowMajorMatrix> integrals_of(Eigen::Index kb, Eigen::Index ib) {
+    double* rows = keeps_ ? integrals_.data() + slot_of_[static_cast<std::size_t>(kb * blocks_ + ib)] * slot_size_
+                          : integrals_.data() + ib * step_ * v_ * width(kb);
+    return Eigen::Map<RowMajorMatrix>(rows, width(ib), width(kb));
+  }
+  double block_flops(Eigen::Index k0) const;
+  void form_integrals(Eigen::Index k0, const Eigen::Map<RowMajorMatrix>& B_k);
+  void form_amplitudes(Eigen::Index k0);
+  void form_P(Eigen::Index nk);
+  void form_gamma(Eigen::Index k0, const Eigen::Map<RowMajorMatrix>& B_k, Eigen::Map<RowMajorMatrix>& gamma_k);
+
+  const CorrelatedOrbitals& x_;
+  const Mp2GradientSizes& s_;
+  AmplitudeLoop& loop_;
+  const RowStore& B_;
+  const bool keeps_;
+  const Eigen::Index o_, v_, ov_, naux_, step_, blocks_;
+  const std::size_t slot_size_;
+  LargeArray<double> integrals_, t_block_, T_block_, factors_;
+  // The kept slots, (step·v)² elements each: which holds block pair (kb, ib), and which are free.
+  std::vector<Eigen::Index> slot_of_, free_slots_;
+  Mp2AmplitudeSums out_;
+  double e_ = 0.0, e_os_ = 0.0;  // E = Σ T·I, E_os = Σ t·I
+  RowMajorMatrix V_inner_;       // Σ_kb B_kb Γ'_kbᵀ
+};
+
+// A block's GEMMs: I, 2 (o − from)·v·kv·naux; Γ, 2 ov·kv·naux; V, 2 naux²·kv; P_ij, 2 o²·v·kv;
+// P_ab, 2 v²·ov·nk; and Mᵀ on Γ. Progress counts them: with I kept, the later blocks make fewer
+// rows.
+double ClosedShellPairs::block_flops(Eigen::Index k0) const {
+  const Eigen::Index first_row = keeps_ ? k0 : 0;
+  const double nk = double(std::min(step_, o_ - k0)), kv = nk * double(v_);
+  return 2.0 * kv * (double((o_ - first_row) * v_) * double(naux_) + double(ov_) * double(naux_ + o_) +
+                     double(naux_) * double(naux_)) +
+         2.0 * nk * double(ov_) * upper_elements(v_) + loop_.fit.flops(static_cast<std::size_t>(kv));
+}
+
+void ClosedShellPairs::form_integrals(Eigen::Index k0, const Eigen::Map<RowMajorMatrix>& B_k) {
+  const Eigen::Index kb = k0 / step_, kv = B_k.cols();
+  if (keeps_)
+    for (Eigen::Index ib = kb; ib < blocks_; ++ib) {
+      slot_of_[static_cast<std::size_t>(kb * blocks_ + ib)] = free_slots_.back();
+      free_slots_.pop_back();
+    }
+  B_.for_each_block(loop_.buffer, loop_.next_buffer, [&](std::size_t first_P, std::size_t count, const double* rows) {
+    const Eigen::Map<const RowMajorMatrix> B_rows(rows, static_cast<Eigen::Index>(count), ov_);
+    const auto B_k_rows = B_k.middleRows(static_cast<Eigen::Index>(first_P), static_cast<Eigen::Index>(count));
+    if (keeps_)
+      for (Eigen::Index ib = kb; ib < blocks_; ++ib)
+        assign_or_add(integrals_of(kb, ib), B_rows.middleCols(ib * step_ * v_, width(ib)).transpose() * B_k_rows,
+                      first_P == 0);
+    else
+      assign_or_add(Eigen::Map<RowMajorMatrix>(integrals_.data(), ov_, kv), B_rows.transpose() * B_k_rows,
+                    first_P == 0);
+  });
+}
+
+// t_ik, T_ik and their energies from I_ik: this block's rows, or, for i before them, an earlier
+// block's (rows k·v + b, columns i·v + a); then the slots every pair (ib ≤ kb, kb) was read from.
+void ClosedShellPairs::form_amplitudes(Eigen::Index k0) {
+  const Eigen::Index nk = std::min(step_, o_ - k0), kv = nk * v_, kb = k0 / step_, v = v_;
+  Eigen::Map<RowMajorMatrix> t(t_block_.data(), ov_, kv), T(T_block_.data(), ov_, kv);
+  const auto amplitudes_of = [&](Eigen::Index i, Eigen::Index k, const auto& I_ik, double& e, double& e_os) {
+    auto t_ik = t.block(i * v, k * v, v, v);
+    for (Eigen::Index a = 0; a < v; ++a)
+      for (Eigen::Index b = 0; b < v; ++b)
+        t_ik(a, b) = I_ik(a, b) / (x_.eps_active(i) + x_.eps_active(k0 + k) - x_.eps_virtual(a) - x_.eps_virtual(b));
+    auto T_ik = T.block(i * v, k * v, v, v);
+    T_ik = 2.0 * t_ik - t_ik.transpose();
+    e += T_ik.cwiseProduct(I_ik).sum();
+    e_os += t_ik.cwiseProduct(I_ik).sum();
+  };
+  double e = 0.0, e_os = 0.0;
+#pragma omp parallel for collapse(2) schedule(static) reduction(+ : e, e_os)
+  for (Eigen::Index i = 0; i < o_; ++i)
+    for (Eigen::Index k = 0; k < nk; ++k) {
+      const Eigen::Index ib = i / step_, i_in = (i - ib * step_) * v;
+      if (ib >= kb || !keeps_)
+        amplitudes_of(i, k, integrals_of(kb, ib).block(i_in, k * v, v, v), e, e_os);
+      else
+        amplitudes_of(i, k, integrals_of(ib, kb).block(k * v, i_in, v, v).transpose(), e, e_os);
+    }
+  e_ += e;
+  e_os_ += e_os;
+  if (keeps_)
+    for (Eigen::Index ib = 0; ib <= kb; ++ib)
+      free_slots_.push_back(slot_of_[static_cast<std::size_t>(ib * blocks_ + kb)]);
+}
+
+// P_ij −= 2 Σ_kab t_ik^ab T_jk^ab (rows i of [a][k][b]); P_ab = 2 Σ_ijc t_ij^ac T_ij^bc is, summed
+// over every k, 2 Σ_ick t_ik^ca T_ik^cb (t_ik^ca = t_ki^ac): rows [i][c][k] of [b], one product's
+// upper triangle.
+void ClosedShellPairs::form_P(Eigen::Index nk) {
+  const Eigen::Index kv = nk * v_;
+  const Eigen::Map<const RowMajorMatrix> t_rows(t_block_.data(), o_, v_ * kv), T_rows(T_block_.data(), o_, v_ * kv);
+  out_.P_occ[0].noalias() -= 2.0 * t_rows * T_rows.transpose();
+  const Eigen::Map<const RowMajorMatrix> t_by_b(t_block_.data(), ov_ * nk, v_), T_by_b(T_block_.data(), ov_ * nk, v_);
+  add_upper_product(out_.P_vir[0], 2.0, t_by_b, T_by_b);
+}
+
+// Γ'_kb^P = Σ_ia B_ia^P T_ia,kb, then V's inner sum, then Γ_kb = Mᵀ Γ'_kb into the store.
+void ClosedShellPairs::form_gamma(Eigen::Index k0, const Eigen::Map<RowMajorMatrix>& B_k,
+                                  Eigen::Map<RowMajorMatrix>& gamma_k) {
+  const Eigen::Index kv = B_k.cols();
+  const Eigen::Map<RowMajorMatrix> T(T_block_.data(), ov_, kv);
+  B_.for_each_block(loop_.buffer, loop_.next_buffer, [&](std::size_t first_P, std::size_t count, const double* rows) {
+    gamma_k.middleRows(static_cast<Eigen::Index>(first_P), static_cast<Eigen::Index>(count)).noalias() =
+        Eigen::Map<const RowMajorMatrix>(rows, static_cast<Eigen::Index>(count), ov_) * T;
+  });
+  V_inner_.noalias() += B_k * gamma_k.transpose();
+  loop_.fit.apply_transpose(gamma_k.data(), static_cast<std::size_t>(kv));
+  loop_.gamma[0].write(0, s_.naux, static_cast<std::size_t>(k0 * v_), static_cast<std::size_t>(kv), gamma_k.data(),
+                       static_cast<std::size_t>(kv));
+}
+
+Mp2AmplitudeSums ClosedShellPairs::run() {
+  Communicator& comm = loop_.comm;
+  out_.P_occ = {Eigen::MatrixXd::Zero(o_, o_)};
+  out_.P_vir = {Eigen::MatrixXd::Zero(v_, v_)};
+  V_inner_ = RowMajorMatrix::Zero(naux_, naux_);
+  const Eigen::Index first = step_ * comm.rank(), stride = step_ * comm.size();
+  double my_flops = 0.0, done_flops = 0.0;
+  for (Eigen::Index k0 = first; k0 < o_; k0 += stride) my_flops += block_flops(k0);
+  for (Eigen::Index k0 = first; k0 < o_; k0 += stride) {
+    const Eigen::Index nk = std::min(step_, o_ - k0), kv = nk * v_;
+    Eigen::Map<RowMajorMatrix> B_k(factors_.data(), naux_, kv), gamma_k(factors_.data() + naux_ * kv, naux_, kv);
+    B_.read(0, s_.naux, static_cast<std::size_t>(k0 * v_), static_cast<std::size_t>(kv), B_k.data(),
+            static_cast<std::size_t>(kv));
+    form_integrals(k0, B_k);
+    form_amplitudes(k0);
+    form_P(nk);
+    form_gamma(k0, B_k, gamma_k);
+    loop_.work.flops_fp64 += block_flops(k0);
+    done_flops += block_flops(k0);
+    loop_.progress.fraction(done_flops / my_flops);
+  }
+  comm.allreduce_sum(&e_, 1);
+  comm.allreduce_sum(&e_os_, 1);
+  out_.energy.os = e_os_;
+  out_.energy.ss = e_ - e_os_;
+  sum_over_ranks(out_, comm);
+  out_.P_vir[0].triangularView<Eigen::StrictlyLower>() = out_.P_vir[0].transpose();
+  for (Eigen::Index kb = 0; kb < blocks_; ++kb)  // each block's Γ from the rank that made it
+    broadcast_columns(loop_.gamma[0], static_cast<std::size_t>(kb * step_ * v_), static_cast<std::size_t>(width(kb)),
+                      round_robin_owner(static_cast<std::size_t>(kb), comm.size()), factors_.data(), comm);
+  out_.V = metric_lagrangian(loop_.fit, std::move(V_inner_), comm, loop_.work);
+  return std::move(out_);
+}
+
+}  // namespace
+
+namespace {
+
+// Elements of one occupied orbital k's arrays, the larger spin's of k: I (the same-spin or the
+// opposite-spin pairs', one at a time), t of the same-spin pairs, t of the opposite-spin pairs,
+// with every active i of a spin, a of i's and b of k's.
+struct OpenShellBlocks {
+  std::size_t I = 0, same = 0, opposite = 0;
+};
+OpenShellBlocks open_shell_blocks(const std::vector<Mp2GradientSizes>& s) {
+  OpenShellBlocks out;
+  for (int k = 0; k < 2; ++k) {
+    out.same = std::max(out.same, s[k].ov() * s[k].nvir());
+    out.opposite = std::max(out.opposite, s[1 - k].ov() * s[k].nvir());
+  }
+  out.I = std::max(out.same, out.opposite);
+  return out;
+}
+
+// The open-shell loop: the pairs with one occupied orbital k of spin σ at a time (this rank's
+// every size-th): the same-spin ones with every active i of σ, I_ia,kb = Σ_P B_ia^P B_kb^P,
+// t_ik^ab row-major [i][a][b] (antisymmetric in a, b, so Σ_ic t_ik^ac t_ik^bc = (tᵀ t)_ab), and
+// the opposite-spin ones with every active I of the other spin, I_IA,kb likewise, t_Ik^Ab =
+// I_IA,kb / D; their shares of E (E_αβ from the k of β), of σ's P_ab and both spins' P_ij; then
+// Γ's columns of k, complete with it, Γ_kb^P = Σ_Q M_QP (Σ_ia B_ia^Q t_ik^ab + Σ_IA B_IA^Q
+// t_Ik^Ab) (t_ik^ab = t_ki^ba), written to σ's store. Each k reads both spins' B twice, in blocks
+// of rows: for I, then for Γ.
+class OpenShellPairs {
+ public:
+  OpenShellPairs(const std::vector<CorrelatedOrbitals>& x, const std::vector<Mp2GradientSizes>& s, AmplitudeLoop& loop)
+      : x_(x), loop_(loop), naux_(static_cast<Eigen::Index>(s[0].naux)), blocks_(open_shell_blocks(s)),
+        amplitudes_(loop.budget.allocate<double>(blocks_.I + blocks_.same + blocks_.opposite, kAmplitudes)),
+        factors_(loop.budget.allocate<double>(2 * s[0].naux * std::max(s[0].nvir(), s[1].nvir()), kFactors)) {}
+  Mp2AmplitudeSums run();
+
+  static constexpr const char* kAmplitudes = "one occupied orbital's I, same-spin t and opposite-spin t";
+  static constexpr const char* kFactors = "one occupied orbital's B_kb^P and Γ_kb^P";
+
+ private:
+  double* I_data() { return amplitudes_.data(); }
+  double* t_same_data() { return I_data() + blocks_.I; }
+  double* t_opposite_data() { return t_same_data() + blocks_.same; }
+  // I_ia,kb of spin `of`'s i with k of σ (B_k: its B_kb): Σ over blocks of rows P of B[of]ᵀ B_k.
+  Eigen::Map<RowMajorMatrix> integrals(int of, const Eigen::Map<RowMajorMatrix>& B_k);
+  void same_spin(int sigma, Eigen::Index k, const Eigen::Map<RowMajorMatrix>& B_k);
+  void opposite_spin(int sigma, Eigen::Index k, const Eigen::Map<RowMajorMatrix>& B_k);
+  void form_gamma(int sigma, Eigen::Index k, const Eigen::Map<RowMajorMatrix>& B_k);
+  void pairs_of(int sigma);
+
+  const std::vector<CorrelatedOrbitals>& x_;
+  AmplitudeLoop& loop_;
+  const Eigen::Index naux_;
+  const OpenShellBlocks blocks_;
+  LargeArray<double> amplitudes_, factors_;
+  std::array<double, 2> e_same_{};
+  double e_opposite_ = 0.0;
+  Mp2AmplitudeSums out_;
+  RowMajorMatrix V_inner_;
+};
+
+Eigen::Map<RowMajorMatrix> OpenShellPairs::integrals(int of, const Eigen::Map<RowMajorMatrix>& B_k) {
+  const Eigen::Index ov_of = x_[static_cast<std::size_t>(of)].ov();
+  Eigen::Map<RowMajorMatrix> I(I_data(), ov_of, B_k.cols());
+  loop_.B[static_cast<std::size_t>(of)].for_each_block(
+      loop_.buffer, loop_.next_buffer, [&](std::size_t first_P, std::size_t count, const double* data) {
+        assign_or_add(I,
+                      Eigen::Map<const RowMajorMatrix>(data, static_cast<Eigen::Index>(count), ov_of).transpose() *
+                          B_k.middleRows(static_cast<Eigen::Index>(first_P), static_cast<Eigen::Index>(count)),
+                      first_P == 0);
+      });
+  return I;
+}
+
+void OpenShellPairs::same_spin(int sigma, Eigen::Index k, const Eigen::Map<RowMajorMatrix>& B_k) {
+  const CorrelatedOrbitals& x = x_[static_cast<std::size_t>(sigma)];
+  const Eigen::Index v = x.nvir, o = x.active();
+  Eigen::Map<RowMajorMatrix> t(t_same_data(), x.ov(), v);
+  const Eigen::Map<RowMajorMatrix> I = integrals(sigma, B_k);
+#pragma omp parallel for schedule(static)
+  for (Eigen::Index i = 0; i < o; ++i) {
+    const auto I_i = I.middleRows(i * v, v);
+    auto t_i = t.middleRows(i * v, v);
+    for (Eigen::Index a = 0; a < v; ++a)
+      for (Eigen::Index b = 0; b < v; ++b)
+        t_i(a, b) = (I_i(a, b) - I_i(b, a)) / (x.eps_active(i) + x.eps_active(k) - x.eps_virtual(a) - x.eps_virtual(b));
+  }
+  e_same_[static_cast<std::size_t>(sigma)] += 0.5 * t.cwiseProduct(I).sum();
+  const Eigen::Map<const RowMajorMatrix> t_rows(t_same_data(), o, v * v);  // rows i of [a][b], for P_ij
+  out_.P_occ[static_cast<std::size_t>(sigma)].noalias() -= 0.5 * t_rows * t_rows.transpose();
+  out_.P_vir[static_cast<std::size_t>(sigma)].noalias() += 0.5 * t.transpose() * t;
+}
+
+void OpenShellPairs::opposite_spin(int sigma, Eigen::Index k, const Eigen::Map<RowMajorMatrix>& B_k) {
+  const CorrelatedOrbitals &x = x_[static_cast<std::size_t>(sigma)], &other = x_[static_cast<std::size_t>(1 - sigma)];
+  const Eigen::Index v = x.nvir, va = other.nvir, o_other = other.active();
+  Eigen::Map<RowMajorMatrix> t_other(t_opposite_data(), other.ov(), v);
+  const Eigen::Map<RowMajorMatrix> I = integrals(1 - sigma, B_k);
+#pragma omp parallel for schedule(static)
+  for (Eigen::Index i = 0; i < o_other; ++i)
+    for (Eigen::Index a = 0; a < va; ++a)
+      for (Eigen::Index b = 0; b < v; ++b)
+        t_other(i * va + a, b) =
+            I(i * va + a, b) / (other.eps_active(i) + x.eps_active(k) - other.eps_virtual(a) - x.eps_virtual(b));
+  if (sigma == 1) e_opposite_ += t_other.cwiseProduct(I).sum();
+  const Eigen::Map<const RowMajorMatrix> t_rows(t_opposite_data(), o_other, va * v);
+  out_.P_occ[static_cast<std::size_t>(1 - sigma)].noalias() -= t_rows * t_rows.transpose();
+  out_.P_vir[static_cast<std::size_t>(sigma)].noalias() += t_other.transpose() * t_other;
+}
+
+// Γ'_kb = Σ_ia B_ia t_ik^ab + Σ_IA B_IA t_Ik^Ab (each block of rows P of Γ' set by the first sum,
+// added to by the second), V's inner sum, then Γ_kb = Mᵀ Γ'_kb into σ's store.
+void OpenShellPairs::form_gamma(int sigma, Eigen::Index k, const Eigen::Map<RowMajorMatrix>& B_k) {
+  const Eigen::Index v = B_k.cols();
+  Eigen::Map<RowMajorMatrix> gamma_k(factors_.data() + naux_ * v, naux_, v);
+  const std::array<Eigen::Map<const RowMajorMatrix>, 2> t{
+      Eigen::Map<const RowMajorMatrix>(t_same_data(), x_[static_cast<std::size_t>(sigma)].ov(), v),
+      Eigen::Map<const RowMajorMatrix>(t_opposite_data(), x_[static_cast<std::size_t>(1 - sigma)].ov(), v)};
+  for (const int of : {sigma, 1 - sigma})
+    loop_.B[static_cast<std::size_t>(of)].for_each_block(
+        loop_.buffer, loop_.next_buffer, [&](std::size_t first_P, std::size_t count, const double* data) {
+          const Eigen::Map<const RowMajorMatrix>& t_of = t[of == sigma ? 0 : 1];
+          assign_or_add(gamma_k.middleRows(static_cast<Eigen::Index>(first_P), static_cast<Eigen::Index>(count)),
+                        Eigen::Map<const RowMajorMatrix>(data, static_cast<Eigen::Index>(count), t_of.rows()) * t_of,
+                        of == sigma);
+        });
+  V_inner_.noalias() += B_k * gamma_k.transpose();
+  loop_.fit.apply_transpose(gamma_k.data(), static_cast<std::size_t>(v));
+  RowStore& gamma = loop_.gamma[static_cast<std::size_t>(sigma)];
+  gamma.write(0, gamma.rows(), static_cast<std::size_t>(k * v), static_cast<std::size_t>(v), gamma_k.data(),
+              static_cast<std::size_t>(v));
+}
+
+// Every k of σ of this rank's; per k the two I and Γ', 4 (ov + ov_other)·v·naux; V, 2 naux²·v; the
+// same-spin P_ij and P_ab, 2 o²·v² and 2 v²·ov; the opposite-spin ones, 2 o_other²·va·v and 2
+// v²·ov_other; Mᵀ on Γ'.
+void OpenShellPairs::pairs_of(int sigma) {
+  const CorrelatedOrbitals &x = x_[static_cast<std::size_t>(sigma)], &other = x_[static_cast<std::size_t>(1 - sigma)];
+  const Eigen::Index v = x.nvir, ov = x.ov(), ov_other = other.ov(), o = x.active(), o_other = other.active();
+  const RowStore& B = loop_.B[static_cast<std::size_t>(sigma)];
+  Eigen::Map<RowMajorMatrix> B_k(factors_.data(), naux_, v);
+  double mine = 0.0;
+  for (Eigen::Index k = loop_.comm.rank(); k < o; k += loop_.comm.size(), ++mine) {
+    B.read(0, B.rows(), static_cast<std::size_t>(k * v), static_cast<std::size_t>(v), B_k.data(),
+           static_cast<std::size_t>(v));
+    same_spin(sigma, k, B_k);
+    opposite_spin(sigma, k, B_k);
+    form_gamma(sigma, k, B_k);
+  }
+  const double n = double(naux_), vv = double(v);
+  loop_.work.flops_fp64 += mine * (4.0 * double(ov + ov_other) * vv * n + 2.0 * n * n * vv +
+                                   2.0 * double(o) * double(o) * vv * vv + 2.0 * vv * vv * double(ov) +
+                                   2.0 * double(o_other) * double(ov_other) * vv + 2.0 * vv * vv * double(ov_other) +
+                                   loop_.fit.flops(static_cast<std::size_t>(v)));
+}
+
+Mp2AmplitudeSums OpenShellPairs::run() {
+  Communicator& comm = loop_.comm;
+  V_inner_ = RowMajorMatrix::Zero(naux_, naux_);
+  for (const CorrelatedOrbitals& x : x_) {
+    out_.P_occ.push_back(Eigen::MatrixXd::Zero(x.active(), x.active()));
+    out_.P_vir.push_back(Eigen::MatrixXd::Zero(x.nvir, x.nvir));
+  }
+  for (int sigma = 0; sigma < 2; ++sigma) pairs_of(sigma);
+  comm.allreduce_sum(e_same_.data(), e_same_.size());
+  comm.allreduce_sum(&e_opposite_, 1);
+  sum_over_ranks(out_, comm);
+  for (int sigma = 0; sigma < 2; ++sigma) {
+    const auto v = static_cast<std::size_t>(x_[static_cast<std::size_t>(sigma)].nvir);
+    for (std::size_t k = 0; k < static_cast<std::size_t>(x_[static_cast<std::size_t>(sigma)].active()); ++k)
+      broadcast_columns(loop_.gamma[static_cast<std::size_t>(sigma)], k * v, v, round_robin_owner(k, comm.size()),
+                        factors_.data(), comm);  // Γ's columns of k from their rank
+  }
+  out_.energy = {e_opposite_, e_same_[0] + e_same_[1], e_same_[0], e_same_[1]};
+  out_.V = metric_lagrangian(loop_.fit, std::move(V_inner_), comm, loop_.work);
+  return std::move(out_);
+}
+
+}  // namespace
+
+Mp2AmplitudeSums closed_shell_amplitudes(const CorrelatedOrbitals& orbitals, const Mp2GradientSizes& sizes,
+                                         std::size_t block, bool keeps_integrals, AmplitudeLoop& loop) {
+  return ClosedShellPairs(orbitals, sizes, block, keeps_integrals, loop).run();
+}
+
+Mp2AmplitudeSums open_shell_amplitudes(const std::vector<CorrelatedOrbitals>& orbitals,
+                                       const std::vector<Mp2GradientSizes>& sizes, AmplitudeLoop& loop) {
+  return OpenShellPairs(orbitals, sizes, loop).run();
+}
+
+void closed_shell_amplitude_blocks(StagePlan& phase, const Mp2GradientSizes& s, std::size_t block,
+                                   bool keeps_integrals) {
+  phase.ram("a block of occupied orbitals' B_kb^P and Γ_kb^P",
+            MemoryBudget::double_array_bytes(2 * s.naux * block * s.nvir()));
+  phase.ram("a block of occupied orbitals' t and T", 2 * MemoryBudget::double_array_bytes(s.amplitude_block(block)));
+  if (keeps_integrals)
+    phase.ram(ClosedShellPairs::kKeptIntegrals, MemoryBudget::double_array_bytes(s.kept_integrals(block)));
+  else
+    phase.ram("a block of occupied orbitals' I", MemoryBudget::double_array_bytes(s.amplitude_block(block)));
+}
+
+void open_shell_amplitude_blocks(StagePlan& phase, const std::vector<Mp2GradientSizes>& s) {
+  const OpenShellBlocks blocks = open_shell_blocks(s);
+  phase.ram(OpenShellPairs::kAmplitudes, MemoryBudget::double_array_bytes(blocks.I) +
+                                             MemoryBudget::double_array_bytes(blocks.same) +
+                                             MemoryBudget::double_array_bytes(blocks.opposite));
+  phase.ram(OpenShellPairs::kFactors,
+            MemoryBudget::double_array_bytes(2 * s[0].naux * std::max(s[0].nvir(), s[1].nvir())));
+}
+
+}  // namespace dfmp2
