@@ -116,7 +116,6 @@ void check_gradient_supported(const RunInput& input, const RunOptions& options) 
   if (options.device == kernels::Device::gpu)
     throw InputError("--device gpu does not apply with --gradient: the DF-MP2 gradient runs on the CPU");
   if (options.scf_type != ScfType::df) refuse("--scf exact");
-  if (input.orbitals) refuse("given orbitals (it needs the SCF run here)");
   check_energy_from_gradient(options.backend, options.precision);
 }
 

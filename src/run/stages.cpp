@@ -212,7 +212,7 @@ LoadedSets check_problem(const RunInput& input, const RunContext& context, Probl
   p.nocc = alpha_electrons(p.molecule);  // a singlet's α and β counts are its doubly occupied orbitals
   p.nocc_beta = beta_electrons(p.molecule);
   // As Psi4, frozen core orbitals are the same number of each spin.
-  p.nfrozen = options.frozen_core ? frozen_core_orbitals(p.molecule) : 0;
+  p.nfrozen = options.frozen_core ? frozen_core_orbitals(p.molecule) : options.frozen_orbitals.value_or(0);
   if (p.nfrozen >= p.nocc) throw InputError("frozen core leaves no active occupied orbital");
   if (p.nfrozen > p.nocc_beta)
     throw InputError("frozen core needs " + std::to_string(p.nfrozen) + " β orbitals, the molecule has " +
@@ -456,6 +456,26 @@ Integrals compute_integrals(const Problem& problem, const RunPlan& plan, const R
   return ints;
 }
 
+namespace {
+
+// The Z-vector equations of the DF-MP2 gradient hold for the SCF solution of the DF-SCF's Fock
+// operator: given orbitals must come from an SCF with the same JK set. Measured on water
+// cc-pVDZ with cc-pVDZ-JKFIT: orbitals of an exact SCF have F_ia up to 6.3e-5 Eh, of DF-SCFs with
+// cc-pVTZ-JKFIT or def2-SVP-JKFIT 4.6e-5 and 9.3e-5; those of DF-SCFs with this set 1.5e-10
+// (dfmp2 at 1e-10), 1.5e-7 (dfmp2 at --d-convergence 1e-5, gradient off by 1.4e-7 Eh/bohr) and up
+// to 6e-7 (PySCF's default conv_tol 1e-9, water, formaldehyde, OH).
+constexpr double kGivenOrbitalsMaxFockOv = 1e-5;  // Eh
+
+void require_scf_solution(double max_orbital_gradient, const Problem& problem) {
+  if (max_orbital_gradient <= kGivenOrbitalsMaxFockOv) return;
+  char value[32];
+  std::snprintf(value, sizeof value, "%.1e", max_orbital_gradient);
+  throw InputError(std::string("--gradient needs given orbitals converged with the JK set '") + problem.jk_basis +
+                   "': their largest occupied-virtual Fock element with it is " + value + " Eh (at most 1e-5)");
+}
+
+}  // namespace
+
 ScfSolution solve_scf(const Problem& problem, Integrals& integrals, const std::optional<Orbitals>& given,
                       const RunContext& context) {
   ScfSolution solution;
@@ -469,7 +489,13 @@ ScfSolution solve_scf(const Problem& problem, Integrals& integrals, const std::o
   integrals.fock->set_aside_workspace();
   if (given) {  // one Fock build for E_SCF instead of the SCF (checked by define_problem)
     solution.orbitals = *given;
-    solution.e_scf = scf_energy(*given, integrals.H, *integrals.fock) + problem.e_nuc;
+    const GivenOrbitalsEnergy energy = scf_energy(*given, integrals.H, *integrals.fock);
+    solution.e_scf = energy.energy + problem.e_nuc;
+    char line[96];
+    std::snprintf(line, sizeof line, "dfmp2: given orbitals: largest occupied-virtual Fock element %.1e Eh",
+                  energy.max_orbital_gradient);
+    context.progress.message(line);
+    if (context.options.gradient) require_scf_solution(energy.max_orbital_gradient, problem);
   } else {
     ScfOptions options = context.options.scf;
     options.on_iteration = [&context](const ScfIteration& it) { report_iteration(context.progress, it); };
