@@ -18,6 +18,7 @@ import tempfile
 import h5py
 import numpy as np
 from pyscf import df, dft, gto, lib, scf
+from pyscf.data import elements
 from pyscf.grad.rhf import GradientsBase
 
 from .executable import find_executable
@@ -140,7 +141,7 @@ def _write_input(path, mol, spin_sets, scaling):
     if mol.has_ecp():
         raise DFMP2Error("dfmp2 has no effective core potentials: the molecule's basis uses one")
     charges = mol.atom_charges()
-    numbers = [gto.charge(mol.atom_pure_symbol(a)) for a in range(mol.natm)]
+    numbers = [elements.charge(elements._std_symbol_without_ghost(mol.atom_symbol(a))) for a in range(mol.natm)]
     if any(charge != number for charge, number in zip(charges, numbers)):
         raise DFMP2Error("dfmp2's HDF5 input has no ghost atoms or fractional nuclear charges")
     with h5py.File(path, "w") as f:
@@ -177,7 +178,7 @@ def run_dfmp2(mf, auxmol, frozen=None, gradient=False):
         command = [find_executable(), files["input.h5"], "--basis", files["basis.gbs"], "--df-basis", files["ri.gbs"],
                    "--jk-basis", files["jk.gbs"], "--reference", "uhf" if len(spin_sets) == 2 else "rhf",
                    "--frozen-orbitals", str(nfrozen), "--threads", str(lib.num_threads()),
-                   "--memory", f"{int(mf.max_memory)}MB", "--scratch", tmp, "--quiet", "--json", files["out.json"]]
+                   "--memory", str(int(mf.max_memory * 1e6)), "--scratch", tmp, "--quiet", "--json", files["out.json"]]
         if gradient:
             command.append("--gradient")
         done = subprocess.run(command, capture_output=True, text=True, check=False)
@@ -194,7 +195,7 @@ class DFMP2(lib.StreamObject):
     PySCF's MP2 fitting set for the basis, ``df.make_auxbasis(mol, mp2fit=True)`` (PySCF's own
     DFMP2 does so for an SCF without density fitting; for a DF-SCF it reuses the JK set).
     ``frozen``: as PySCF's, an int or a list of the lowest orbitals. The memory budget is
-    ``mf.max_memory``, the threads ``pyscf.lib.num_threads()``."""
+    ``mf.max_memory`` (MB, 10^6 bytes, as PySCF counts), the threads ``pyscf.lib.num_threads()``."""
 
     def __init__(self, mf, auxbasis=None, frozen=None):
         self._scf = mf
@@ -204,6 +205,7 @@ class DFMP2(lib.StreamObject):
         self.auxbasis = auxbasis
         self.frozen = frozen
         self.e_corr = self.e_corr_os = self.e_corr_ss = None
+        self.results = None  # dfmp2's JSON results of the last run (timings, memory, sizes)
 
     @property
     def e_tot(self):
@@ -218,7 +220,7 @@ class DFMP2(lib.StreamObject):
         return df.addons.make_auxmol(self.mol, auxbasis)
 
     def _run(self, gradient=False):
-        result = run_dfmp2(self._scf, self.auxmol(), self.frozen, gradient)
+        result = self.results = run_dfmp2(self._scf, self.auxmol(), self.frozen, gradient)
         self.e_corr_os, self.e_corr_ss, self.e_corr = result["e_os"], result["e_ss"], result["e_corr"]
         return result
 
@@ -270,4 +272,5 @@ class GradScanner(Gradients, lib.GradScanner):
         self._scf_scanner(mol)
         self.mol = mol
         self.base = DFMP2(self._scf_scanner, self.base.auxbasis, self.base.frozen)
-        return self.base.e_tot, self.kernel()
+        gradient = self.kernel()
+        return self.base.e_tot, gradient
