@@ -130,14 +130,16 @@ def _frozen_count(frozen, nocc_min):
 
 
 def _jk_auxmol(mf):
-    """The JK fitting set: the one the DF-SCF used, or PySCF's default for DF-SCF otherwise (then
-    only dfmp2's E_SCF, which the bridge does not report, comes from it)."""
-    with_df = getattr(mf, "with_df", None)
-    return df.addons.make_auxmol(mf.mol, with_df.auxbasis if with_df is not None else None)
+    """The JK fitting set the DF-SCF used: the gradient's Z-vector equations take it."""
+    if getattr(mf, "with_df", None) is None:
+        raise DFMP2Error("the DF-MP2 gradient needs a density-fitted SCF (mf.density_fit()): its Z-vector "
+                         "equations take the SCF's JK fitting set")
+    return df.addons.make_auxmol(mf.mol, mf.with_df.auxbasis)
 
 
-def _write_input(path, mol, spin_sets, scaling):
-    """dfmp2's HDF5 input: the molecule (bohr) and the SCF's orbitals in libint2's AO convention."""
+def _write_input(path, mol, spin_sets, scaling, e_scf=None):
+    """dfmp2's HDF5 input: the molecule (bohr) and the SCF's orbitals in libint2's AO convention;
+    with e_scf (PySCF's E_SCF) dfmp2 builds no Fock matrix for its own."""
     if mol.has_ecp():
         raise DFMP2Error("dfmp2 has no effective core potentials: the molecule's basis uses one")
     charges = mol.atom_charges()
@@ -155,6 +157,8 @@ def _write_input(path, mol, spin_sets, scaling):
             orbitals["mo_coefficients" + suffix] = np.ascontiguousarray(C * scaling[:, None])
             orbitals["mo_energies" + suffix] = np.asarray(eps, dtype=float)
             orbitals.attrs["nocc" + suffix] = np.int32(nocc)
+        if e_scf is not None:
+            orbitals.attrs["e_scf"] = float(e_scf)
 
 
 def _error_line(stderr, returncode):
@@ -169,22 +173,25 @@ def run_dfmp2(mf, auxmol, frozen=None, gradient=False):
     spin_sets = _spin_sets(mf)
     nfrozen = _frozen_count(frozen, min(nocc for _, _, nocc in spin_sets))
     with tempfile.TemporaryDirectory(prefix="dfmp2-pyscf-") as tmp:
-        files = {k: os.path.join(tmp, k) for k in ("input.h5", "basis.gbs", "ri.gbs", "jk.gbs", "out.json")}
-        _write_input(files["input.h5"], mol, spin_sets, _libint2_scaling(mol))
-        for key, basis_mol, name in (("basis.gbs", mol, "orbital"), ("ri.gbs", auxmol, "auxiliary"),
-                                     ("jk.gbs", _jk_auxmol(mf), "JK fitting")):
-            with open(files[key], "w") as f:
-                f.write(_gbs_text(basis_mol, name))
-        command = [find_executable(), files["input.h5"], "--basis", files["basis.gbs"], "--df-basis", files["ri.gbs"],
-                   "--jk-basis", files["jk.gbs"], "--reference", "uhf" if len(spin_sets) == 2 else "rhf",
-                   "--frozen-orbitals", str(nfrozen), "--threads", str(lib.num_threads()),
-                   "--memory", str(int(mf.max_memory * 1e6)), "--scratch", tmp, "--quiet", "--json", files["out.json"]]
+        path = {k: os.path.join(tmp, k) for k in ("input.h5", "basis.gbs", "ri.gbs", "jk.gbs", "out.json")}
+        # An energy run takes PySCF's E_SCF; a gradient run builds dfmp2's Fock operator in the JK set.
+        _write_input(path["input.h5"], mol, spin_sets, _libint2_scaling(mol), None if gradient else mf.e_tot)
+        sets = [("basis.gbs", mol, "orbital"), ("ri.gbs", auxmol, "auxiliary")]
         if gradient:
-            command.append("--gradient")
+            sets.append(("jk.gbs", _jk_auxmol(mf), "JK fitting"))
+        for key, basis_mol, name in sets:
+            with open(path[key], "w") as f:
+                f.write(_gbs_text(basis_mol, name))
+        command = [find_executable(), path["input.h5"], "--basis", path["basis.gbs"], "--df-basis", path["ri.gbs"],
+                   "--reference", "uhf" if len(spin_sets) == 2 else "rhf", "--frozen-orbitals", str(nfrozen),
+                   "--threads", str(lib.num_threads()), "--memory", str(int(mf.max_memory * 1e6)),
+                   "--scratch", tmp, "--quiet", "--json", path["out.json"]]
+        if gradient:
+            command += ["--jk-basis", path["jk.gbs"], "--gradient"]
         done = subprocess.run(command, capture_output=True, text=True, check=False)
         if done.returncode != 0:
             raise DFMP2Error(_error_line(done.stderr, done.returncode))
-        with open(files["out.json"]) as f:
+        with open(path["out.json"]) as f:
             return json.load(f)
 
 
@@ -244,9 +251,6 @@ class Gradients(GradientsBase):
     orbitals are its SCF solution."""
 
     def kernel(self):
-        if getattr(self.base._scf, "with_df", None) is None:
-            raise DFMP2Error("the DF-MP2 gradient needs a density-fitted SCF (mf.density_fit()): its Z-vector "
-                             "equations take the SCF's JK fitting set")
         result = self.base._run(gradient=True)
         self.de = np.array(result["gradient"])
         if self.atmlst is not None:

@@ -8,6 +8,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -261,7 +262,8 @@ class Hdf5Reader {
     type = type_handle(H5Aget_type(attribute));
     const H5T_class_t found = H5Tget_class(type);
     if (found != type_class)
-      fail(label + " must be " + (type_class == H5T_STRING ? "a string" : "an integer") +
+      fail(label + " must be " +
+           (type_class == H5T_STRING ? "a string" : type_class == H5T_FLOAT ? "a floating-point number" : "an integer") +
            ", found " + class_name(found));
     const Handle space = space_handle(H5Aget_space(attribute));
     const hssize_t count = H5Sget_simple_extent_npoints(space);
@@ -284,6 +286,17 @@ class Hdf5Reader {
     if (value < -1000000 || value > 1000000)
       fail("attribute '" + attr + "' on " + where + " is out of range: " + std::to_string(value));
     return static_cast<int>(value);
+  }
+
+  // A finite floating-point attribute; empty when absent.
+  std::optional<double> double_attribute(hid_t object, const std::string& where, const std::string& attr) const {
+    if (!has_attribute(object, attr)) return std::nullopt;
+    Handle type;
+    const Handle attribute = open_attribute(object, where, attr, H5T_FLOAT, type);
+    double value = 0.0;
+    if (H5Aread(attribute, H5T_NATIVE_DOUBLE, &value) < 0) fail("cannot read attribute '" + attr + "' on " + where);
+    if (!std::isfinite(value)) fail("attribute '" + attr + "' on " + where + " is not finite");
+    return value;
   }
 
   // Fixed- and variable-length strings, ASCII or UTF-8; empty when absent.
@@ -696,6 +709,7 @@ RunInput read_layout(const Hdf5Reader& in) {
   if (in.exists("/scf/mo_coefficients") || in.exists("/scf/mo_energies")) {
     if (!has_molecule) in.fail("/scf orbitals need a /molecule group");
     input.orbitals = read_orbitals(in);
+    input.e_scf = in.double_attribute(in.open_group("/scf"), "/scf", "e_scf");
   }
   return input;
 }

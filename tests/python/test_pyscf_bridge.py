@@ -1,13 +1,19 @@
 """dfmp2.pyscf.DFMP2(mf).kernel() against PySCF 2.14's own DF-MP2 (mp.dfmp2.DFMP2, mp.dfump2.DFUMP2)
 of the same SCF with the same auxiliary set, PySCF's basis sets by name; and what the bridge
 refuses, how it reports dfmp2's errors, the threads and memory it passes, its temporary files."""
+import json
 import os
+import shutil
+import subprocess
 import tempfile
 import unittest
+
+import h5py
 
 from pyscf import df, dft, gto, lib, mp, scf
 
 from dfmp2.pyscf import DFMP2, DFMP2Error
+from support import EXE, SOURCE_DIR
 
 # Measured (2026-11-27, 2 threads): at most 1.4e-14 Eh between the bridge and PySCF (E_corr, its
 # opposite- and same-spin parts, E_tot) over the cases below (the Cartesian one's). Checked to
@@ -109,6 +115,42 @@ class Refusals(unittest.TestCase):
         self.assertEqual(left, [])
         self.assertEqual(bridge.results["threads"], 1)
         self.assertEqual(bridge.results["memory"]["limit_bytes"], int(self.mf.max_memory * 1e6))
+        # PySCF's E_SCF goes with the orbitals: dfmp2 builds no Fock matrix and loads no JK set.
+        self.assertEqual((bridge.results["scf_type"], bridge.results["naux_jk"]), ("given", 0))
+        self.assertEqual(bridge.results["e_scf"], self.mf.e_tot)
+
+
+class GivenScfEnergy(unittest.TestCase):
+    """/scf's e_scf attribute on the command line: E_SCF as given, no Fock build, E_corr unchanged."""
+
+    def run_dfmp2(self, path, *args):
+        out = path + ".json"
+        done = subprocess.run([EXE, path, "--quiet", "--json", out, *args], capture_output=True, text=True)
+        if done.returncode != 0:
+            return done, None
+        with open(out) as f:
+            return done, json.load(f)
+
+    def test_e_scf_is_taken_and_checked(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            results = os.path.join(tmp, "results.h5")
+            subprocess.run([EXE, os.path.join(SOURCE_DIR, "inputs", "water.xyz"), "--basis", "cc-pvdz", "--quiet",
+                            "--output", results], check=True, stdout=subprocess.DEVNULL)
+            given = os.path.join(tmp, "given.h5")
+            shutil.copy(results, given)
+            with h5py.File(given, "a") as f:
+                f["scf"].attrs["e_scf"] = -76.5
+            _, built = self.run_dfmp2(results)
+            _, taken = self.run_dfmp2(given)
+            self.assertEqual((taken["scf_type"], taken["e_scf"], taken["naux_jk"]), ("given", -76.5, 0))
+            self.assertEqual(taken["e_total"], -76.5 + taken["e_corr"])
+            self.assertAlmostEqual(taken["e_corr"], built["e_corr"], delta=1e-12)  # the same orbitals and sets
+            _, gradient = self.run_dfmp2(given, "--gradient")  # the gradient builds dfmp2's own
+            self.assertEqual(gradient["e_scf"], built["e_scf"])
+            with h5py.File(given, "a") as f:
+                f["scf"].attrs["e_scf"] = 3
+            done, _ = self.run_dfmp2(given)
+            self.assertIn("attribute 'e_scf' on /scf must be a floating-point number", done.stderr)
 
 
 if __name__ == "__main__":
