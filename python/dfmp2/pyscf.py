@@ -62,6 +62,11 @@ def _libint2_scaling(mol):
     return np.sqrt(diagonal / np.array(expected))
 
 
+def _element(mol, atom):
+    """The atom's element symbol, also for a ghost atom ("GHOST-O", "X-O": O)."""
+    return elements._std_symbol_without_ghost(mol.atom_symbol(atom))
+
+
 def _shells_of_atom(mol, atom):
     """The atom's shells as (l, exponents, coefficients of normalised primitives), one per
     contraction (a general contraction becomes shells that share exponents, in PySCF's AO order)."""
@@ -78,7 +83,7 @@ def _gbs_text(mol, name):
     Every atom of an element must carry the same shells: a .gbs file has one set per element."""
     elements = {}
     for atom in range(mol.natm):
-        element = mol.atom_pure_symbol(atom)
+        element = _element(mol, atom)
         shells = _shells_of_atom(mol, atom)
         if elements.setdefault(element, shells) != shells:
             raise DFMP2Error(f"dfmp2 takes one {name} basis per element, but the {element} atoms differ in theirs")
@@ -142,13 +147,14 @@ def _write_input(path, mol, spin_sets, scaling, e_scf=None):
     with e_scf (PySCF's E_SCF) dfmp2 builds no Fock matrix for its own."""
     if mol.has_ecp():
         raise DFMP2Error("dfmp2 has no effective core potentials: the molecule's basis uses one")
-    charges = mol.atom_charges()
-    numbers = [elements.charge(elements._std_symbol_without_ghost(mol.atom_symbol(a))) for a in range(mol.natm)]
-    if any(charge != number for charge, number in zip(charges, numbers)):
-        raise DFMP2Error("dfmp2's HDF5 input has no ghost atoms or fractional nuclear charges")
+    numbers = np.array([elements.charge(_element(mol, a)) for a in range(mol.natm)], dtype="i4")
+    ghosts = mol.atom_charges() == 0  # their element's functions, no charge, no electrons
+    if np.any((mol.atom_charges() != numbers) & ~ghosts):
+        raise DFMP2Error("dfmp2 takes nuclear charges of the elements (or 0 for ghost atoms) only")
     with h5py.File(path, "w") as f:
         molecule = f.create_group("molecule")
-        molecule["atomic_numbers"] = np.array(numbers, dtype="i4")
+        molecule["atomic_numbers"] = numbers
+        molecule["ghost"] = ghosts.astype("i4")
         molecule["coordinates"] = mol.atom_coords(unit="Bohr")
         molecule.attrs["charge"] = np.int32(mol.charge)
         molecule.attrs["multiplicity"] = np.int32(mol.spin + 1)

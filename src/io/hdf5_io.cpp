@@ -356,6 +356,23 @@ class Hdf5Reader {
   Handle file_;
 };
 
+// The optional /molecule/ghost [natom]: 1 for a ghost atom (its element's basis functions, no
+// charge, no electrons), 0 for a real one.
+void read_ghosts(const Hdf5Reader& in, Molecule& mol) {
+  if (!in.exists("/molecule/ghost")) return;
+  std::vector<hsize_t> dims;
+  const std::vector<long long> ghost = in.read_integers("/molecule/ghost", 1, dims);
+  if (dims[0] != mol.atoms.size())
+    in.fail("dataset /molecule/ghost has length " + std::to_string(dims[0]) + ", but /molecule/atomic_numbers has " +
+            std::to_string(mol.atoms.size()));
+  for (std::size_t a = 0; a < mol.atoms.size(); ++a) {
+    if (ghost[a] != 0 && ghost[a] != 1)
+      in.fail("dataset /molecule/ghost must hold 0 or 1, found " + std::to_string(ghost[a]) + " at index " +
+              std::to_string(a));
+    mol.atoms[a].ghost = ghost[a] == 1;
+  }
+}
+
 Molecule read_molecule(const Hdf5Reader& in) {
   std::vector<hsize_t> zdims, rdims;
   const std::vector<long long> Z = in.read_integers("/molecule/atomic_numbers", 1, zdims);
@@ -390,6 +407,7 @@ Molecule read_molecule(const Hdf5Reader& in) {
     mol.atoms[a].Z = static_cast<int>(Z[a]);
     for (int c = 0; c < 3; ++c) mol.atoms[a].r[c] = r[3 * a + c] * scale;
   }
+  read_ghosts(in, mol);
   const Handle group = in.open_group("/molecule");
   mol.charge = in.int_attribute(group, "/molecule", "charge", 0);
   mol.multiplicity = in.int_attribute(group, "/molecule", "multiplicity", 1);

@@ -68,6 +68,10 @@ class EnergyAgainstPyscf(unittest.TestCase):
     def test_cartesian_basis(self):
         self.check(converged(scf.RHF(gto.M(atom=WATER, basis="6-31g*", cart=True, verbose=0)).density_fit()))
 
+    def test_ghost_atoms(self):  # water in the basis of a water dimer (/molecule/ghost)
+        ghosts = "; GHOST-O 0 0 3.0; GHOST-H 0 0.7555 3.59; GHOST-H 0 -0.7555 3.59"
+        self.check(converged(scf.RHF(gto.M(atom=WATER + ghosts, basis="cc-pvdz", verbose=0)).density_fit()))
+
     def test_f_functions(self):  # cc-pVTZ's f shells: PySCF's and libint2's solid harmonics agree
         self.check(converged(scf.RHF(gto.M(atom=WATER, basis="cc-pvtz", verbose=0)).density_fit()))
 
@@ -89,8 +93,8 @@ class Refusals(unittest.TestCase):
         self.refused("not Kohn-Sham ones", dft.RKS(self.mol).run())
         self.refused("dfmp2 freezes the lowest orbitals only", self.mf, frozen=[1])
         self.refused("must leave an active occupied orbital", self.mf, frozen=5)
-        ghost = gto.M(atom=WATER + "; GHOST-O 0 0 3", basis="cc-pvdz", verbose=0)
-        self.refused("no ghost atoms", converged(scf.RHF(ghost)))
+        self.refused("effective core potentials",
+                     converged(scf.RHF(gto.M(atom="I 0 0 0; H 0 0 1.6", basis="def2-svp", ecp={"I": "def2-svp"}, verbose=0))))
 
     def test_a_dfmp2_error_is_an_exception_with_its_line(self):
         mf = self.mf.copy()
@@ -121,7 +125,8 @@ class Refusals(unittest.TestCase):
 
 
 class GivenScfEnergy(unittest.TestCase):
-    """/scf's e_scf attribute on the command line: E_SCF as given, no Fock build, E_corr unchanged."""
+    """/scf's e_scf attribute on the command line: E_SCF as given, no Fock build, E_corr unchanged;
+    and what /molecule/ghost (the bridge's ghost atoms) may not hold."""
 
     def run_dfmp2(self, path, *args):
         out = path + ".json"
@@ -146,11 +151,18 @@ class GivenScfEnergy(unittest.TestCase):
             self.assertEqual(taken["e_total"], -76.5 + taken["e_corr"])
             self.assertAlmostEqual(taken["e_corr"], built["e_corr"], delta=1e-12)  # the same orbitals and sets
             _, gradient = self.run_dfmp2(given, "--gradient")  # the gradient builds dfmp2's own
-            self.assertEqual(gradient["e_scf"], built["e_scf"])
+            self.assertAlmostEqual(gradient["e_scf"], built["e_scf"], delta=TOLERANCE)  # threaded sums' order
             with h5py.File(given, "a") as f:
                 f["scf"].attrs["e_scf"] = 3
             done, _ = self.run_dfmp2(given)
             self.assertIn("attribute 'e_scf' on /scf must be a floating-point number", done.stderr)
+            for ghost, problem in (([0, 2, 0], "dataset /molecule/ghost must hold 0 or 1, found 2 at index 1"),
+                                   ([0, 0], "dataset /molecule/ghost has length 2, but /molecule/atomic_numbers has 3")):
+                shutil.copy(results, given)
+                with h5py.File(given, "a") as f:
+                    f["molecule/ghost"] = ghost
+                done, _ = self.run_dfmp2(given)
+                self.assertIn(problem, done.stderr)
 
 
 if __name__ == "__main__":
