@@ -1,6 +1,6 @@
 """The long suite's PySCF bridge case (CTest label `long`, built with -DDFMP2_LONG_TESTS=ON): the
 naphthalene dimer (cc-pVDZ, 360 functions), whose PySCF DF-SCF and DF-MP2 take minutes on two
-cores. dfmp2.pyscf.DFMP2(mf).kernel() against PySCF 2.14's own DF-MP2 with the same fitting set."""
+cores (the test 2.0-2.7 min on this machine's 2 shared cores). dfmp2.pyscf.DFMP2(mf).kernel() against PySCF 2.14's own DF-MP2 with the same fitting set."""
 import os
 import unittest
 
@@ -9,8 +9,9 @@ from pyscf import df, gto, mp, scf
 from dfmp2.pyscf import DFMP2
 from support import SOURCE_DIR
 
-# As test_pyscf_bridge.py's water (1.4e-14 Eh there): the issue's bound, 1e-9 Eh.
-TOLERANCE = 1e-9  # Eh
+# Measured (2026-11-27, 2 threads): 2.4e-13 Eh (E_corr; its parts 1.8e-13 and 6.1e-14). Checked to
+# 1e-11 Eh as test_pyscf_bridge.py (dfmp2's threaded sums vary by ~3e-12); the issue asks for 1e-9.
+TOLERANCE = 1e-11  # Eh
 
 
 class NaphthaleneDimer(unittest.TestCase):
