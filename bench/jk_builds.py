@@ -54,6 +54,7 @@ def main():
     p.add_argument("--threads", type=int, default=os.cpu_count())
     p.add_argument("--out", default=str(REPO / "results"))
     args = p.parse_args()
+    Path(args.out).mkdir(parents=True, exist_ok=True)  # before the runs: a bad --out fails at once
     runs = []
     for molecule in args.molecules.split(","):
         for precision in ("fp64", "fp32"):

@@ -70,6 +70,7 @@ def main():
     parser.add_argument("--out", default=str(amdahl.REPO / "results"))
     parser.add_argument("--gradient", action="store_true", help="DF-MP2 gradient runs")
     args = parser.parse_args()
+    Path(args.out).mkdir(parents=True, exist_ok=True)  # before the runs: a bad --out fails at once
     xyz = amdahl.find_xyz(args.molecule)
     runs = {"in_ram": [], "out_of_core": [], "baseline": []}
     with tempfile.TemporaryDirectory() as work:

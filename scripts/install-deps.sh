@@ -9,7 +9,7 @@ packages=(
   libeigen3-dev libhdf5-dev libint2-dev libopenblas-openmp-dev
   libhwy-dev catch2 libcli11-dev nlohmann-json3-dev libtrexio-dev
   libopenmpi-dev openmpi-bin
-  python3 python3-matplotlib
+  python3 python3-matplotlib python3-venv
   python3-qcengine python3-qcelemental python3-ase
 )
 

@@ -85,7 +85,8 @@ CLI::App* add_convert_command(CLI::App& app, ConvertArgs& args) {
 
 void convert(const ConvertArgs& args) {
   Molecule mol = read_xyz(args.xyz);
-  if (has_ghost_atoms(mol)) throw InputError("the HDF5 input layout has no ghost atoms: run the XYZ file itself");
+  if (has_ghost_atoms(mol))
+    throw InputError("convert writes no ghost atoms: run the XYZ file itself (or mark them in /molecule/ghost)");
   mol.charge = args.charge;
   mol.multiplicity = args.multiplicity;
   validate(mol);
@@ -117,7 +118,7 @@ void write_outputs(const OutputPaths& paths, const RunResult& result, const nloh
   outputs.commit();
 }
 
-// The HDF5, Molden and TREXIO layouts have no ghost atoms: written, they would read back as real.
+// dfmp2's HDF5 results, Molden and TREXIO files hold no ghost atoms: written, they would read back as real.
 void check_ghost_outputs(const RunInput& input, const OutputPaths& outputs) {
   if (input.molecule && has_ghost_atoms(*input.molecule) && outputs.orbital_files())
     throw InputError("--output, --molden and --trexio cannot hold ghost atoms (they would read back as real "

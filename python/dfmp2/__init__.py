@@ -5,8 +5,11 @@
 * ASE: ``dfmp2.ase.DFMP2``, a calculator (energies).
 * ``dfmp2.run_qcschema(atomic_input)``: one AtomicInput (a dict) in, its AtomicResult (a dict) out.
 
-Each runs the dfmp2 executable's ``qcschema`` command: the one from ``$DFMP2_EXE``, else a
-``dfmp2`` beside this package's files (where ``cmake --install`` links it), else the one on
+* PySCF: ``dfmp2.pyscf.DFMP2(mf)``, DF-MP2 energies and gradients from a converged RHF or UHF
+  object, without running the SCF again.
+
+Each runs the dfmp2 executable: the one this package carries (``bin/dfmp2``, which ``pip install``
+puts there and ``cmake --install`` links), else the one from ``$DFMP2_EXE``, else the one on
 ``PATH``.
 """
 from importlib.util import find_spec

@@ -12,22 +12,23 @@ def _is_executable(path):
 
 
 def find_executable():
-    """The dfmp2 executable: ``$DFMP2_EXE``, else ``dfmp2`` beside this file, else on ``PATH``.
+    """The dfmp2 executable: the one this package carries (``bin/dfmp2`` beside this file, as
+    ``pip install`` and ``cmake --install`` put it), else ``$DFMP2_EXE``, else ``dfmp2`` on ``PATH``.
 
     Raises FileNotFoundError saying where it looked."""
+    carried = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bin", "dfmp2")
+    if _is_executable(carried):
+        return carried
     given = os.environ.get("DFMP2_EXE")
     if given:
         if not _is_executable(given):
             raise FileNotFoundError(f"DFMP2_EXE is {given!r}, which is not an executable file")
         return given
-    beside = os.path.join(os.path.dirname(os.path.abspath(__file__)), "dfmp2")
-    if _is_executable(beside):
-        return beside
     on_path = shutil.which("dfmp2")
     if on_path:
         return on_path
-    raise FileNotFoundError("the dfmp2 executable was not found: set DFMP2_EXE, install dfmp2 beside the "
-                            f"Python package ({beside}), or put it on PATH")
+    raise FileNotFoundError(f"the dfmp2 executable was not found: none carried by the package ({carried}), "
+                            "so set DFMP2_EXE or put dfmp2 on PATH")
 
 
 def run_qcschema(atomic_input, memory=None, threads=None):

@@ -51,7 +51,13 @@ RunOptionsCli::RunOptionsCli(CLI::App& app, bool energy_choices) {
   add_choice(app, "--scf", options_.scf_type, scf_type_names(), "SCF two-electron integrals");
   add_choice(app, "--guess", options_.guess, scf_guess_names(),
              "SCF start: superposition of atomic densities or core Hamiltonian");
-  app.add_flag("--frozen-core", options_.frozen_core, "freeze core orbitals as Psi4's freeze_core");
+  CLI::Option* frozen_core =
+      app.add_flag("--frozen-core", options_.frozen_core, "freeze core orbitals as Psi4's freeze_core");
+  app.add_option("--frozen-orbitals", options_.frozen_orbitals,
+                 "freeze the N lowest orbitals of each spin (PySCF's frozen=N)")
+      ->type_name("N")
+      ->check(CLI::NonNegativeNumber)
+      ->excludes(frozen_core);
   app.add_flag("--gradient", options_.gradient,
                "the DF-MP2 nuclear gradient too, Eh/bohr (RHF or UHF with DF-SCF)");
   if (energy_choices) {

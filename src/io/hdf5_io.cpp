@@ -8,6 +8,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -261,7 +262,8 @@ class Hdf5Reader {
     type = type_handle(H5Aget_type(attribute));
     const H5T_class_t found = H5Tget_class(type);
     if (found != type_class)
-      fail(label + " must be " + (type_class == H5T_STRING ? "a string" : "an integer") +
+      fail(label + " must be " +
+           (type_class == H5T_STRING ? "a string" : type_class == H5T_FLOAT ? "a floating-point number" : "an integer") +
            ", found " + class_name(found));
     const Handle space = space_handle(H5Aget_space(attribute));
     const hssize_t count = H5Sget_simple_extent_npoints(space);
@@ -284,6 +286,17 @@ class Hdf5Reader {
     if (value < -1000000 || value > 1000000)
       fail("attribute '" + attr + "' on " + where + " is out of range: " + std::to_string(value));
     return static_cast<int>(value);
+  }
+
+  // A finite floating-point attribute; empty when absent.
+  std::optional<double> double_attribute(hid_t object, const std::string& where, const std::string& attr) const {
+    if (!has_attribute(object, attr)) return std::nullopt;
+    Handle type;
+    const Handle attribute = open_attribute(object, where, attr, H5T_FLOAT, type);
+    double value = 0.0;
+    if (H5Aread(attribute, H5T_NATIVE_DOUBLE, &value) < 0) fail("cannot read attribute '" + attr + "' on " + where);
+    if (!std::isfinite(value)) fail("attribute '" + attr + "' on " + where + " is not finite");
+    return value;
   }
 
   // Fixed- and variable-length strings, ASCII or UTF-8; empty when absent.
@@ -343,6 +356,23 @@ class Hdf5Reader {
   Handle file_;
 };
 
+// The optional /molecule/ghost [natom]: 1 for a ghost atom (its element's basis functions, no
+// charge, no electrons), 0 for a real one.
+void read_ghosts(const Hdf5Reader& in, Molecule& mol) {
+  if (!in.exists("/molecule/ghost")) return;
+  std::vector<hsize_t> dims;
+  const std::vector<long long> ghost = in.read_integers("/molecule/ghost", 1, dims);
+  if (dims[0] != mol.atoms.size())
+    in.fail("dataset /molecule/ghost has length " + std::to_string(dims[0]) + ", but /molecule/atomic_numbers has " +
+            std::to_string(mol.atoms.size()));
+  for (std::size_t a = 0; a < mol.atoms.size(); ++a) {
+    if (ghost[a] != 0 && ghost[a] != 1)
+      in.fail("dataset /molecule/ghost must hold 0 or 1, found " + std::to_string(ghost[a]) + " at index " +
+              std::to_string(a));
+    mol.atoms[a].ghost = ghost[a] == 1;
+  }
+}
+
 Molecule read_molecule(const Hdf5Reader& in) {
   std::vector<hsize_t> zdims, rdims;
   const std::vector<long long> Z = in.read_integers("/molecule/atomic_numbers", 1, zdims);
@@ -377,6 +407,7 @@ Molecule read_molecule(const Hdf5Reader& in) {
     mol.atoms[a].Z = static_cast<int>(Z[a]);
     for (int c = 0; c < 3; ++c) mol.atoms[a].r[c] = r[3 * a + c] * scale;
   }
+  read_ghosts(in, mol);
   const Handle group = in.open_group("/molecule");
   mol.charge = in.int_attribute(group, "/molecule", "charge", 0);
   mol.multiplicity = in.int_attribute(group, "/molecule", "multiplicity", 1);
@@ -696,6 +727,7 @@ RunInput read_layout(const Hdf5Reader& in) {
   if (in.exists("/scf/mo_coefficients") || in.exists("/scf/mo_energies")) {
     if (!has_molecule) in.fail("/scf orbitals need a /molecule group");
     input.orbitals = read_orbitals(in);
+    input.e_scf = in.double_attribute(in.open_group("/scf"), "/scf", "e_scf");
   }
   return input;
 }

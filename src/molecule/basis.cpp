@@ -23,6 +23,8 @@
 namespace dfmp2 {
 namespace {
 
+namespace fs = std::filesystem;
+
 // Psi4's file names: "6-31+G*" → "6-31pgs", "cc-pVDZ" → "cc-pvdz".
 std::string file_stem(const std::string& name) {
   std::string stem;
@@ -35,8 +37,16 @@ std::string file_stem(const std::string& name) {
   return stem;
 }
 
+// An installed executable (cmake --install, or the pip package's dfmp2/bin/dfmp2) reads the sets
+// installed beside it, in ../share/dfmp2/basis; a build tree's reads the source tree's.
 std::string basis_dir() {
   if (const char* env = std::getenv("DFMP2_BASIS_PATH"); env && *env) return env;
+  std::error_code error;
+  const fs::path executable = fs::read_symlink("/proc/self/exe", error);
+  if (!error) {
+    const fs::path installed = executable.parent_path().parent_path() / "share" / "dfmp2" / "basis";
+    if (fs::is_directory(installed, error)) return installed.string();
+  }
   return DFMP2_BASIS_DIR;
 }
 
@@ -290,7 +300,6 @@ BasisSetData parse_gbs(const std::string& text, const std::string& name, const s
 }
 
 BasisSetData load_basis(const std::string& name_or_path, BasisRole role) {
-  namespace fs = std::filesystem;
   fs::path path = name_or_path;
   const bool looks_like_path =
       name_or_path.find('/') != std::string::npos || path.extension() == ".gbs";

@@ -34,7 +34,8 @@ enum class BasisRole { orbital, auxiliary };
 int max_angular_momentum(BasisRole role);
 
 // A name ("cc-pVDZ", "6-31G*", case-insensitive) looked up in the basis directory, or a path to
-// a .gbs file. The directory is $DFMP2_BASIS_PATH when set, else the one built in.
+// a .gbs file. The directory is $DFMP2_BASIS_PATH when set, else ../share/dfmp2/basis beside
+// the executable when it exists (an installed dfmp2), else the source tree's basis/.
 // Throws InputError naming the basis, and the file and line, when it is unknown or malformed:
 // also for what libint2 cannot take (exponents ≤ 0 or not finite, coefficients not finite, a
 // zero contraction, l above max_angular_momentum(role)) and an element given twice.

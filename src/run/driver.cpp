@@ -44,6 +44,7 @@ void describe_problem(const Problem& problem, RunResult& r) {
   r.jk_basis = problem.jk_basis;
   r.orbital_basis = OrbitalBasis{problem.obs, problem.orbital_basis.pure};
   r.scf_type = problem.jk_aux ? ScfType::df : ScfType::exact;
+  r.scf_energy_given = problem.e_scf_given;
   r.reference = problem.unrestricted ? Reference::uhf : Reference::rhf;
   r.nbf = static_cast<int>(problem.obs.nbf());
   r.naux = static_cast<int>(problem.aux.nbf());
@@ -108,7 +109,7 @@ void check_energy_from_gradient(kernels::Backend backend, kernels::Precision pre
 
 // What the DF-MP2 gradient does not cover yet is refused before the molecule is even sized, in one
 // line.
-void check_gradient_supported(const RunInput& input, const RunOptions& options) {
+void check_gradient_supported(const RunOptions& options) {
   const auto refuse = [](const std::string& what) {
     throw InputError("--gradient is not available for " + what + " (the DF-MP2 gradient covers RHF and UHF with "
                      "DF-SCF)");
@@ -116,7 +117,6 @@ void check_gradient_supported(const RunInput& input, const RunOptions& options) 
   if (options.device == kernels::Device::gpu)
     throw InputError("--device gpu does not apply with --gradient: the DF-MP2 gradient runs on the CPU");
   if (options.scf_type != ScfType::df) refuse("--scf exact");
-  if (input.orbitals) refuse("given orbitals (it needs the SCF run here)");
   check_energy_from_gradient(options.backend, options.precision);
 }
 
@@ -177,7 +177,7 @@ PreparedRun::PreparedRun(const RunInput& input, const RunOptions& options, Progr
     RunPlan plan;
     const Problem problem = timed(stages, r.gemm_rates, nullptr, "setup", [&] {
       const RunContext context = start_budget();
-      if (options.gradient) check_gradient_supported(input, options);
+      if (options.gradient) check_gradient_supported(options);
       Problem problem = define_problem(input, context);
       {
         const Progress::Step step(context.progress, "planning the run's memory");

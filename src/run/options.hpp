@@ -46,6 +46,7 @@ struct RunOptions {
   ScfType scf_type = ScfType::df;
   ScfGuess guess = ScfGuess::sad;
   bool frozen_core = false;
+  std::optional<int> frozen_orbitals;  // the N lowest orbitals of each spin frozen (PySCF's frozen=N)
   bool gradient = false;  // the DF-MP2 energy's nuclear gradient too (RHF, DF-SCF, one rank)
   kernels::Backend backend = kernels::Backend::automatic;
   kernels::Precision precision = kernels::Precision::fp64;

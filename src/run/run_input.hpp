@@ -29,6 +29,7 @@ struct RunInput {
   std::optional<Molecule> molecule;  // absent for an energy-only run
   std::string basis, df_basis, jk_basis;  // empty: not given (defaults apply)
   std::optional<Orbitals> orbitals;  // given orbitals: skip the SCF
+  std::optional<double> e_scf;       // given with them (/scf's e_scf): no Fock build, no JK set
   bool unoccupied = false;  // the orbitals came without occupations (nocc 0): see occupy_by_energy
   std::optional<OrbitalBasis> orbital_basis;  // given with the orbitals (Molden, TREXIO), not named
   std::optional<GivenDFTensor> df;   // given DF tensor: energy only

@@ -37,6 +37,7 @@ struct RunResult {
   std::optional<Molecule> geometry;
   std::string basis, df_basis, jk_basis;
   std::optional<ScfType> scf_type;       // none: no SCF ran (an energy-only /df input)
+  bool scf_energy_given = false;         // E_SCF came with the orbitals: no Fock build, no JK set
   Reference reference = Reference::rhf;  // rhf or uhf, never automatic
   // Active occupied and virtual orbitals (UHF: nocc and nvir α, nocc_beta and nvir_beta β).
   int natom = 0, nbf = 0, nmo = 0, naux = 0, naux_jk = 0, nocc = 0, nvir = 0, nfrozen = 0;
@@ -90,9 +91,11 @@ struct RunResult {
   bool unrestricted() const { return reference == Reference::uhf; }
 };
 
-// The outputs' names of what has no choice in RunOptions: "none" for no SCF, "gradient" for the
-// energy of a --gradient run.
-inline std::string scf_type_name(const RunResult& r) { return r.scf_type ? name_of(*r.scf_type) : "none"; }
+// The outputs' names of what has no choice in RunOptions: "given" for E_SCF given with the
+// orbitals, "none" for no SCF, "gradient" for the energy of a --gradient run.
+inline std::string scf_type_name(const RunResult& r) {
+  return r.scf_energy_given ? "given" : r.scf_type ? name_of(*r.scf_type) : "none";
+}
 inline std::string backend_name(const RunResult& r) { return r.backend ? name_of(*r.backend) : "gradient"; }
 
 }  // namespace dfmp2

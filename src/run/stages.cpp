@@ -119,7 +119,7 @@ void resolve_basis_names(const RunInput& input, const RunOptions& options, Probl
     throw InputError("no basis set given: use --basis NAME or the 'basis' attribute");
   p.df_basis = choose(options.df_basis, input.df_basis, "");
   if (p.df_basis.empty()) p.df_basis = default_auxiliary(p.basis, default_df_basis, input, "--df-basis NAME");
-  if (options.scf_type == ScfType::df) {
+  if (options.scf_type == ScfType::df && !p.e_scf_given) {
     p.jk_basis = choose(options.jk_basis, input.jk_basis, "");
     if (p.jk_basis.empty()) p.jk_basis = default_auxiliary(p.basis, default_jk_basis, input, "--jk-basis NAME (or --scf exact)");
   }
@@ -208,10 +208,11 @@ LoadedSets check_problem(const RunInput& input, const RunContext& context, Probl
   validate(p.molecule);
   p.unrestricted = unrestricted(options.reference, p.molecule.multiplicity);
   p.name = p.molecule.name.empty() ? formula(p.molecule) : p.molecule.name;
+  if (!options.gradient) p.e_scf_given = input.e_scf;  // a gradient run needs the Fock builder
   p.nocc = alpha_electrons(p.molecule);  // a singlet's α and β counts are its doubly occupied orbitals
   p.nocc_beta = beta_electrons(p.molecule);
   // As Psi4, frozen core orbitals are the same number of each spin.
-  p.nfrozen = options.frozen_core ? frozen_core_orbitals(p.molecule) : 0;
+  p.nfrozen = options.frozen_core ? frozen_core_orbitals(p.molecule) : options.frozen_orbitals.value_or(0);
   if (p.nfrozen >= p.nocc) throw InputError("frozen core leaves no active occupied orbital");
   if (p.nfrozen > p.nocc_beta)
     throw InputError("frozen core needs " + std::to_string(p.nfrozen) + " β orbitals, the molecule has " +
@@ -345,7 +346,7 @@ RunPlan plan_run(const Problem& problem, const RunContext& context) {
                                 scf_blocks, ram, context.comm);
     add_blocks(plan.integrals, plan.density_fitted_scf->setup);
     add_blocks(plan.scf, plan.density_fitted_scf->iterations);
-  } else {
+  } else if (!problem.e_scf_given) {
     const std::size_t builds = ExactFock::peak_bytes(nbf, spins);
     plan.integrals.ram("the exact Fock builds", builds);
     plan.scf.ram("the exact Fock builds", builds);
@@ -434,6 +435,7 @@ Integrals compute_integrals(const Problem& problem, const RunPlan& plan, const R
   ints.pairs_memory = context.budget.reserve(problem.pairs.bytes(), "the shell pairs");
   ints.S = overlap_matrix(problem.obs);
   ints.H = core_hamiltonian(problem.obs, problem.molecule);
+  if (problem.e_scf_given) return ints;  // no Fock builds
   if (problem.jk_aux) {
     context.progress.begin("DF-SCF integrals and fitting (batches of shell rows)");
     auto df = std::make_unique<DensityFittedFock>(problem.obs, *problem.jk_aux, problem.pairs, *plan.density_fitted_scf,
@@ -448,9 +450,38 @@ Integrals compute_integrals(const Problem& problem, const RunPlan& plan, const R
   return ints;
 }
 
-ScfSolution solve_scf(const Problem& problem, Integrals& integrals, const std::optional<Orbitals>& given,
-                      const RunContext& context) {
-  ScfSolution solution;
+namespace {
+
+// The Z-vector equations of the DF-MP2 gradient hold for the SCF solution of the DF-SCF's Fock
+// operator: given orbitals must come from an SCF with the same JK set. Measured on water
+// cc-pVDZ with cc-pVDZ-JKFIT: orbitals of an exact SCF have F_ia up to 6.3e-5 Eh, of DF-SCFs with
+// cc-pVTZ-JKFIT or def2-SVP-JKFIT 4.6e-5 and 9.3e-5; those of DF-SCFs with this set 1.5e-10
+// (dfmp2 at 1e-10), 1.5e-7 (dfmp2 at --d-convergence 1e-5, gradient off by 1.4e-7 Eh/bohr) and up
+// to 6e-7 (PySCF's default conv_tol 1e-9, water, formaldehyde, OH).
+constexpr double kGivenOrbitalsMaxFockOv = 1e-5;  // Eh
+
+void require_scf_solution(double max_orbital_gradient, const Problem& problem) {
+  if (max_orbital_gradient <= kGivenOrbitalsMaxFockOv) return;
+  char value[32];
+  std::snprintf(value, sizeof value, "%.1e", max_orbital_gradient);
+  throw InputError(std::string("--gradient needs given orbitals converged with the JK set '") + problem.jk_basis +
+                   "': their largest occupied-virtual Fock element with it is " + value + " Eh (at most 1e-5)");
+}
+
+// E_SCF of given orbitals from one Fock build, whose F_ia a gradient run checks.
+double evaluate_given(const Orbitals& given, const Problem& problem, Integrals& integrals, const RunContext& context) {
+  const GivenOrbitalsEnergy energy = scf_energy(given, integrals.H, *integrals.fock);
+  char line[96];
+  std::snprintf(line, sizeof line, "dfmp2: given orbitals: largest occupied-virtual Fock element %.1e Eh",
+                energy.max_orbital_gradient);
+  context.progress.message(line);
+  if (context.options.gradient) require_scf_solution(energy.max_orbital_gradient, problem);
+  return energy.energy + problem.e_nuc;
+}
+
+// The SCF, or one Fock build for the E_SCF of given orbitals (checked by define_problem).
+void run_fock_builds(const Problem& problem, Integrals& integrals, const std::optional<Orbitals>& given,
+                     const RunContext& context, ScfSolution& solution) {
   int build = 0;
   integrals.fock->set_progress([&](double done) {
     if (done == 0.0) context.progress.begin("SCF J/K build " + std::to_string(++build));
@@ -459,9 +490,9 @@ ScfSolution solve_scf(const Problem& problem, Integrals& integrals, const std::o
   const auto matrices = context.budget.reserve(
       scf_working_bytes(problem.obs.nbf(), context.options.scf, problem.unrestricted ? 2 : 1), "the SCF's matrices");
   integrals.fock->set_aside_workspace();
-  if (given) {  // one Fock build for E_SCF instead of the SCF (checked by define_problem)
+  if (given) {
     solution.orbitals = *given;
-    solution.e_scf = scf_energy(*given, integrals.H, *integrals.fock) + problem.e_nuc;
+    solution.e_scf = evaluate_given(*given, problem, integrals, context);
   } else {
     ScfOptions options = context.options.scf;
     options.on_iteration = [&context](const ScfIteration& it) { report_iteration(context.progress, it); };
@@ -479,6 +510,19 @@ ScfSolution solve_scf(const Problem& problem, Integrals& integrals, const std::o
   solution.work = integrals.fock->work();
   integrals.fock->set_progress({});  // its callback refers to this function's locals; later builds (the MP2
                                      // gradient's) must not call it
+}
+
+}  // namespace
+
+ScfSolution solve_scf(const Problem& problem, Integrals& integrals, const std::optional<Orbitals>& given,
+                      const RunContext& context) {
+  ScfSolution solution;
+  if (problem.e_scf_given) {  // given with the orbitals: no Fock builder exists
+    solution.orbitals = *given;
+    solution.e_scf = *problem.e_scf_given;
+  } else {
+    run_fock_builds(problem, integrals, given, context, solution);
+  }
   // Every rank must transform with the very same orbitals (eigenvector signs included).
   for (int s = 0; s < solution.orbitals.spin_count(); ++s) {
     SpinOrbitals& orbitals = solution.orbitals.spin(s);

@@ -57,6 +57,7 @@ struct Problem {
   double e_nuc = 0.0;
   ShellPairs pairs;                          // the orbital basis' significant shell pairs
   bool orbitals_given = false;               // the SCF is skipped
+  std::optional<double> e_scf_given;         // and E_SCF given with them: no Fock builder, no JK set
 };
 Problem define_problem(const RunInput& input, const RunContext& context);
 

@@ -217,16 +217,20 @@ ScfResult run_uhf(const Eigen::MatrixXd& S, const Eigen::MatrixXd& H, double e_n
       options);
 }
 
-double scf_energy(const Orbitals& orbitals, const Eigen::MatrixXd& H, FockBuilder& fock) {
+GivenOrbitalsEnergy scf_energy(const Orbitals& orbitals, const Eigen::MatrixXd& H, FockBuilder& fock) {
   std::vector<Eigen::MatrixXd> factors;
   for (int s = 0; s < orbitals.spin_count(); ++s)
     factors.push_back(orbitals.spin(s).C.leftCols(orbitals.spin(s).nocc));
   const std::vector<Eigen::MatrixXd> G = two_electron_terms(fock, factors, kernels::Precision::fp64);
   const double weight = 1.0 / static_cast<double>(factors.size());
-  double energy = 0.0;
-  for (std::size_t s = 0; s < factors.size(); ++s)
-    energy += weight * (factors[s] * factors[s].transpose()).cwiseProduct(2.0 * H + G[s]).sum();
-  return energy;
+  GivenOrbitalsEnergy result;
+  for (std::size_t s = 0; s < factors.size(); ++s) {
+    result.energy += weight * (factors[s] * factors[s].transpose()).cwiseProduct(2.0 * H + G[s]).sum();
+    const SpinOrbitals& spin = orbitals.spin(static_cast<int>(s));
+    const Eigen::MatrixXd F_ov = factors[s].transpose() * (H + G[s]) * spin.C.rightCols(spin.C.cols() - spin.nocc);
+    if (F_ov.size() > 0) result.max_orbital_gradient = std::max(result.max_orbital_gradient, F_ov.cwiseAbs().maxCoeff());
+  }
+  return result;
 }
 
 double spin_squared(const Orbitals& orbitals, const Eigen::MatrixXd& S) {

@@ -66,8 +66,14 @@ ScfResult run_rhf(const Eigen::MatrixXd& S, const Eigen::MatrixXd& H, double e_n
 ScfResult run_uhf(const Eigen::MatrixXd& S, const Eigen::MatrixXd& H, double e_nuc, int nalpha, int nbeta,
                   FockBuilder& fock, const ScfOptions& options, const Eigen::MatrixXd& guess_density_factor = {});
 
-// The electronic SCF energy of given orbitals (RHF or UHF) from one Fock build, without E_nuc.
-double scf_energy(const Orbitals& orbitals, const Eigen::MatrixXd& H, FockBuilder& fock);
+// What one Fock build says of given orbitals (RHF or UHF): the electronic SCF energy, without
+// E_nuc, and the largest occupied–virtual Fock element |C_iᵀ F C_a| of either spin (zero for the
+// SCF solution of this Fock builder: Brillouin's theorem).
+struct GivenOrbitalsEnergy {
+  double energy = 0.0;
+  double max_orbital_gradient = 0.0;
+};
+GivenOrbitalsEnergy scf_energy(const Orbitals& orbitals, const Eigen::MatrixXd& H, FockBuilder& fock);
 
 // ⟨S²⟩ of a UHF determinant: Sz(Sz + 1) + nβ − Σ_ij |⟨iα|jβ⟩|² over the occupied orbitals (S the
 // AO overlap), as Psi4's HF::compute_spin_contamination; 0 for RHF orbitals.

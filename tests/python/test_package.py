@@ -1,5 +1,5 @@
-"""The dfmp2 Python package itself: where it finds the executable ($DFMP2_EXE, then beside the
-package, then PATH), and that `cmake --install` installs a package that imports and runs."""
+"""The dfmp2 Python package itself: where it finds the executable (the one it carries in its bin/,
+then $DFMP2_EXE, then PATH), and that `cmake --install` installs a package that imports and runs."""
 import json
 import os
 import shutil
@@ -51,17 +51,17 @@ class ExecutableTest(unittest.TestCase):
             shutil.copytree(PYTHON_DIR, os.path.join(site, "dfmp2"), ignore=shutil.ignore_patterns("__pycache__"))
             os.mkdir(bin_dir)
             os.symlink(EXE, os.path.join(bin_dir, "dfmp2"))
-            beside = os.path.join(site, "dfmp2", "dfmp2")
+            carried = os.path.join(site, "dfmp2", "bin", "dfmp2")
             no_path, with_path = {"PATH": "/usr/bin:/bin"}, {"PATH": bin_dir + ":/usr/bin:/bin"}
             given, wrong = {**with_path, "DFMP2_EXE": EXE}, {**with_path, "DFMP2_EXE": "/nonexistent"}
             code = FIND + "".join(f"print(find({env!r}))\n" for env in (no_path, with_path, given, wrong))
-            code += f"os.symlink({EXE!r}, {beside!r})\n"  # now one beside the package too
-            code += "".join(f"print(find({env!r}))\n" for env in (no_path, with_path, given))
+            code += f"os.mkdir({os.path.dirname(carried)!r}); os.symlink({EXE!r}, {carried!r})\n"  # now one carried
+            code += "".join(f"print(find({env!r}))\n" for env in (no_path, with_path, given, wrong))
             found = run_python(code, site, {}).splitlines()
-            self.assertTrue(found[0].startswith("- the dfmp2 executable was not found: set DFMP2_EXE"), found[0])
+            self.assertTrue(found[0].startswith("- the dfmp2 executable was not found: none carried"), found[0])
             self.assertEqual(found[1:3], [os.path.join(bin_dir, "dfmp2"), EXE])
             self.assertEqual(found[3], "- DFMP2_EXE is '/nonexistent', which is not an executable file")
-            self.assertEqual(found[4:], [beside, beside, EXE])  # beside wins over PATH, not over DFMP2_EXE
+            self.assertEqual(found[4:], [carried] * 4)  # the carried one wins over DFMP2_EXE and PATH
 
     def test_run_qcschema_returns_the_result_or_the_failure(self):
         atomic_input = dict(psi4_qcengine_reference("water-hf-cc-pvdz")["input"])
@@ -83,14 +83,15 @@ class InstallTest(unittest.TestCase):
             subprocess.run([os.environ["CMAKE_COMMAND"], "--install", os.environ["DFMP2_BUILD_DIR"], "--prefix", prefix],
                            check=True, stdout=subprocess.DEVNULL)
             site = os.path.join(prefix, "lib", "python%d.%d" % sys.version_info[:2], "dist-packages")
-            beside = os.path.join(site, "dfmp2", "dfmp2")
-            self.assertEqual(os.path.realpath(beside), os.path.realpath(os.path.join(prefix, "bin", "dfmp2")))
+            carried = os.path.join(site, "dfmp2", "bin", "dfmp2")
+            self.assertEqual(os.path.realpath(carried), os.path.realpath(os.path.join(prefix, "bin", "dfmp2")))
+            self.assertTrue(os.path.isfile(os.path.join(prefix, "share", "dfmp2", "basis", "cc-pvdz.gbs")))
             code = ("import json, dfmp2, qcengine\n"
                     f"inp = json.loads({json.dumps(json.dumps(self.sto3g_water()))})\n"
                     "r = qcengine.compute(inp, 'dfmp2', task_config={'ncores': 1})\n"
                     "print(dfmp2.find_executable(), r.success, r.return_result)")
             found, success, energy = run_python(code, site, {"PATH": "/usr/bin:/bin"}).split()
-            self.assertEqual(found, beside)
+            self.assertEqual(found, carried)
             self.assertEqual(success, "True")
             self.assertAlmostEqual(float(energy), STO3G_WATER_SCF, delta=STO3G_WATER_TOLERANCE)
 

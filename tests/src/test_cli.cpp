@@ -235,6 +235,16 @@ TEST_CASE("convert writes an HDF5 input that runs to the same energy, and result
   const auto b = nlohmann::json::parse(read_text(dir.path("b.json")));
   CHECK(b["e_scf"].get<double>() == Approx(a["e_scf"].get<double>()).margin(1e-9));
   CHECK(b["e_corr"].get<double>() == Approx(a["e_corr"].get<double>()).margin(1e-9));
+  // --frozen-orbitals N freezes the N lowest orbitals (PySCF's frozen=N): water's one is its core.
+  REQUIRE(run_dfmp2(dir.path("results.h5") + " --quiet --frozen-orbitals 1 --json " + dir.path("n.json")).exit_code == 0);
+  REQUIRE(run_dfmp2(dir.path("results.h5") + " --quiet --frozen-core --json " + dir.path("core.json")).exit_code == 0);
+  const auto n = nlohmann::json::parse(read_text(dir.path("n.json")));
+  const auto core = nlohmann::json::parse(read_text(dir.path("core.json")));
+  CHECK(n["nfrozen"] == 1);
+  CHECK(n["e_corr"].get<double>() == Approx(core["e_corr"].get<double>()).margin(1e-12));
+  CHECK(n["e_corr"].get<double>() > b["e_corr"].get<double>() + 1e-3);
+  expect_rejected(dir, dir.path("results.h5") + " --frozen-orbitals 5", "frozen core leaves no active occupied orbital");
+  expect_rejected(dir, dir.path("results.h5") + " --frozen-orbitals 1 --frozen-core", "--frozen-core excludes --frozen-orbitals");
   // Options on the command line override the file.
   const CommandResult fc = run_dfmp2(h5 + " --quiet --frozen-core --basis sto-3g --json " +
                                      dir.path("c.json"));
@@ -303,6 +313,17 @@ TEST_CASE("the DF-MP2 gradient (--gradient) in the report and the JSON, as Psi4'
                   "--backend and --precision do not apply with --gradient");
   expect_rejected(dir, xyz + " --basis cc-pvdz --scf exact --gradient", "--gradient is not available for --scf exact");
   expect_rejected(dir, xyz + " --basis cc-pvdz --counterpoise 1 --gradient", "--gradient is not available with --counterpoise");
+
+  // Given orbitals (the results file's) give the same gradient when they are the SCF solution of
+  // this JK set (measured 1.2e-10 Eh/bohr apart), and are refused with another set, whose Fock
+  // operator they do not solve (largest F_ia 4.6e-5 Eh).
+  REQUIRE(run_dfmp2(dir.path("g.h5") + " --gradient --quiet --json " + dir.path("given.json")).exit_code == 0);
+  const auto given = nlohmann::json::parse(read_text(dir.path("given.json")));
+  for (std::size_t a = 0; a < 3; ++a)
+    for (std::size_t k = 0; k < 3; ++k)
+      CHECK(given["gradient"][a][k].get<double>() == Approx(j["gradient"][a][k].get<double>()).margin(1e-9));
+  expect_rejected(dir, dir.path("g.h5") + " --gradient --jk-basis cc-pvtz-jkfit",
+                  "--gradient needs given orbitals converged with the JK set 'cc-pvtz-jkfit'");
 }
 
 // The UHF DF-MP2 gradient on the command line (its values: tests/src/test_gradient.cpp).

@@ -102,14 +102,14 @@ TEST_CASE("ghost atoms in an XYZ file: monomer A in the dimer basis, as Psi4 com
   CHECK(std::abs(json["e_scf"].get<double>() - psi4["e_scf"].get<double>()) < kTolerance);
   CHECK(std::abs(json["e_total"].get<double>() - psi4["e_total"].get<double>()) < kTolerance);
 
-  // The HDF5, Molden and TREXIO layouts have no ghost atoms: refused before the run.
+  // dfmp2's HDF5 writers, Molden and TREXIO hold no ghost atoms: refused before the run.
   const CommandResult refused = run_dfmp2(path + basis_options(ref) + " --quiet --output " + dir.path("o.h5"));
   CHECK(refused.exit_code == 1);
   CHECK_THAT(refused.err, Catch::StartsWith("dfmp2: error: --output, --molden and --trexio cannot hold ghost atoms"));
   CHECK_FALSE(std::filesystem::exists(dir.path("o.h5")));
   const CommandResult convert = run_dfmp2("convert " + path + " --basis cc-pvdz -o " + dir.path("g.h5"));
   CHECK(convert.exit_code == 1);
-  CHECK_THAT(convert.err, Catch::Contains("the HDF5 input layout has no ghost atoms"));
+  CHECK_THAT(convert.err, Catch::Contains("convert writes no ghost atoms"));
   CHECK_FALSE(std::filesystem::exists(dir.path("g.h5")));
 }
 
