@@ -44,7 +44,7 @@ void describe_problem(const Problem& problem, RunResult& r) {
   r.jk_basis = problem.jk_basis;
   r.orbital_basis = OrbitalBasis{problem.obs, problem.orbital_basis.pure};
   r.scf_type = problem.jk_aux ? ScfType::df : ScfType::exact;
-  r.scf_energy_given = problem.e_scf_given;
+  r.scf_energy_given = problem.e_scf_given.has_value();
   r.reference = problem.unrestricted ? Reference::uhf : Reference::rhf;
   r.nbf = static_cast<int>(problem.obs.nbf());
   r.naux = static_cast<int>(problem.aux.nbf());
