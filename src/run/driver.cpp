@@ -194,6 +194,8 @@ PreparedRun::PreparedRun(const RunInput& input, const RunOptions& options, Progr
     MemoryBudget* budget = s.budget.get();
     Integrals integrals =
         timed(stages, r.gemm_rates, budget, "integrals", [&] { return compute_integrals(problem, plan, context); });
+    if (has_ecp(problem.molecule))
+      integrals.H += timed(stages, r.gemm_rates, budget, "ecp", [&] { return ecp_potential(problem, context); }).U;
     ScfSolution scf = timed(stages, r.gemm_rates, budget, "scf",
                             [&] { return solve_scf(problem, integrals, input.orbitals, context); });
     if (options.gradient) {

@@ -11,6 +11,7 @@
 #include "kernels/gpu/gpu_energy.hpp"
 #include "src/common/errors.hpp"
 #include "src/gradient/ump2_relaxed_density.hpp"
+#include "src/integrals/ecp.hpp"
 #include "src/integrals/one_electron.hpp"
 #include "src/integrals/shell_ranges.hpp"
 #include "src/io/ao_conventions.hpp"
@@ -112,6 +113,10 @@ void report_iteration(Progress& progress, const ScfIteration& it) {
   progress.message(line);
 }
 
+std::string first_ecp_element(const Molecule& mol) {
+  return element_symbol(std::find_if(mol.atoms.begin(), mol.atoms.end(), [](const Atom& a) { return a.ecp_electrons > 0; })->Z);
+}
+
 void resolve_basis_names(const RunInput& input, const RunOptions& options, Problem& p) {
   if (input.orbital_basis && options.basis)
     throw InputError("the orbital basis comes with the orbitals in '" + input.path + "': --basis cannot replace it");
@@ -206,7 +211,14 @@ LoadedSets check_problem(const RunInput& input, const RunContext& context, Probl
   p.molecule = *input.molecule;
   if (options.charge) p.molecule.charge = *options.charge;
   if (options.multiplicity) p.molecule.multiplicity = *options.multiplicity;
+  resolve_basis_names(input, options, p);
+  LoadedSets sets = load_basis_sets(input, p);
+  // The electrons an ECP replaces are no electrons of the run: counted before anything else is.
+  assign_ecp_cores(p.orbital_basis, p.molecule);
   validate(p.molecule);
+  if (options.gradient && has_ecp(p.molecule))
+    throw InputError("--gradient is not available with effective core potentials (basis '" + p.basis +
+                     "' has one for " + first_ecp_element(p.molecule) + "): ECP derivative integrals are not implemented");
   p.unrestricted = unrestricted(options.reference, p.molecule.multiplicity);
   p.name = p.molecule.name.empty() ? formula(p.molecule) : p.molecule.name;
   p.nocc = alpha_electrons(p.molecule);  // a singlet's α and β counts are its doubly occupied orbitals
@@ -217,8 +229,6 @@ LoadedSets check_problem(const RunInput& input, const RunContext& context, Probl
   if (p.nfrozen > p.nocc_beta)
     throw InputError("frozen core needs " + std::to_string(p.nfrozen) + " β orbitals, the molecule has " +
                      std::to_string(p.nocc_beta));
-  resolve_basis_names(input, options, p);
-  LoadedSets sets = load_basis_sets(input, p);
   check_occupation(p, sets.obs_count.functions);
   context.progress.message("dfmp2: " + p.name + ", nbf " + std::to_string(sets.obs_count.functions) + ", naux " +
                            std::to_string(sets.aux_count.functions) + ", nocc " + std::to_string(p.nocc) +
@@ -454,6 +464,15 @@ Integrals compute_integrals(const Problem& problem, const RunPlan& plan, const R
                                             problem.unrestricted ? 2 : 1, plan.store_quartets);
   }
   return ints;
+}
+
+EcpIntegrals ecp_potential(const Problem& problem, const RunContext& context) {
+  context.progress.begin("effective core potential integrals");
+  EcpIntegrals ecp = ecp_integrals(problem.obs, problem.orbital_basis, problem.molecule);
+  context.progress.message("dfmp2: ECP integrals: " + std::to_string(ecp.computed) + " shell pairs × potentials computed, " +
+                           std::to_string(ecp.screened) + " screened" +
+                           (ecp.quadrature_warned ? "; libecpint's radial quadrature stopped short of its tolerance for some" : ""));
+  return ecp;
 }
 
 ScfSolution solve_scf(const Problem& problem, Integrals& integrals, const std::optional<Orbitals>& given,

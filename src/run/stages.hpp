@@ -19,6 +19,7 @@
 #include "src/common/scratch.hpp"
 #include "src/common/stage_work.hpp"
 #include "src/gradient/mp2_relaxed_density.hpp"
+#include "src/integrals/ecp.hpp"
 #include "src/integrals/shell_pairs.hpp"
 #include "src/molecule/basis.hpp"
 #include "src/mp2/df_tensor.hpp"
@@ -90,6 +91,9 @@ struct Integrals {
   StageWork work;
 };
 Integrals compute_integrals(const Problem& problem, const RunPlan& plan, const RunContext& context);
+// ecp: the orbital basis' effective core potentials, a part of the core Hamiltonian H (stage
+// "ecp" of the timings, run only for a molecule with one).
+EcpIntegrals ecp_potential(const Problem& problem, const RunContext& context);
 
 // scf: canonical RHF or UHF orbitals, or the given ones with their energy from one Fock build.
 struct ScfSolution {
