@@ -1,6 +1,7 @@
 #include "src/gradient/scf_gradient.hpp"
 
 #include "src/integrals/df_two_electron_derivatives.hpp"
+#include "src/integrals/ecp.hpp"
 #include "src/integrals/one_electron_derivatives.hpp"
 #include "src/integrals/shell_pairs.hpp"
 #include "src/integrals/two_electron_derivatives.hpp"
@@ -32,14 +33,17 @@ SeparableDensities scf_separable_densities(const ScfDensities& densities) {
 }
 
 Eigen::MatrixXd scf_gradient_without_two_electron(const libint2::BasisSet& obs, const Molecule& mol,
-                                                  const ScfDensities& densities) {
-  return nuclear_repulsion_gradient(mol) + core_hamiltonian_gradient(obs, mol, densities.total) -
-         overlap_gradient(obs, mol, densities.energy_weighted);
+                                                  const ScfDensities& densities, const BasisSetData* potentials) {
+  Eigen::MatrixXd g = nuclear_repulsion_gradient(mol) + core_hamiltonian_gradient(obs, mol, densities.total) -
+                      overlap_gradient(obs, mol, densities.energy_weighted);
+  if (potentials != nullptr && has_ecp(mol)) g += ecp_gradient(obs, *potentials, mol, densities.total);
+  return g;
 }
 
-Eigen::MatrixXd exact_scf_gradient(const libint2::BasisSet& obs, const Molecule& mol, const Orbitals& orbitals) {
+Eigen::MatrixXd exact_scf_gradient(const libint2::BasisSet& obs, const Molecule& mol, const Orbitals& orbitals,
+                                   const BasisSetData* potentials) {
   const ScfDensities densities = scf_densities(orbitals);
-  return scf_gradient_without_two_electron(obs, mol, densities) +
+  return scf_gradient_without_two_electron(obs, mol, densities, potentials) +
          four_centre_gradient(obs, significant_shell_pairs(obs), mol, densities.spins);
 }
 

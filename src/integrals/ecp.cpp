@@ -19,14 +19,16 @@ namespace {
 
 struct PlacedPotential {
   libecpint::ECP U;
+  std::size_t atom = 0;
   double min_exponent = std::numeric_limits<double>::infinity();
 };
 
 std::vector<PlacedPotential> place_potentials(const BasisSetData& basis, const Molecule& mol) {
   std::vector<PlacedPotential> potentials;
-  for (const Atom& atom : mol.atoms) {
+  for (std::size_t a = 0; a < mol.atoms.size(); ++a) {
+    const Atom& atom = mol.atoms[a];
     if (atom.ecp_electrons == 0) continue;
-    PlacedPotential p{libecpint::ECP(atom.r.data())};
+    PlacedPotential p{libecpint::ECP(atom.r.data()), a};
     for (const EcpTerm& term : basis.ecp_by_Z.at(atom.Z).terms) {
       p.U.addPrimitive(term.power, term.l, term.exponent, term.coefficient, false);
       p.min_exponent = std::min(p.min_exponent, term.exponent);
@@ -54,25 +56,8 @@ double decay(const libint2::Shell& shell, const PlacedPotential& p) {
   return alpha * zeta / (2.0 * alpha + zeta) * r2;
 }
 
-// One shell pair's block (rows s1, columns s2) summed over the potentials, in the shells' own
-// (spherical or Cartesian) functions; counts what was computed and screened.
-std::vector<double> shell_pair_block(const libecpint::ECPIntegral& engine, const std::vector<PlacedPotential>& potentials,
-                                     const libint2::Shell& s1, const libint2::Shell& s2,
-                                     const libecpint::GaussianShell& g1, const libecpint::GaussianShell& g2,
-                                     double screening, EcpIntegrals& counts) {
-  const std::size_t n1 = s1.cartesian_size(), n2 = s2.cartesian_size();
-  std::vector<double> cartesian(n1 * n2, 0.0);
-  libecpint::TwoIndex<double> values;
-  for (const PlacedPotential& p : potentials) {
-    if (decay(s1, p) + decay(s2, p) > screening) {
-      ++counts.screened;
-      continue;
-    }
-    ++counts.computed;
-    values.assign(static_cast<int>(n1), static_cast<int>(n2), 0.0);
-    engine.compute_shell_pair(p.U, g1, g2, values);
-    for (std::size_t i = 0; i < n1 * n2; ++i) cartesian[i] += values.data[i];
-  }
+// A Cartesian block (rows s1, columns s2, as libecpint returns it) in the shells' own functions.
+std::vector<double> in_shell_functions(const libint2::Shell& s1, const libint2::Shell& s2, std::vector<double> cartesian) {
   if (!s1.contr[0].pure && !s2.contr[0].pure) return cartesian;
   std::vector<double> block(s1.size() * s2.size());
   libint2::solidharmonics::tform(s1.contr[0], s2.contr[0], cartesian.data(), block.data());
@@ -108,10 +93,62 @@ class CoutSilencer {
   std::streambuf* saved_;
 };
 
-int max_potential_l(const std::vector<PlacedPotential>& potentials) {
-  int l = 0;
-  for (const PlacedPotential& p : potentials) l = std::max(l, p.U.getL());
-  return l;
+// What a pass over the shell pairs (s1 ≥ s2) and potentials needs and counts.
+struct PotentialPass {
+  const libint2::BasisSet& obs;
+  std::vector<PlacedPotential> potentials;
+  std::vector<libecpint::GaussianShell> shells;
+  std::size_t natom = 0;
+  int max_l = 0, max_potential_l = 0;
+  double screening = kEcpScreening;
+  std::size_t computed = 0, screened = 0;
+  bool quadrature_warned = false;
+
+  PotentialPass(const libint2::BasisSet& basis_set, const BasisSetData& basis, const Molecule& mol, double bound)
+      : obs(basis_set), potentials(place_potentials(basis, mol)), natom(mol.atoms.size()), max_l(basis_set.max_l()),
+        screening(bound) {
+    if (max_l > LIBECPINT_MAX_L)
+      throw InputError("the orbital basis has l = " + std::to_string(max_l) + " shells; libecpint's potential "
+                       "integrals go to l = " + std::to_string(LIBECPINT_MAX_L));
+    for (const libint2::Shell& shell : obs) shells.push_back(ecpint_shell(shell));
+    for (const PlacedPotential& p : potentials) max_potential_l = std::max(max_potential_l, p.U.getL());
+  }
+
+  // visit(engine, s1, s2, potential) for every shell pair and potential the bound keeps, on all
+  // threads; thread_state() makes each thread's accumulator, merge(it) adds it up (serially).
+  template <typename State, typename Visit, typename Merge>
+  void run(int derivative_order, State (*thread_state)(const PotentialPass&), Visit visit, Merge merge) {
+    const CoutSilencer silencer;
+#pragma omp parallel
+    {
+      const libecpint::ECPIntegral engine(max_l, max_potential_l, derivative_order);
+      State state = thread_state(*this);
+      std::size_t mine_computed = 0, mine_screened = 0;
+#pragma omp for schedule(dynamic)
+      for (std::size_t s1 = 0; s1 < obs.size(); ++s1)
+        for (std::size_t s2 = 0; s2 <= s1; ++s2)
+          for (const PlacedPotential& p : potentials) {
+            if (decay(obs[s1], p) + decay(obs[s2], p) > screening) {
+              ++mine_screened;
+              continue;
+            }
+            ++mine_computed;
+            visit(engine, s1, s2, p, state);
+          }
+#pragma omp critical
+      {
+        computed += mine_computed;
+        screened += mine_screened;
+        merge(state);
+      }
+    }
+    quadrature_warned = silencer.silenced_something();
+  }
+};
+
+Eigen::MatrixXd no_state(const PotentialPass&) { return {}; }
+Eigen::MatrixXd gradient_state(const PotentialPass& pass) {
+  return Eigen::MatrixXd::Zero(static_cast<Eigen::Index>(pass.natom), 3);
 }
 
 }  // namespace
@@ -123,39 +160,61 @@ bool has_ecp(const Molecule& mol) {
 EcpIntegrals ecp_integrals(const libint2::BasisSet& obs, const BasisSetData& basis, const Molecule& mol,
                            double screening) {
   EcpIntegrals result{Eigen::MatrixXd::Zero(obs.nbf(), obs.nbf())};
-  const std::vector<PlacedPotential> potentials = place_potentials(basis, mol);
-  if (potentials.empty()) return result;
-  if (obs.max_l() > LIBECPINT_MAX_L)
-    throw InputError("the orbital basis has l = " + std::to_string(obs.max_l()) + " shells; libecpint's potential "
-                     "integrals go to l = " + std::to_string(LIBECPINT_MAX_L));
-  std::vector<libecpint::GaussianShell> shells;
-  for (const libint2::Shell& shell : obs) shells.push_back(ecpint_shell(shell));
+  PotentialPass pass(obs, basis, mol, screening);
+  if (pass.potentials.empty()) return result;
   const auto shell2bf = obs.shell2bf();
-  const int max_l = obs.max_l(), max_potential = max_potential_l(potentials);
-  const CoutSilencer silencer;
-#pragma omp parallel
-  {
-    const libecpint::ECPIntegral engine(max_l, max_potential);
-    EcpIntegrals counts;
-#pragma omp for schedule(dynamic)
-    for (std::size_t s1 = 0; s1 < obs.size(); ++s1)
-      for (std::size_t s2 = 0; s2 <= s1; ++s2) {
-        const std::vector<double> block =
-            shell_pair_block(engine, potentials, obs[s1], obs[s2], shells[s1], shells[s2], screening, counts);
-        const std::size_t n1 = obs[s1].size(), n2 = obs[s2].size();
-        for (std::size_t f1 = 0; f1 < n1; ++f1)
-          for (std::size_t f2 = 0; f2 < n2; ++f2)
-            result.U(shell2bf[s1] + f1, shell2bf[s2] + f2) = result.U(shell2bf[s2] + f2, shell2bf[s1] + f1) =
-                block[f1 * n2 + f2];
-      }
-#pragma omp critical
-    {
-      result.computed += counts.computed;
-      result.screened += counts.screened;
-    }
-  }
-  result.quadrature_warned = silencer.silenced_something();
+  // Each (s1, s2) block is written by the one thread that visits it, summed over the potentials.
+  pass.run(
+      0, &no_state,
+      [&](const libecpint::ECPIntegral& engine, std::size_t s1, std::size_t s2, const PlacedPotential& p,
+          Eigen::MatrixXd&) {
+        const libint2::Shell &a = obs[s1], &b = obs[s2];
+        libecpint::TwoIndex<double> values;
+        values.assign(static_cast<int>(a.cartesian_size()), static_cast<int>(b.cartesian_size()), 0.0);
+        engine.compute_shell_pair(p.U, pass.shells[s1], pass.shells[s2], values);
+        const std::vector<double> block = in_shell_functions(a, b, values.data);
+        for (std::size_t f1 = 0; f1 < a.size(); ++f1)
+          for (std::size_t f2 = 0; f2 < b.size(); ++f2) {
+            result.U(shell2bf[s1] + f1, shell2bf[s2] + f2) += block[f1 * b.size() + f2];
+            if (s1 != s2) result.U(shell2bf[s2] + f2, shell2bf[s1] + f1) += block[f1 * b.size() + f2];
+          }
+      },
+      [](const Eigen::MatrixXd&) {});
+  result.computed = pass.computed;
+  result.screened = pass.screened;
+  result.quadrature_warned = pass.quadrature_warned;
   return result;
+}
+
+Eigen::MatrixXd ecp_gradient(const libint2::BasisSet& obs, const BasisSetData& basis, const Molecule& mol,
+                             const Eigen::MatrixXd& D) {
+  Eigen::MatrixXd g = Eigen::MatrixXd::Zero(static_cast<Eigen::Index>(mol.atoms.size()), 3);
+  PotentialPass pass(obs, basis, mol, kEcpScreening);
+  if (pass.potentials.empty()) return g;
+  const auto shell2bf = obs.shell2bf();
+  const std::vector<std::size_t> atoms = shell_atoms(obs, mol);
+  // libecpint's nine derivatives: shell A's centre, shell B's, the potential's (x, y, z each).
+  pass.run(
+      1, &gradient_state,
+      [&](const libecpint::ECPIntegral& engine, std::size_t s1, std::size_t s2, const PlacedPotential& p,
+          Eigen::MatrixXd& mine) {
+        const libint2::Shell &a = obs[s1], &b = obs[s2];
+        std::array<libecpint::TwoIndex<double>, 9> derivatives;
+        for (auto& d : derivatives) d.assign(static_cast<int>(a.cartesian_size()), static_cast<int>(b.cartesian_size()), 0.0);
+        engine.compute_shell_pair_derivative(p.U, pass.shells[s1], pass.shells[s2], derivatives);
+        const double both_halves = s1 == s2 ? 1.0 : 2.0;  // D is symmetric: (s2, s1) adds the same
+        const std::array<std::size_t, 3> centre = {atoms[s1], atoms[s2], p.atom};
+        for (std::size_t k = 0; k < 9; ++k) {
+          const std::vector<double> block = in_shell_functions(a, b, derivatives[k].data);
+          double sum = 0.0;
+          for (std::size_t f1 = 0; f1 < a.size(); ++f1)
+            for (std::size_t f2 = 0; f2 < b.size(); ++f2)
+              sum += D(shell2bf[s1] + f1, shell2bf[s2] + f2) * block[f1 * b.size() + f2];
+          mine(static_cast<Eigen::Index>(centre[k / 3]), static_cast<Eigen::Index>(k % 3)) += both_halves * sum;
+        }
+      },
+      [&g](const Eigen::MatrixXd& mine) { g += mine; });
+  return g;
 }
 
 }  // namespace dfmp2

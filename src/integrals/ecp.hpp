@@ -33,4 +33,9 @@ bool has_ecp(const Molecule& mol);
 EcpIntegrals ecp_integrals(const libint2::BasisSet& obs, const BasisSetData& basis, const Molecule& mol,
                            double screening = kEcpScreening);
 
+// Σ_μν D_μν ∂⟨μ|Σ_C U_C|ν⟩/∂R_A (D symmetric), natom × 3, Eh/bohr: the functions' centres and the
+// potentials' own, libecpint's first derivatives, screened as ecp_integrals.
+Eigen::MatrixXd ecp_gradient(const libint2::BasisSet& obs, const BasisSetData& basis, const Molecule& mol,
+                             const Eigen::MatrixXd& D);
+
 }  // namespace dfmp2

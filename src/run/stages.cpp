@@ -1,6 +1,7 @@
 #include "src/run/stages.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <cstdio>
 #include <tuple>
@@ -113,10 +114,6 @@ void report_iteration(Progress& progress, const ScfIteration& it) {
   progress.message(line);
 }
 
-std::string first_ecp_element(const Molecule& mol) {
-  return element_symbol(std::find_if(mol.atoms.begin(), mol.atoms.end(), [](const Atom& a) { return a.ecp_electrons > 0; })->Z);
-}
-
 void resolve_basis_names(const RunInput& input, const RunOptions& options, Problem& p) {
   if (input.orbital_basis && options.basis)
     throw InputError("the orbital basis comes with the orbitals in '" + input.path + "': --basis cannot replace it");
@@ -216,9 +213,6 @@ LoadedSets check_problem(const RunInput& input, const RunContext& context, Probl
   // The electrons an ECP replaces are no electrons of the run: counted before anything else is.
   assign_ecp_cores(p.orbital_basis, p.molecule);
   validate(p.molecule);
-  if (options.gradient && has_ecp(p.molecule))
-    throw InputError("--gradient is not available with effective core potentials (basis '" + p.basis +
-                     "' has one for " + first_ecp_element(p.molecule) + "): ECP derivative integrals are not implemented");
   p.unrestricted = unrestricted(options.reference, p.molecule.multiplicity);
   p.name = p.molecule.name.empty() ? formula(p.molecule) : p.molecule.name;
   p.nocc = alpha_electrons(p.molecule);  // a singlet's α and β counts are its doubly occupied orbitals
@@ -447,11 +441,31 @@ void check_plan(const RunPlan& plan, const RunContext& context) {
                      " free; give --scratch a larger disk, or more --memory");
 }
 
+namespace {
+
+// The orbital set's effective core potentials over its functions, for H.
+EcpIntegrals ecp_potential(const Problem& problem, const RunContext& context) {
+  context.progress.begin("effective core potential integrals");
+  EcpIntegrals ecp = ecp_integrals(problem.obs, problem.orbital_basis, problem.molecule);
+  context.progress.message(
+      "dfmp2: ECP integrals: " + std::to_string(ecp.computed) + " shell pairs × potentials computed, " +
+      std::to_string(ecp.screened) + " screened" +
+      (ecp.quadrature_warned ? "; libecpint's radial quadrature stopped short of its tolerance for some" : ""));
+  return ecp;
+}
+
+}  // namespace
+
 Integrals compute_integrals(const Problem& problem, const RunPlan& plan, const RunContext& context) {
   Integrals ints;
   ints.pairs_memory = context.budget.reserve(problem.pairs.bytes(), "the shell pairs");
   ints.S = overlap_matrix(problem.obs);
   ints.H = core_hamiltonian(problem.obs, problem.molecule);
+  if (has_ecp(problem.molecule)) {
+    const auto start = std::chrono::steady_clock::now();
+    ints.H += ecp_potential(problem, context).U;
+    ints.ecp_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
   if (problem.jk_aux) {
     context.progress.begin("DF-SCF integrals and fitting (batches of shell rows)");
     auto df = std::make_unique<DensityFittedFock>(problem.obs, *problem.jk_aux, problem.pairs, *plan.density_fitted_scf,
@@ -464,15 +478,6 @@ Integrals compute_integrals(const Problem& problem, const RunPlan& plan, const R
                                             problem.unrestricted ? 2 : 1, plan.store_quartets);
   }
   return ints;
-}
-
-EcpIntegrals ecp_potential(const Problem& problem, const RunContext& context) {
-  context.progress.begin("effective core potential integrals");
-  EcpIntegrals ecp = ecp_integrals(problem.obs, problem.orbital_basis, problem.molecule);
-  context.progress.message("dfmp2: ECP integrals: " + std::to_string(ecp.computed) + " shell pairs × potentials computed, " +
-                           std::to_string(ecp.screened) + " screened" +
-                           (ecp.quadrature_warned ? "; libecpint's radial quadrature stopped short of its tolerance for some" : ""));
-  return ecp;
 }
 
 ScfSolution solve_scf(const Problem& problem, Integrals& integrals, const std::optional<Orbitals>& given,

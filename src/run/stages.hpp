@@ -85,15 +85,14 @@ void check_plan(const RunPlan& plan, const RunContext& context);
 
 // integrals: one-electron matrices and the Fock builder (for DF, its fitted three-index tensor).
 struct Integrals {
-  Eigen::MatrixXd S, H;
+  Eigen::MatrixXd S, H;  // H: T + V, and the orbital set's effective core potentials
+  double ecp_seconds = 0.0;  // the ECP integrals' wall time, 0 without any
   std::unique_ptr<FockBuilder> fock;
   MemoryBudget::Reservation pairs_memory;
   StageWork work;
 };
 Integrals compute_integrals(const Problem& problem, const RunPlan& plan, const RunContext& context);
-// ecp: the orbital basis' effective core potentials, a part of the core Hamiltonian H (stage
-// "ecp" of the timings, run only for a molecule with one).
-EcpIntegrals ecp_potential(const Problem& problem, const RunContext& context);
+
 
 // scf: canonical RHF or UHF orbitals, or the given ones with their energy from one Fock build.
 struct ScfSolution {
