@@ -131,7 +131,7 @@ TEST_CASE("DF-RHF and DF-MP2 energies of K-Kr molecules (HBr, ZnH2, frozen core 
   }
 }
 
-TEST_CASE("molecules with ECPs (HI, HI+ UHF, AgH, AuH, (HI)2; DF and exact SCF, frozen core, def2-SVP and -TZVP) "
+TEST_CASE("molecules with ECPs (HI, HI+ UHF, AgH, AuH, (HI)2, DF and exact SCF, frozen core, def2-SVP and -TZVP) "
           "match Psi4 1.3 and PySCF 2.14 to 1e-7 Eh") {
   int tested = 0;
   for (const auto& ref : psi4_references("psi4_ecp_energies.json")) {
