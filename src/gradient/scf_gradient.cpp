@@ -1,5 +1,7 @@
 #include "src/gradient/scf_gradient.hpp"
 
+#include <stdexcept>
+
 #include "src/integrals/df_two_electron_derivatives.hpp"
 #include "src/integrals/ecp.hpp"
 #include "src/integrals/one_electron_derivatives.hpp"
@@ -36,8 +38,9 @@ Eigen::MatrixXd scf_gradient_without_two_electron(const libint2::BasisSet& obs, 
                                                   const ScfDensities& densities, const BasisSetData* potentials) {
   Eigen::MatrixXd g = nuclear_repulsion_gradient(mol) + core_hamiltonian_gradient(obs, mol, densities.total) -
                       overlap_gradient(obs, mol, densities.energy_weighted);
-  if (potentials != nullptr && has_ecp(mol)) g += ecp_gradient(obs, *potentials, mol, densities.total);
-  return g;
+  if (!has_ecp(mol)) return g;
+  if (potentials == nullptr) throw std::logic_error("the gradient of a molecule with ECPs needs its basis set's potentials");
+  return g + ecp_gradient(obs, *potentials, mol, densities.total);
 }
 
 Eigen::MatrixXd exact_scf_gradient(const libint2::BasisSet& obs, const Molecule& mol, const Orbitals& orbitals,
@@ -51,9 +54,9 @@ Eigen::MatrixXd density_fitted_scf_gradient(const libint2::BasisSet& obs, const 
                                             const ShellPairs& pairs, FittedTensorStore& factors, const Molecule& mol,
                                             const Orbitals& orbitals, const SeparableTermLayout& layout,
                                             MemoryBudget& budget, const ScratchDirectory* scratch,
-                                            Communicator& comm) {
+                                            Communicator& comm, const BasisSetData* potentials) {
   const ScfDensities densities = scf_densities(orbitals);
-  return scf_gradient_without_two_electron(obs, mol, densities) +
+  return scf_gradient_without_two_electron(obs, mol, densities, potentials) +
          density_fitted_two_electron_gradient(obs, jk_aux, pairs, ThreeCentreScreening(obs, pairs), factors, mol,
                                               scf_separable_densities(densities), layout, budget, scratch, comm);
 }

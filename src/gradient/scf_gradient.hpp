@@ -35,7 +35,8 @@ SeparableDensities scf_separable_densities(const ScfDensities& densities);
 
 // What every SCF gradient holds beside its two-electron term:
 // ∂V_nn/∂R_A + Σ_μν D_μν ∂H_μν/∂R_A − Σ_μν W_μν ∂S_μν/∂R_A; H includes the effective core
-// potentials of `potentials` (the orbital set's data) on the atoms that carry one.
+// potentials of `potentials` (the orbital set's data) on the atoms that carry one: without it, a
+// molecule with ECPs is a std::logic_error (its gradient would silently lack them).
 Eigen::MatrixXd scf_gradient_without_two_electron(const libint2::BasisSet& obs, const Molecule& mol,
                                                   const ScfDensities& densities,
                                                   const BasisSetData* potentials = nullptr);
@@ -52,6 +53,6 @@ Eigen::MatrixXd density_fitted_scf_gradient(const libint2::BasisSet& obs, const 
                                             const ShellPairs& pairs, FittedTensorStore& factors, const Molecule& mol,
                                             const Orbitals& orbitals, const SeparableTermLayout& layout,
                                             MemoryBudget& budget, const ScratchDirectory* scratch,
-                                            Communicator& comm);
+                                            Communicator& comm, const BasisSetData* potentials = nullptr);
 
 }  // namespace dfmp2

@@ -7,7 +7,8 @@ basis data dfmp2 ships (basis/*.gbs, read here), for dfmp2's tests.
 
 Writes tests/reference/pyscf_ecp_energies.json: per case of psi4_ecp_energies.json (same name,
 molecule, sets, charge, multiplicity, frozen core) PySCF's DF-RHF/DF-UHF (or exact RHF for pk)
-and DF-MP2 energies. Geometry in bohr with Psi4's (CODATA 2014) Å→bohr factor, so that the
+and DF-MP2 energies; and tests/reference/pyscf_ecp_gradients.json: the DF-RHF gradient (the
+auxiliary set's response included, ECP derivatives PySCF's own) of HI tilted off the axes. Geometry in bohr with Psi4's (CODATA 2014) Å→bohr factor, so that the
 nuclear repulsion is the same. PySCF computes its ECP integrals itself (libcgto), independently
 of libecpint (dfmp2) and of Psi4 1.3.2's own ECP code.
 """
@@ -94,10 +95,30 @@ def run(c):
             "pyscf_version": __import__("pyscf").__version__}
 
 
+# HI off the axes (bohr), as tests/src/test_gradient.cpp places it.
+TILTED_HI = [("I", [0.1, -0.2, 0.05]), ("H", [1.3, 1.6, 2.2])]
+
+
+def gradient_record():
+    basis, ecp = read_gbs(os.path.join(REPO, "basis", "def2-svp.gbs"), {"H", "I"})
+    jk = read_gbs(os.path.join(REPO, "basis", "def2-svp-jkfit.gbs"), {"H", "I"})[0]
+    mol = gto.M(atom=TILTED_HI, unit="Bohr", basis=basis, ecp=ecp, verbose=0)
+    mf = scf.RHF(mol).density_fit(auxbasis=jk)
+    mf.conv_tol, mf.conv_tol_grad = 1e-12, 1e-9
+    e_scf = mf.kernel()
+    gradient = mf.nuc_grad_method().kernel()
+    return {"name": "tilted-hydrogen-iodide-def2-svp-df-rhf-grad", "atoms": TILTED_HI, "basis": "def2-svp",
+            "jk_basis": "def2-svp-jkfit", "e_scf": e_scf, "gradient": gradient.tolist(),
+            "pyscf_version": __import__("pyscf").__version__}
+
+
 if __name__ == "__main__":
     with open(os.path.join(REPO, "tests", "reference", "psi4_ecp_energies.json")) as f:
         cases = json.load(f)
     records = [run(c) for c in cases]
     with open(os.path.join(REPO, "tests", "reference", "pyscf_ecp_energies.json"), "w") as f:
         json.dump(records, f, indent=1)
+        f.write("\n")
+    with open(os.path.join(REPO, "tests", "reference", "pyscf_ecp_gradients.json"), "w") as f:
+        json.dump([gradient_record()], f, indent=1)
         f.write("\n")
