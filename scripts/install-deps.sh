@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   g++ cmake make ninja-build pkg-config
   clang-14 libclang-rt-14-dev
-  libeigen3-dev libhdf5-dev libint2-dev libopenblas-openmp-dev
+  libeigen3-dev libhdf5-dev libint2-dev libecpint-dev libopenblas-openmp-dev
   libhwy-dev catch2 libcli11-dev nlohmann-json3-dev libtrexio-dev
   libopenmpi-dev openmpi-bin
   python3 python3-matplotlib python3-venv

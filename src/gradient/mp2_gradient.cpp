@@ -69,7 +69,7 @@ Mp2Gradient contract(const Mp2GradientInput& in, const Mp2Densities& mp2, Fitted
     square_flops += 2.0 * double(nbf) * double(spin.C_active.cols()) * double(spin.C_virtual.cols() + nbf);
   Mp2Gradient out;
   out.dipole = dipole_moment(in.obs, in.mol, one_electron.total);
-  out.gradient = scf_gradient_without_two_electron(in.obs, in.mol, one_electron);
+  out.gradient = scf_gradient_without_two_electron(in.obs, in.mol, one_electron, in.potentials);
   in.progress.message("MP2 gradient: JK-set fitted coefficients and metric terms");
   const ThreeCentreScreening screening(in.obs, in.pairs);  // for both sets
   out.gradient += density_fitted_two_electron_gradient(in.obs, in.jk_aux, in.pairs, screening, jk_factors, in.mol,

@@ -18,6 +18,8 @@
 
 namespace dfmp2 {
 
+struct BasisSetData;
+
 struct Mp2GradientInput {
   const libint2::BasisSet& obs;
   const libint2::BasisSet& ri_aux;  // the DF-MP2 set
@@ -31,6 +33,7 @@ struct Mp2GradientInput {
   // gradient differentiates are no more exact than that.
   double z_convergence;
   Progress& progress;  // each phase's share done, and the Z-vector's iterations
+  const BasisSetData* potentials = nullptr;  // the orbital set's data when the molecule has ECPs
 };
 
 struct Mp2Gradient {

@@ -1,6 +1,9 @@
 #include "src/gradient/scf_gradient.hpp"
 
+#include <stdexcept>
+
 #include "src/integrals/df_two_electron_derivatives.hpp"
+#include "src/integrals/ecp.hpp"
 #include "src/integrals/one_electron_derivatives.hpp"
 #include "src/integrals/shell_pairs.hpp"
 #include "src/integrals/two_electron_derivatives.hpp"
@@ -32,14 +35,18 @@ SeparableDensities scf_separable_densities(const ScfDensities& densities) {
 }
 
 Eigen::MatrixXd scf_gradient_without_two_electron(const libint2::BasisSet& obs, const Molecule& mol,
-                                                  const ScfDensities& densities) {
-  return nuclear_repulsion_gradient(mol) + core_hamiltonian_gradient(obs, mol, densities.total) -
-         overlap_gradient(obs, mol, densities.energy_weighted);
+                                                  const ScfDensities& densities, const BasisSetData* potentials) {
+  Eigen::MatrixXd g = nuclear_repulsion_gradient(mol) + core_hamiltonian_gradient(obs, mol, densities.total) -
+                      overlap_gradient(obs, mol, densities.energy_weighted);
+  if (!has_ecp(mol)) return g;
+  if (potentials == nullptr) throw std::logic_error("the gradient of a molecule with ECPs needs its basis set's potentials");
+  return g + ecp_gradient(obs, *potentials, mol, densities.total);
 }
 
-Eigen::MatrixXd exact_scf_gradient(const libint2::BasisSet& obs, const Molecule& mol, const Orbitals& orbitals) {
+Eigen::MatrixXd exact_scf_gradient(const libint2::BasisSet& obs, const Molecule& mol, const Orbitals& orbitals,
+                                   const BasisSetData* potentials) {
   const ScfDensities densities = scf_densities(orbitals);
-  return scf_gradient_without_two_electron(obs, mol, densities) +
+  return scf_gradient_without_two_electron(obs, mol, densities, potentials) +
          four_centre_gradient(obs, significant_shell_pairs(obs), mol, densities.spins);
 }
 
@@ -47,9 +54,9 @@ Eigen::MatrixXd density_fitted_scf_gradient(const libint2::BasisSet& obs, const 
                                             const ShellPairs& pairs, FittedTensorStore& factors, const Molecule& mol,
                                             const Orbitals& orbitals, const SeparableTermLayout& layout,
                                             MemoryBudget& budget, const ScratchDirectory* scratch,
-                                            Communicator& comm) {
+                                            Communicator& comm, const BasisSetData* potentials) {
   const ScfDensities densities = scf_densities(orbitals);
-  return scf_gradient_without_two_electron(obs, mol, densities) +
+  return scf_gradient_without_two_electron(obs, mol, densities, potentials) +
          density_fitted_two_electron_gradient(obs, jk_aux, pairs, ThreeCentreScreening(obs, pairs), factors, mol,
                                               scf_separable_densities(densities), layout, budget, scratch, comm);
 }

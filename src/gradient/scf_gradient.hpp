@@ -17,6 +17,8 @@
 
 namespace dfmp2 {
 
+struct BasisSetData;
+
 struct ScfDensities {
   // Per spin as exact_two_electron_fock takes them: RHF's D_0 = C_occ C_occᵀ (one, standing for
   // both spins), or UHF's D_α and D_β.
@@ -32,12 +34,16 @@ ScfDensities scf_densities(const Orbitals& orbitals);
 SeparableDensities scf_separable_densities(const ScfDensities& densities);
 
 // What every SCF gradient holds beside its two-electron term:
-// ∂V_nn/∂R_A + Σ_μν D_μν ∂H_μν/∂R_A − Σ_μν W_μν ∂S_μν/∂R_A.
+// ∂V_nn/∂R_A + Σ_μν D_μν ∂H_μν/∂R_A − Σ_μν W_μν ∂S_μν/∂R_A; H includes the effective core
+// potentials of `potentials` (the orbital set's data) on the atoms that carry one: without it, a
+// molecule with ECPs is a std::logic_error (its gradient would silently lack them).
 Eigen::MatrixXd scf_gradient_without_two_electron(const libint2::BasisSet& obs, const Molecule& mol,
-                                                  const ScfDensities& densities);
+                                                  const ScfDensities& densities,
+                                                  const BasisSetData* potentials = nullptr);
 
 // dE_SCF/dR_A of an SCF with exact four-index integrals (--scf exact), RHF or UHF.
-Eigen::MatrixXd exact_scf_gradient(const libint2::BasisSet& obs, const Molecule& mol, const Orbitals& orbitals);
+Eigen::MatrixXd exact_scf_gradient(const libint2::BasisSet& obs, const Molecule& mol, const Orbitals& orbitals,
+                                   const BasisSetData* potentials = nullptr);
 
 // dE_SCF/dR_A of a density-fitted SCF (--scf df), RHF or UHF: jk_aux its auxiliary set, pairs the
 // orbital shell pairs its tensor stored, factors that tensor (this rank's Q). Its arrays are drawn
@@ -47,6 +53,6 @@ Eigen::MatrixXd density_fitted_scf_gradient(const libint2::BasisSet& obs, const 
                                             const ShellPairs& pairs, FittedTensorStore& factors, const Molecule& mol,
                                             const Orbitals& orbitals, const SeparableTermLayout& layout,
                                             MemoryBudget& budget, const ScratchDirectory* scratch,
-                                            Communicator& comm);
+                                            Communicator& comm, const BasisSetData* potentials = nullptr);
 
 }  // namespace dfmp2

@@ -52,7 +52,7 @@ Eigen::MatrixXd core_hamiltonian(const libint2::BasisSet& obs, const Molecule& m
   Engine nuclear(Operator::nuclear, obs.max_nprim(), obs.max_l());
   std::vector<std::pair<double, std::array<double, 3>>> charges;
   for (const Atom& atom : mol.atoms)
-    if (!atom.ghost) charges.push_back({static_cast<double>(atom.Z), atom.r});
+    if (!atom.ghost) charges.push_back({static_cast<double>(nuclear_charge(atom)), atom.r});
   nuclear.set_params(charges);
   return one_body(obs, Engine(Operator::kinetic, obs.max_nprim(), obs.max_l())) + one_body(obs, nuclear);
 }
@@ -66,7 +66,7 @@ std::array<Eigen::MatrixXd, 3> position_matrices(const libint2::BasisSet& obs) {
 Eigen::Vector3d dipole_moment(const libint2::BasisSet& obs, const Molecule& mol, const Eigen::MatrixXd& D) {
   Eigen::Vector3d mu = Eigen::Vector3d::Zero();
   for (const Atom& atom : mol.atoms)
-    if (!atom.ghost) mu += static_cast<double>(atom.Z) * Eigen::Vector3d(atom.r[0], atom.r[1], atom.r[2]);
+    if (!atom.ghost) mu += static_cast<double>(nuclear_charge(atom)) * Eigen::Vector3d(atom.r[0], atom.r[1], atom.r[2]);
   const std::array<Eigen::MatrixXd, 3> r = position_matrices(obs);
   for (Eigen::Index k = 0; k < 3; ++k) mu(k) -= D.cwiseProduct(r[static_cast<std::size_t>(k)]).sum();
   return mu;

@@ -73,7 +73,7 @@ Eigen::MatrixXd nuclear_attraction_gradient(const libint2::BasisSet& obs, const 
                              const Atom& nucleus = mol.atoms[C];
                              if (nucleus.ghost) continue;  // no charge: its functions move, nothing else
                              engine.set_params(std::vector<std::pair<double, std::array<double, 3>>>{
-                                 {static_cast<double>(nucleus.Z), nucleus.r}});
+                                 {static_cast<double>(nuclear_charge(nucleus)), nucleus.r}});
                              const Eigen::Vector3d force = shell_force(engine, obs, a, da, D);
                              g.row(atoms[a]) += force.transpose();
                              g.row(C) -= force.transpose();

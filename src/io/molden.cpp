@@ -126,6 +126,16 @@ std::array<bool, kMaxMoldenL + 1> spherical_flags(const std::vector<Section>& se
   return pure;
 }
 
+// The element an [Atoms] label names ("I", "Au1"), 0 when it names none.
+int element_of_label(const std::string& label) {
+  const std::string letters = label.substr(0, label.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"));
+  try {
+    return atomic_number(letters);
+  } catch (const InputError&) {
+    return 0;
+  }
+}
+
 Molecule read_atoms(const MoldenReader& in, const Section& atoms, std::map<long, int>& index_of) {
   const std::string units = lowercase(atoms.rest);
   double scale = 0.0;
@@ -138,6 +148,10 @@ Molecule read_atoms(const MoldenReader& in, const Section& atoms, std::map<long,
     if (w.size() < 6) in.fail(line, "expected 'element number Z x y z'");
     const long Z = in.integer(line, w[2]);
     if (Z < 1 || Z > kMaxAtomicNumber) in.fail(line, "atomic number " + w[2] + " is not an element (ghost atoms are not supported)");
+    // ORCA and others write an ECP atom's charge less its core here: refused, not read as another element.
+    if (const int named = element_of_label(w[0]); named != 0 && named != Z)
+      in.fail(line, "element " + w[0] + " has charge " + w[2] + ": an effective core potential, which dfmp2 does not "
+                    "read from Molden files");
     if (!index_of.emplace(in.integer(line, w[1]), static_cast<int>(mol.atoms.size())).second)
       in.fail(line, "atom number " + w[1] + " appears twice");
     Atom atom;

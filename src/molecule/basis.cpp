@@ -9,8 +9,11 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <set>
 #include <stdexcept>
+#include <utility>
 
+#include <libecpint/config.hpp>
 #include <libint2/util/generated/libint2_params.h>
 
 #include "src/common/errors.hpp"
@@ -66,6 +69,9 @@ constexpr int kAuxiliaryMaxL = std::min(LIBINT2_MAX_AM_2eri, LIBINT2_MAX_AM_3eri
 
 const std::string kShellLetters = "spdfghik";
 
+// The highest channel of a potential libecpint integrates.
+constexpr int kMaxEcpL = LIBECPINT_MAX_L;
+
 // Published basis sets keep their exponents within 1e-5..1e10; far beyond that, past about
 // 1e±50 here, libint2's double arithmetic overflows into NaN integrals.
 constexpr double kMinExponent = 1e-20, kMaxExponent = 1e20;
@@ -95,6 +101,12 @@ std::optional<int> parse_count(const std::string& token) {
   return value;
 }
 
+// A non-negative whole number (ECP header counts, powers of r).
+std::optional<int> parse_whole(const std::string& token) {
+  if (token == "0") return 0;
+  return parse_count(token);
+}
+
 double largest_magnitude(const std::vector<double>& values) {
   double largest = 0.0;
   for (double v : values) largest = std::max(largest, std::abs(v));
@@ -122,8 +134,8 @@ bool contraction_vanishes(const ContractedShell& shell) {
 }
 
 // Psi4's G94 dialect, a line at a time: a "spherical"/"cartesian" header, element blocks
-// ("H 0", shells, "****"), then optional ECP blocks, which are only noted. Every error names the
-// file and line.
+// ("H 0", shells, "****"), then optional effective core potentials ("I 0", "I-ECP 3 28",
+// channels). Every error names the file and line.
 class GbsReader {
  public:
   GbsReader(const std::string& text, const std::string& name, const std::string& path, BasisRole role)
@@ -139,7 +151,6 @@ class GbsReader {
       std::string word;
       fields >> word;
       if (read_keyword(word, line)) continue;
-      if (in_ecp_section_) continue;
       if (current_Z_ == 0) {
         start_element(word);
         continue;
@@ -150,6 +161,11 @@ class GbsReader {
     }
     if (!header_seen_) fail("missing 'spherical' or 'cartesian' header");
     if (basis_.shells_by_Z.empty()) fail("no elements defined");
+    for (const auto& [Z, line] : ecp_line_)
+      if (!basis_.shells_by_Z.count(Z)) {
+        line_no_ = line;
+        fail("the effective core potential of " + element_symbol(Z) + " is for an element the file has no functions for");
+      }
     return std::move(basis_);
   }
 
@@ -159,8 +175,13 @@ class GbsReader {
                      why);
   }
 
-  // The next line that is neither blank nor a '!' comment.
+  // The next line that is neither blank nor a '!' comment (or the one handed back).
   bool next_data_line(std::string& out) {
+    if (pushed_back_) {
+      out = *std::exchange(pushed_back_, std::nullopt);
+      line_no_ = pushed_back_line_;
+      return true;
+    }
     while (std::getline(in_, out)) {
       ++line_no_;
       const auto first = out.find_first_not_of(" \t\r");
@@ -169,7 +190,12 @@ class GbsReader {
     return false;
   }
 
-  // The header, an element's end ("****") or an ECP block's start: true when `word` was one.
+  void push_back(const std::string& line) {
+    pushed_back_ = line;
+    pushed_back_line_ = line_no_;
+  }
+
+  // The header, an element's end ("****") or an ECP block: true when `word` was one.
   bool read_keyword(const std::string& word, const std::string& line) {
     const std::string lower = lowercase(word);
     if (!header_seen_ && (lower == "spherical" || lower == "cartesian")) {
@@ -181,30 +207,41 @@ class GbsReader {
       if (word == "****") current_Z_ = 0;
       return true;
     }
-    if (const auto ecp = lower.rfind("-ecp"); ecp != std::string::npos && ecp + 4 == lower.size()) {
-      // Effective core potentials come last in the file: note which elements have one.
-      try {
-        basis_.ecp_elements.insert(atomic_number(word.substr(0, ecp)));
-      } catch (const InputError&) {
-        fail("bad ECP header '" + line + "'");
-      }
-      in_ecp_section_ = true;
+    if (is_ecp_header(word)) {
+      read_ecp(line, 0);
       return true;
     }
     return false;
   }
 
-  // An element header, "H 0".
+  static bool is_ecp_header(const std::string& word) {
+    const std::string lower = lowercase(word);
+    const auto ecp = lower.rfind("-ecp");
+    return ecp != std::string::npos && ecp > 0 && ecp + 4 == lower.size();
+  }
+
+  // An element header, "H 0": the start of its functions, or of its potential when an "H-ECP"
+  // line follows (Psi4's files name the element again before each potential).
   void start_element(const std::string& word) {
+    int Z = 0;
     try {
-      current_Z_ = atomic_number(word);
+      Z = atomic_number(word);
     } catch (const InputError&) {
       fail("expected an element symbol, got '" + word + "'");
     }
+    const int element_line = line_no_;
+    if (std::string next; next_data_line(next)) {
+      std::istringstream fields(next);
+      std::string first;
+      fields >> first;
+      if (is_ecp_header(first)) return read_ecp(next, Z);
+      push_back(next);
+    }
+    line_no_ = element_line;
     // A second block would silently add its functions to the first.
-    if (const auto [first, added] = element_line_.emplace(current_Z_, line_no_); !added)
-      fail("element " + element_symbol(current_Z_) + " is given twice (first on line " +
-           std::to_string(first->second) + ")");
+    if (const auto [first, added] = element_line_.emplace(Z, line_no_); !added)
+      fail("element " + element_symbol(Z) + " is given twice (first on line " + std::to_string(first->second) + ")");
+    current_Z_ = Z;
     basis_.shells_by_Z[current_Z_];
   }
 
@@ -239,6 +276,81 @@ class GbsReader {
         fail("the contracted function is zero: its coefficients are all zero or cancel out");
       }
     return shells;
+  }
+
+  // "I-ECP 3 28" (element, lmax, core electrons), then lmax + 1 channels, the local one (l =
+  // lmax) first: "f-ul potential", its term count, and per term "power exponent coefficient".
+  // `named_Z` is the element of the "I 0" line before it, 0 without one.
+  void read_ecp(const std::string& line, int named_Z) {
+    std::istringstream fields(line);
+    std::string word, lmax_text, core_text, extra;
+    fields >> word >> lmax_text >> core_text >> extra;
+    int Z = 0;
+    try {
+      Z = atomic_number(word.substr(0, word.size() - 4));
+    } catch (const InputError&) {
+      fail("bad ECP header '" + line + "' (expected e.g. 'I-ECP 3 28': element, highest l, core electrons)");
+    }
+    const std::optional<int> lmax = parse_whole(lmax_text), core = parse_whole(core_text);
+    if (!lmax || !core || !extra.empty())
+      fail("bad ECP header '" + line + "' (expected e.g. 'I-ECP 3 28': element, highest l, core electrons)");
+    if (named_Z != 0 && named_Z != Z)
+      fail("the ECP header '" + line + "' follows the element line of " + element_symbol(named_Z));
+    if (const auto [first, added] = ecp_line_.emplace(Z, line_no_); !added)
+      fail("the effective core potential of " + element_symbol(Z) + " is given twice (first on line " +
+           std::to_string(first->second) + ")");
+    if (*lmax > kMaxEcpL) fail("ECP highest angular momentum " + lmax_text + " is above " + std::to_string(kMaxEcpL) + ", the most libecpint computes");
+    if (*core <= 0 || *core >= Z || *core % 2 != 0)
+      fail("ECP core electrons '" + core_text + "' must be an even number between 2 and " + std::to_string(Z - 1) +
+           " for " + element_symbol(Z));
+    ElementEcp ecp{*core, *lmax, {}};
+    std::set<int> channels;
+    for (int channel = 0; channel <= *lmax; ++channel) read_ecp_channel(ecp, channel == 0, channels);
+    basis_.ecp_by_Z[Z] = std::move(ecp);
+    current_Z_ = 0;
+  }
+
+  // One channel: "d-ul potential" (or "d potential", "d-f potential"), its term count, its terms.
+  void read_ecp_channel(ElementEcp& ecp, bool local, std::set<int>& channels) {
+    std::string line, count_line;
+    if (!next_data_line(line)) fail("file ends inside an effective core potential (expected " + std::to_string(ecp.lmax + 1) + " channels)");
+    std::istringstream fields(line);
+    std::string label, potential;
+    fields >> label >> potential;
+    const int l = label.empty() ? -1 : angular_momentum(label[0]);
+    // "d", "d-ul" or "d-f" (d less the local f channel): the letter is the channel.
+    const std::string rest = lowercase(label.substr(std::min<std::size_t>(1, label.size())));
+    if (lowercase(potential) != "potential" || l < 0 ||
+        !(rest.empty() || rest == "-ul" || rest == std::string("-") + kShellLetters[static_cast<std::size_t>(ecp.lmax)]))
+      fail("expected an ECP channel such as 'd-ul potential', got '" + line + "'");
+    if (local && l != ecp.lmax)
+      fail("the first ECP channel must be the local one, l = " + std::to_string(ecp.lmax) + ": '" + line + "'");
+    if (l > ecp.lmax) fail("ECP channel '" + line + "' is above the header's highest l " + std::to_string(ecp.lmax));
+    if (!channels.insert(l).second) fail("ECP channel '" + line + "' is given twice");
+    if (!next_data_line(count_line)) fail("file ends inside an effective core potential");
+    std::istringstream count_fields(count_line);
+    std::string count_text, extra;
+    count_fields >> count_text >> extra;
+    const std::optional<int> count = parse_count(count_text);
+    if (!count || !extra.empty()) fail("the ECP term count '" + count_line + "' is not a positive whole number");
+    for (int t = 0; t < *count; ++t) ecp.terms.push_back(read_ecp_term(l));
+  }
+
+  // "2  3.84  -12.3": the power of r (r^(power−2)), exponent, coefficient.
+  EcpTerm read_ecp_term(int l) {
+    std::string line;
+    if (!next_data_line(line)) fail("file ends inside an effective core potential");
+    std::istringstream fields(line);
+    std::string power_text, exponent_text, coefficient_text, extra;
+    fields >> power_text >> exponent_text >> coefficient_text >> extra;
+    const std::optional<int> power = parse_whole(power_text);
+    const std::optional<double> exponent = parse_number(exponent_text), coefficient = parse_number(coefficient_text);
+    if (!power || !exponent || !coefficient || !extra.empty())
+      fail("expected an ECP term 'power exponent coefficient': '" + line + "'");
+    if (*power > 2) fail("ECP power " + power_text + " is not 0, 1 or 2 (r^-2, r^-1, r^0): '" + line + "'");
+    if (!(*exponent >= kMinExponent && *exponent <= kMaxExponent) || !std::isfinite(*coefficient))
+      fail("ECP exponent must be a finite number between 1e-20 and 1e+20 and its coefficient finite: '" + line + "'");
+    return {l, *power, *exponent, *coefficient};
   }
 
   void check_angular_momentum(int l) const {
@@ -281,8 +393,10 @@ class GbsReader {
   int line_no_ = 0;
   int current_Z_ = 0;  // the element whose block is open, 0 between blocks
   bool header_seen_ = false;
-  bool in_ecp_section_ = false;
   std::map<int, int> element_line_;  // where each element's block starts
+  std::map<int, int> ecp_line_;      // where each element's potential starts
+  std::optional<std::string> pushed_back_;  // a line read ahead, handed back
+  int pushed_back_line_ = 0;
 };
 
 // s and p functions are the same in both conventions; libint2 wants them flagged Cartesian.
@@ -332,12 +446,15 @@ void require_elements(const BasisSetData& basis, const Molecule& mol) {
   std::set<int> checked;
   for (const Atom& atom : mol.atoms) {
     if (!checked.insert(atom.Z).second) continue;  // each element once
-    if (basis.ecp_elements.count(atom.Z))
-      throw InputError("basis '" + basis.name + "' uses an effective core potential for " +
-                       element_symbol(atom.Z) + ", which dfmp2 does not support");
     if (!basis.shells_by_Z.count(atom.Z))
-      throw InputError("basis '" + basis.name + "' has no functions for element " +
-                       element_symbol(atom.Z));
+      throw InputError("basis '" + basis.name + "' has no functions for element " + element_symbol(atom.Z));
+  }
+}
+
+void assign_ecp_cores(const BasisSetData& basis, Molecule& mol) {
+  for (Atom& atom : mol.atoms) {
+    const auto ecp = basis.ecp_by_Z.find(atom.Z);
+    atom.ecp_electrons = atom.ghost || ecp == basis.ecp_by_Z.end() ? 0 : ecp->second.core_electrons;
   }
 }
 

@@ -4,7 +4,6 @@
 
 #include <map>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -20,12 +19,26 @@ struct ContractedShell {
   std::vector<double> coefficients;
 };
 
+// One Gaussian of an effective core potential: coefficient · r^(power−2) · exp(−exponent r²) in
+// angular momentum channel l (G94's convention; libecpint takes `power` as written).
+struct EcpTerm {
+  int l = 0, power = 0;
+  double exponent = 0.0, coefficient = 0.0;
+};
+
+// An element's effective core potential: the local part is channel lmax (G94's "f-ul" block for
+// lmax 3), the others semilocal (U_l − U_lmax); it replaces `core_electrons` of the atom's.
+struct ElementEcp {
+  int core_electrons = 0, lmax = 0;
+  std::vector<EcpTerm> terms;
+};
+
 struct BasisSetData {
   std::string name;  // as the user gave it
   std::string path;  // the file it came from
   bool pure = true;  // spherical (true) or Cartesian functions, as the file's header says
   std::map<int, std::vector<ContractedShell>> shells_by_Z;
-  std::set<int> ecp_elements;  // elements whose core the set replaces by a potential
+  std::map<int, ElementEcp> ecp_by_Z;  // elements whose core the set replaces by a potential
 };
 
 // What a set is used for: an auxiliary (fitting) set may go to a higher angular momentum.
@@ -38,7 +51,9 @@ int max_angular_momentum(BasisRole role);
 // the executable when it exists (an installed dfmp2), else the source tree's basis/.
 // Throws InputError naming the basis, and the file and line, when it is unknown or malformed:
 // also for what libint2 cannot take (exponents ≤ 0 or not finite, coefficients not finite, a
-// zero contraction, l above max_angular_momentum(role)) and an element given twice.
+// zero contraction, l above max_angular_momentum(role)), an element given twice, and an
+// effective core potential that is malformed (counts, channels, powers, numbers), given twice,
+// or for an element the file has no functions for.
 BasisSetData load_basis(const std::string& name_or_path, BasisRole role);
 BasisSetData parse_gbs(const std::string& text, const std::string& name, const std::string& path,
                        BasisRole role);
@@ -51,9 +66,12 @@ std::string default_jk_basis(const std::string& orbital_basis);
 // primitives (libint2 normalises the contraction); spherical when `pure` and l ≥ 2.
 libint2::Shell make_shell(const ContractedShell& shell, bool pure, const std::array<double, 3>& origin);
 
-// Throws InputError naming the first element of the molecule (in atom order) the set lacks or
-// replaces by an effective core potential.
+// Throws InputError naming the first element of the molecule (in atom order) the set lacks.
 void require_elements(const BasisSetData& basis, const Molecule& mol);
+
+// Each real atom's Atom::ecp_electrons from the set's potentials (0 without one; a ghost atom
+// has no core to replace).
+void assign_ecp_cores(const BasisSetData& basis, Molecule& mol);
 
 // The shells and functions place_on would make, counted without making them (a large molecule's
 // sets are sized before they are built). Throws as require_elements.

@@ -121,8 +121,7 @@ void validate(const Molecule& mol) {
 
 std::int64_t electron_count(const Molecule& mol) {
   std::int64_t n = -static_cast<std::int64_t>(mol.charge);
-  for (const Atom& atom : mol.atoms)
-    if (!atom.ghost) n += atom.Z;
+  for (const Atom& atom : mol.atoms) n += nuclear_charge(atom);
   return n;
 }
 
@@ -136,7 +135,7 @@ double nuclear_repulsion(const Molecule& mol) {
       if (mol.atoms[a].ghost || mol.atoms[b].ghost) continue;
       const auto& ra = mol.atoms[a].r;
       const auto& rb = mol.atoms[b].r;
-      e += mol.atoms[a].Z * mol.atoms[b].Z /
+      e += nuclear_charge(mol.atoms[a]) * nuclear_charge(mol.atoms[b]) /
            std::hypot(ra[0] - rb[0], ra[1] - rb[1], ra[2] - rb[2]);
     }
   return e;
@@ -149,24 +148,35 @@ Eigen::MatrixXd nuclear_repulsion_gradient(const Molecule& mol) {
     for (Eigen::Index b = 0; b < a; ++b) {
       if (mol.atoms[a].ghost || mol.atoms[b].ghost) continue;
       const Eigen::Vector3d r_ab = Eigen::Vector3d(mol.atoms[a].r.data()) - Eigen::Vector3d(mol.atoms[b].r.data());
-      const Eigen::Vector3d force = mol.atoms[a].Z * mol.atoms[b].Z * r_ab / std::pow(r_ab.norm(), 3);
+      const Eigen::Vector3d force =
+          nuclear_charge(mol.atoms[a]) * nuclear_charge(mol.atoms[b]) * r_ab / std::pow(r_ab.norm(), 3);
       g.row(a) -= force;
       g.row(b) += force;
     }
   return g;
 }
 
-int frozen_core_orbitals(const Molecule& mol) {
-  // Electrons in the noble-gas core below each element: He, Ne, Ar, Kr, Xe, Rn.
+namespace {
+
+// An atom's frozen electrons: its previous noble-gas shell (He, Ne, Ar, Kr, Xe, Rn), plus the 4f
+// (5f) shell from 18 electrons past Xe (Rn) on, less the ECP's core, and never below 0 (an ECP
+// may take more). Psi4 1.3.2 lacks the f shell, so for Hf–Rn with def2's 60-electron ECP its
+// count goes negative (−6 an atom); Psi4 1.4 and later freeze the 5s5p here, as this does.
+int frozen_core_electrons(const Atom& atom) {
   static constexpr std::array<int, 6> kNobleGas = {2, 10, 18, 36, 54, 86};
+  int core = 0;
+  for (int shell : kNobleGas)
+    if (atom.Z > shell) core = shell;
+  if (core >= 54 && atom.Z - core >= 18) core += 14;
+  return std::max(0, core - atom.ecp_electrons);
+}
+
+}  // namespace
+
+int frozen_core_orbitals(const Molecule& mol) {
   int frozen_electrons = 0;
-  for (const Atom& atom : mol.atoms) {
-    if (atom.ghost) continue;
-    int core = 0;
-    for (int shell : kNobleGas)
-      if (atom.Z > shell) core = shell;
-    frozen_electrons += core;
-  }
+  for (const Atom& atom : mol.atoms)
+    if (!atom.ghost) frozen_electrons += frozen_core_electrons(atom);
   return frozen_electrons / 2;
 }
 

@@ -19,7 +19,13 @@ struct Atom {
   // A ghost atom carries its element's basis functions (orbital and auxiliary) but no nuclear
   // charge and no electrons: a monomer in the dimer's basis, for the counterpoise correction.
   bool ghost = false;
+  // Core electrons an effective core potential of the orbital basis replaces (assign_ecp_cores):
+  // they are neither in the nuclear charge the valence electrons see nor among the electrons.
+  int ecp_electrons = 0;
 };
+
+// The charge of the nucleus as the electrons see it: Z less the ECP's core, 0 for a ghost.
+inline int nuclear_charge(const Atom& atom) { return atom.ghost ? 0 : atom.Z - atom.ecp_electrons; }
 
 struct Molecule {
   std::string name;
@@ -51,7 +57,7 @@ constexpr std::int64_t kMaxElectrons = 1'000'000'000;
 void validate(const Molecule& mol);
 
 // In 64 bits: a charge near INT_MIN must not overflow. Ghost atoms count for nothing here, in
-// the nuclear repulsion and in the frozen core.
+// the nuclear repulsion and in the frozen core; the electrons of an ECP's core are not counted.
 std::int64_t electron_count(const Molecule& mol);
 // Electrons of each spin, the unpaired ones α: nα = (n + 2S)/2, nβ = (n − 2S)/2.
 int alpha_electrons(const Molecule& mol);
@@ -60,7 +66,9 @@ double nuclear_repulsion(const Molecule& mol);
 // ∂V_nn/∂R_A = −Σ_{B≠A} Z_A Z_B (R_A − R_B)/|R_A − R_B|³ over the real atoms (a ghost has no
 // charge, its row is zero): natom × 3 (x, y, z), Eh/bohr.
 Eigen::MatrixXd nuclear_repulsion_gradient(const Molecule& mol);
-// Orbitals frozen by Psi4's `freeze_core true`: the previous noble-gas shell of each atom.
+// Orbitals frozen by Psi4's `freeze_core true`: the previous noble-gas shell of each atom, and
+// from Hf on (period 6 past the lanthanides) the 4f shell too, less what an ECP already replaces
+// (Psi4 ≥ 1.4's count; see frozen_core_electrons).
 int frozen_core_orbitals(const Molecule& mol);
 // Empirical formula in Hill order, e.g. "CH4", "H2O", of the real atoms.
 std::string formula(const Molecule& mol);

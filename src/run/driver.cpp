@@ -194,6 +194,10 @@ PreparedRun::PreparedRun(const RunInput& input, const RunOptions& options, Progr
     MemoryBudget* budget = s.budget.get();
     Integrals integrals =
         timed(stages, r.gemm_rates, budget, "integrals", [&] { return compute_integrals(problem, plan, context); });
+    if (integrals.ecp_seconds > 0.0) {  // a stage of its own in the timings, out of the integrals'
+      stages.back().seconds -= integrals.ecp_seconds;
+      stages.push_back({"ecp", integrals.ecp_seconds});
+    }
     ScfSolution scf = timed(stages, r.gemm_rates, budget, "scf",
                             [&] { return solve_scf(problem, integrals, input.orbitals, context); });
     if (options.gradient) {
@@ -201,7 +205,7 @@ PreparedRun::PreparedRun(const RunInput& input, const RunOptions& options, Progr
         const Mp2GradientInput in{problem.obs,      problem.aux,        *problem.jk_aux,     problem.pairs,
                                   problem.molecule, scf.orbitals,       *plan.mp2_gradient, &context.scratch,
                                   options.scf.d_convergence_for(scf.orbitals.spin_count()),
-                                  context.progress};
+                                  context.progress,     &problem.orbital_basis};
         FittedTensorStore* jk_factors = integrals.fock->fitted_factors();
         if (jk_factors == nullptr) throw std::logic_error("the DF-MP2 gradient needs the DF-SCF's factors");
         return density_fitted_mp2_gradient(in, *jk_factors, *budget, context.comm);

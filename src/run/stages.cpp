@@ -1,6 +1,7 @@
 #include "src/run/stages.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <cstdio>
 #include <tuple>
@@ -10,6 +11,7 @@
 
 #include "kernels/gpu/gpu_energy.hpp"
 #include "src/common/errors.hpp"
+#include "src/integrals/ecp.hpp"
 #include "src/integrals/one_electron.hpp"
 #include "src/integrals/shell_ranges.hpp"
 #include "src/io/ao_conventions.hpp"
@@ -205,6 +207,10 @@ LoadedSets check_problem(const RunInput& input, const RunContext& context, Probl
   p.molecule = *input.molecule;
   if (options.charge) p.molecule.charge = *options.charge;
   if (options.multiplicity) p.molecule.multiplicity = *options.multiplicity;
+  resolve_basis_names(input, options, p);
+  LoadedSets sets = load_basis_sets(input, p);
+  // The electrons an ECP replaces are no electrons of the run: counted before anything else is.
+  assign_ecp_cores(p.orbital_basis, p.molecule);
   validate(p.molecule);
   p.unrestricted = unrestricted(options.reference, p.molecule.multiplicity);
   p.name = p.molecule.name.empty() ? formula(p.molecule) : p.molecule.name;
@@ -217,8 +223,6 @@ LoadedSets check_problem(const RunInput& input, const RunContext& context, Probl
   if (p.nfrozen > p.nocc_beta)
     throw InputError("frozen core needs " + std::to_string(p.nfrozen) + " β orbitals, the molecule has " +
                      std::to_string(p.nocc_beta));
-  resolve_basis_names(input, options, p);
-  LoadedSets sets = load_basis_sets(input, p);
   check_occupation(p, sets.obs_count.functions);
   context.progress.message("dfmp2: " + p.name + ", nbf " + std::to_string(sets.obs_count.functions) + ", naux " +
                            std::to_string(sets.aux_count.functions) + ", nocc " + std::to_string(p.nocc) +
@@ -430,11 +434,31 @@ void check_plan(const RunPlan& plan, const RunContext& context) {
                      " free; give --scratch a larger disk, or more --memory");
 }
 
+namespace {
+
+// The orbital set's effective core potentials over its functions, for H.
+EcpIntegrals ecp_potential(const Problem& problem, const RunContext& context) {
+  context.progress.begin("effective core potential integrals");
+  EcpIntegrals ecp = ecp_integrals(problem.obs, problem.orbital_basis, problem.molecule);
+  context.progress.message(
+      "dfmp2: ECP integrals: " + std::to_string(ecp.computed) + " shell pairs × potentials computed, " +
+      std::to_string(ecp.screened) + " screened" +
+      (ecp.quadrature_warned ? "; libecpint's radial quadrature stopped short of its tolerance for some" : ""));
+  return ecp;
+}
+
+}  // namespace
+
 Integrals compute_integrals(const Problem& problem, const RunPlan& plan, const RunContext& context) {
   Integrals ints;
   ints.pairs_memory = context.budget.reserve(problem.pairs.bytes(), "the shell pairs");
   ints.S = overlap_matrix(problem.obs);
   ints.H = core_hamiltonian(problem.obs, problem.molecule);
+  if (has_ecp(problem.molecule)) {
+    const auto start = std::chrono::steady_clock::now();
+    ints.H += ecp_potential(problem, context).U;
+    ints.ecp_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
   if (problem.e_scf_given) return ints;  // no Fock builds
   if (problem.jk_aux) {
     context.progress.begin("DF-SCF integrals and fitting (batches of shell rows)");

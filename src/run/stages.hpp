@@ -19,6 +19,7 @@
 #include "src/common/scratch.hpp"
 #include "src/common/stage_work.hpp"
 #include "src/gradient/mp2_relaxed_density.hpp"
+#include "src/integrals/ecp.hpp"
 #include "src/integrals/shell_pairs.hpp"
 #include "src/molecule/basis.hpp"
 #include "src/mp2/df_tensor.hpp"
@@ -85,12 +86,14 @@ void check_plan(const RunPlan& plan, const RunContext& context);
 
 // integrals: one-electron matrices and the Fock builder (for DF, its fitted three-index tensor).
 struct Integrals {
-  Eigen::MatrixXd S, H;
+  Eigen::MatrixXd S, H;  // H: T + V, and the orbital set's effective core potentials
+  double ecp_seconds = 0.0;  // the ECP integrals' wall time, 0 without any
   std::unique_ptr<FockBuilder> fock;
   MemoryBudget::Reservation pairs_memory;
   StageWork work;
 };
 Integrals compute_integrals(const Problem& problem, const RunPlan& plan, const RunContext& context);
+
 
 // scf: canonical RHF or UHF orbitals, or the given ones with their energy from one Fock build.
 struct ScfSolution {

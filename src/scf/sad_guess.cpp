@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "src/common/parallel.hpp"
+#include "src/integrals/ecp.hpp"
 #include "src/integrals/one_electron.hpp"
 #include "src/integrals/four_index.hpp"
 #include "src/integrals/shell_pairs.hpp"
@@ -15,10 +16,11 @@ namespace dfmp2 {
 
 namespace {
 
-Molecule lone_atom(int Z) {
-  Molecule atom;
-  atom.atoms = {Atom{Z, {0.0, 0.0, 0.0}}};
-  return atom;
+// The atom alone at the origin, its ECP's core kept (a ghost's element as a real atom).
+Molecule lone_atom(const Atom& atom) {
+  Molecule lone;
+  lone.atoms = {Atom{atom.Z, {0.0, 0.0, 0.0}, false, atom.ecp_electrons}};
+  return lone;
 }
 
 }  // namespace
@@ -27,7 +29,7 @@ std::size_t atomic_density_guess_bytes(const BasisSetData& basis, const Molecule
   std::map<int, std::size_t> bytes_by_element;
   for (const Atom& atom : mol.atoms) {
     if (atom.ghost || bytes_by_element.count(atom.Z)) continue;  // a ghost has no guess to compute
-    const libint2::BasisSet obs = place_on(basis, lone_atom(atom.Z));
+    const libint2::BasisSet obs = place_on(basis, lone_atom(atom));
     bytes_by_element[atom.Z] = ExactFock::peak_bytes(obs.nbf(), 1) + StoredQuartets::bytes(obs, significant_shell_pairs(obs));
   }
   std::size_t most = 0;
@@ -41,7 +43,7 @@ Eigen::MatrixXd atomic_density_guess(const BasisSetData& basis, const Molecule& 
   const auto key = [](const Atom& atom) { return std::pair{atom.Z, atom.ghost}; };
   for (const Atom& atom : mol.atoms) {
     if (factor_by_element.count(key(atom))) continue;
-    const Molecule lone = lone_atom(atom.Z);
+    const Molecule lone = lone_atom(atom);
     const libint2::BasisSet obs = place_on(basis, lone);
     if (atom.ghost) {
       factor_by_element[key(atom)] = Eigen::MatrixXd::Zero(static_cast<Eigen::Index>(obs.nbf()), 0);
@@ -54,8 +56,10 @@ Eigen::MatrixXd atomic_density_guess(const BasisSetData& basis, const Molecule& 
     options.e_convergence = 1e-8;
     options.d_convergence = 1e-5;
     options.max_iterations = 50;
-    factor_by_element[key(atom)] = spherical_atom_density_factor(
-        overlap_matrix(obs), core_hamiltonian(obs, lone), atom.Z, fock, options);
+    // An atom with an ECP: its valence electrons in the potential, as in the molecule.
+    const Eigen::MatrixXd H = core_hamiltonian(obs, lone) + ecp_integrals(obs, basis, lone).U;
+    factor_by_element[key(atom)] =
+        spherical_atom_density_factor(overlap_matrix(obs), H, nuclear_charge(lone.atoms[0]), fock, options);
   }
 
   Eigen::Index rows = 0, cols = 0;

@@ -16,8 +16,7 @@ namespace {
 void place_every_element(const dfmp2::BasisSetData& basis) {
   dfmp2::Molecule atoms;
   for (const auto& [Z, shells] : basis.shells_by_Z)
-    if (!basis.ecp_elements.count(Z))
-      atoms.atoms.push_back({Z, {0.0, 0.0, 2.0 * static_cast<double>(atoms.atoms.size())}});
+    atoms.atoms.push_back({Z, {0.0, 0.0, 2.0 * static_cast<double>(atoms.atoms.size())}});
   for (const libint2::Shell& shell : dfmp2::place_on(basis, atoms))
     for (double c : shell.contr[0].coeff)
       if (!std::isfinite(c)) std::abort();

@@ -255,15 +255,5 @@ TEST_CASE("every shipped basis set loads in its role") {
     CHECK(basis.shells_by_Z.count(6) == 1);
     ++count;
   }
-  CHECK(count == 20);
-}
-
-TEST_CASE("elements with an effective core potential are refused, not silently wrong") {
-  const BasisSetData basis = parse_gbs(
-      "spherical\n****\nH 0\nS 1 1.00\n 1.0 1.0\n****\nI 0\nS 1 1.00\n 1.0 1.0\n****\n"
-      "I-ECP 2 28\nd-ul potential\n 1\n2 1.0 0.5\n",
-      "ecp-test", "inline", BasisRole::orbital);
-  Molecule hi;
-  hi.atoms = {{1, {0, 0, 0}}, {53, {0, 0, 3.0}}};
-  CHECK_THROWS_WITH(place_on(basis, hi), Catch::Contains("effective core potential for I"));
+  CHECK(count == 21);
 }

@@ -247,8 +247,8 @@ ScfRun run_scf(const Molecule& mol, const std::string& basis, ScfType type, cons
                      const auto df_scf_gradient = [&](const SeparableTermLayout& layout) {
                        return density_fitted_scf_gradient(
                            problem.obs, *problem.jk_aux, problem.pairs,
-                           *integrals.fock->fitted_factors(), mol, scf.orbitals, layout,
-                           context.budget, &context.scratch, context.comm);
+                           *integrals.fock->fitted_factors(), problem.molecule, scf.orbitals, layout,
+                           context.budget, &context.scratch, context.comm, &problem.orbital_basis);
                      };
                      if (df_gradient) {
                        gradient = df_scf_gradient({std::size_t(problem.jk_aux->nbf())});
@@ -340,9 +340,9 @@ Mp2Run df_mp2(const Molecule& mol, const std::string& basis, const std::string& 
                           const RunContext& context) {
                         const double z_convergence = context.options.scf.d_convergence_for(scf.orbitals.spin_count());
                         const Mp2GradientInput in{problem.obs,  problem.aux,        *problem.jk_aux,
-                                                  problem.pairs, mol,               scf.orbitals,
+                                                  problem.pairs, problem.molecule,  scf.orbitals,
                                                   *plan.mp2_gradient, &context.scratch, z_convergence,
-                                                  context.progress};
+                                                  context.progress, &problem.orbital_basis};
                         return Mp2Run{scf.e_scf,
                                       density_fitted_mp2_gradient(in, *integrals.fock->fitted_factors(),
                                                                   context.budget, context.comm),
@@ -365,15 +365,16 @@ double df_mp2_energy(const Molecule& mol, const std::string& basis, const std::s
                       });
 }
 
-// dfmp2's DF-MP2 gradient of `mol` (cc-pVDZ / cc-pVDZ-RI / cc-pVDZ-JKFIT) against central
-// differences of its own DF-MP2 energies as a run computes them, every element (h = 4e-3 bohr, five
-// points): within `tolerance` Eh/bohr, the forces summing to zero within 1e-8.
-void check_mp2_against_differences(const Molecule& mol, bool frozen_core, double tolerance) {
-  INFO(mol.name << ", frozen core " << frozen_core);
-  const auto energy = [&](const Molecule& m) {
-    return df_mp2_energy(m, "cc-pvdz", "cc-pvdz-ri", "cc-pvdz-jkfit", frozen_core);
-  };
-  const Mp2Run run = df_mp2(mol, "cc-pvdz", "cc-pvdz-ri", "cc-pvdz-jkfit", frozen_core);
+// dfmp2's DF-MP2 gradient of `mol` (cc-pVDZ / cc-pVDZ-RI / cc-pVDZ-JKFIT unless `basis` names
+// another set, with its -ri and -jkfit sets) against central differences of its own DF-MP2
+// energies as a run computes them, every element (h = 4e-3 bohr, five points): within
+// `tolerance` Eh/bohr, the forces summing to zero within 1e-8.
+void check_mp2_against_differences(const Molecule& mol, bool frozen_core, double tolerance,
+                                   const std::string& basis = "cc-pvdz") {
+  INFO(mol.name << ", frozen core " << frozen_core << ", " << basis);
+  const std::string ri = basis + "-ri", jk = basis + "-jkfit";
+  const auto energy = [&](const Molecule& m) { return df_mp2_energy(m, basis, ri, jk, frozen_core); };
+  const Mp2Run run = df_mp2(mol, basis, ri, jk, frozen_core);
   CHECK(run.e_scf + run.mp2.energy.total() == Approx(energy(mol)).margin(1e-10));
   const Eigen::MatrixXd differences = central_differences(mol, 4e-3, energy);
   std::printf("%s, frozen core %d: max |g − differences| = %.2e Eh/bohr, %d Z-vector iterations\n", mol.name.c_str(),
@@ -686,6 +687,45 @@ TEST_CASE("the UHF DF-MP2 gradient is the central differences of dfmp2's UHF DF-
           "core)") {
   const Libint2Session session;
   check_mp2_against_differences(distorted_open_shell("amidogen", 2, 12), true, 1e-7);
+}
+
+// PySCF computes its ECP integrals and their derivatives itself (tests/reference/
+// pyscf_ecp_reference.py, the same basis files): the DF-RHF gradient of HI tilted off the axes.
+TEST_CASE("the DF-RHF gradient with ECPs matches PySCF 2.14's (HI off the axes, def2-SVP)") {
+  const Libint2Session session;
+  std::ifstream in(std::string(DFMP2_SOURCE_DIR) + "/tests/reference/pyscf_ecp_gradients.json");
+  const nlohmann::json ref = nlohmann::json::parse(in).at(0);
+  Molecule hi;
+  for (const auto& atom : ref["atoms"])
+    hi.atoms.push_back({atomic_number(atom[0].get<std::string>()), atom[1].get<std::array<double, 3>>()});
+  const ScfRun scf = df_scf(hi, ref["basis"].get<std::string>(), ref["jk_basis"].get<std::string>(), true);
+  Eigen::MatrixXd expected(2, 3);
+  for (Eigen::Index a = 0; a < 2; ++a)
+    for (Eigen::Index k = 0; k < 3; ++k) expected(a, k) = ref["gradient"][a][k].get<double>();
+  // Measured 2.3e-8 Eh and 2.8e-8 Eh/bohr: libecpint's semilocal integrals (test_energies.cpp).
+  CHECK(std::abs(scf.energy - ref["e_scf"].get<double>()) < 1e-7);
+  check_agree(scf.df_gradient, expected, 2.5e-7);
+  check_no_net_force(scf.df_gradient, 1e-8);
+}
+
+// Effective core potentials: libecpint's derivative integrals in the one-electron term (HI tilted
+// off the axes, so that every component carries them). Measured: 2.5e-10 Eh/bohr (RHF, frozen
+// core, every element); HI⁺ (UHF, all electrons) 5.1e-10 along a random direction, and 3.9e-9
+// element by element (once, by hand: 2 min).
+TEST_CASE("DF-MP2 gradients with ECPs are the central differences of dfmp2's energies (HI frozen core, HI+ UHF, "
+          "def2-SVP)") {
+  const Libint2Session session;
+  Molecule hi;
+  hi.name = "tilted HI";
+  hi.atoms = {{53, {0.1, -0.2, 0.05}}, {1, {1.3, 1.6, 2.2}}};
+  check_mp2_against_differences(hi, true, 2.5e-9, "def2-svp");
+  hi.charge = 1;
+  hi.multiplicity = 2;
+  const auto energy = [](const Molecule& m) { return df_mp2_energy(m, "def2-svp", "def2-svp-ri", "def2-svp-jkfit", false); };
+  const Mp2Run run = df_mp2(hi, "def2-svp", "def2-svp-ri", "def2-svp-jkfit", false);
+  const Eigen::MatrixXd u = random_direction(hi.atoms.size(), 47);
+  check_along(run.mp2.gradient, u, directional_difference(hi, u, 4e-3, energy), 5e-9);
+  check_no_net_force(run.mp2.gradient, 1e-8);
 }
 
 // By hand: build/tests/src/test_dfmp2 "[ump2-differences]"

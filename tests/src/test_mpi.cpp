@@ -59,6 +59,19 @@ TEST_CASE("2 and 3 ranks give the serial energies for every backend, 4 ranks for
   }
 }
 
+TEST_CASE("effective core potentials on 2 ranks: HI and HI+ (UHF) give the serial energies") {
+  TempDir dir;
+  const std::string hi = std::string(DFMP2_SOURCE_DIR) + "/tests/reference/molecules/hydrogen-iodide.xyz --basis def2-svp";
+  for (const std::string options : {"", " --charge 1 --multiplicity 2"}) {
+    // HI⁺'s αα and ββ parts moved by 4e-10 relative at kTightScf alone, 2e-11 at this.
+    const std::string args = hi + options + " --d-convergence 1e-12 --e-convergence 1e-12 --threads 1";
+    INFO(args);
+    const auto parallel = run_json(dir, args, mpirun(2));
+    CHECK(parallel["ranks"] == 2);
+    check_same_energies(run_json(dir, args), parallel);
+  }
+}
+
 TEST_CASE("UHF on 2 and 3 ranks gives the serial energies for every backend") {
   // Triplet methylene: 5 α and 3 β occupied, so the α and β shares differ on every rank count.
   TempDir dir;

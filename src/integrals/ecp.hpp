@@ -1,0 +1,41 @@
+// Effective core potential integrals over the orbital basis (libecpint): the potentials an
+// orbital set such as def2-SVP puts in place of the core electrons of Rb–Rn.
+#pragma once
+
+#include <cstddef>
+
+#include <Eigen/Core>
+#include <libint2/basis.h>
+
+#include "src/molecule/basis.hpp"
+#include "src/molecule/molecule.hpp"
+
+namespace dfmp2 {
+
+// A shell pair is left out for a potential when exp(−bound) bounds its integrals by Cauchy–Schwarz
+// over |U| (bound: each shell's most diffuse primitive against the potential's most diffuse
+// Gaussian): e^−40 ≈ 4e-18, far below what the potentials' coefficients (≲ 1e3) make visible.
+inline constexpr double kEcpScreening = 40.0;
+
+struct EcpIntegrals {
+  Eigen::MatrixXd U;  // ⟨μ|Σ_C U_C|ν⟩, Eh, spherical or Cartesian as the shells are
+  std::size_t computed = 0, screened = 0;  // (shell pair, potential) triples
+  // libecpint said its radial quadrature stopped short of its tolerance for some integral (it
+  // does for Au; the energies still agree with PySCF's to 5e-8 Eh, tests/reference/README.md).
+  bool quadrature_warned = false;
+};
+
+// True when an atom of mol carries a potential (Atom::ecp_electrons, set by assign_ecp_cores).
+bool has_ecp(const Molecule& mol);
+
+// The potentials of `basis` on the atoms of mol that carry one, over the shells of obs, on all
+// OpenMP threads. Throws InputError when a shell's l is above what libecpint computes.
+EcpIntegrals ecp_integrals(const libint2::BasisSet& obs, const BasisSetData& basis, const Molecule& mol,
+                           double screening = kEcpScreening);
+
+// Σ_μν D_μν ∂⟨μ|Σ_C U_C|ν⟩/∂R_A (D symmetric), natom × 3, Eh/bohr: the functions' centres and the
+// potentials' own, libecpint's first derivatives, screened as ecp_integrals.
+Eigen::MatrixXd ecp_gradient(const libint2::BasisSet& obs, const BasisSetData& basis, const Molecule& mol,
+                             const Eigen::MatrixXd& D);
+
+}  // namespace dfmp2
