@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <tuple>
 
 #include "src/integrals/density_fitting.hpp"
@@ -51,65 +52,34 @@ void add_setup_blocks(const FittedTensorPlan& t, std::size_t rounds, StagePlan& 
   setup.ram("the exchange between ranks", setup_exchange_bytes(t));
 }
 
-}  // namespace
-
-DensityFittedScfPlan plan_density_fitted_scf(const libint2::BasisSet& obs, const libint2::BasisSet& aux,
-                                             const ShellPairs& pairs, std::size_t spins,
-                                             const std::vector<PlannedBlock>& scf_blocks, std::size_t ram_bytes,
-                                             Communicator& comm) {
-  std::size_t scf_bytes = 0;
-  for (const PlannedBlock& block : scf_blocks) scf_bytes += block.bytes;
-  const kernels::BlockPackedLayout& layout = pairs.layout;
-  DensityFittedScfPlan plan;
-  FittedTensorPlan& t = plan.tensor;
-  t.ranks = comm.size();
-  t.naux = static_cast<std::size_t>(aux.nbf());
-  t.q = share_of(t.naux, comm.rank(), comm.size());
-  t.stored = layout.size();
+// Out of core: batches of about an eighth of the memory, every rank alike; when that does not fit
+// on some rank, the least every rank can do with (one shell row at a time, one row read at a
+// time); then as many of this rank's rows in memory as the rest leaves. others(): the bytes held
+// beside the tensor's rows with t as it stands (it settles the set-up's rounds).
+void plan_out_of_core(FittedTensorPlan& t, std::size_t widest_row, std::size_t widest_part, std::size_t ram_bytes,
+                      const std::function<std::size_t()>& others, Communicator& comm) {
   const std::size_t row = sizeof(double) * t.stored;
-  const kernels::ProductExtent product = kernels::PackedJK::product_extent(layout);
-  plan.workspace_bytes = workspace_bytes(layout, product, spins);
-  std::size_t widest_part = 0, widest_row = 0;
-  for (int r = 0; r < t.ranks; ++r) widest_part = std::max(widest_part, columns_of(layout, shell_part_of_rows(obs, layout, r, t.ranks)));
-  for (std::size_t s = 0; s < obs.size(); ++s) widest_row = std::max(widest_row, columns_of(layout, {s, s + 1}));
-
-  // Beside the tensor's rows in memory: the set-up's batches and exchange, the builds' buffers.
-  const auto others = [&](std::size_t& rounds) {
-    std::tie(t.exchange_columns, rounds) = exchange_of(obs, pairs, t);
-    StagePlan setup;
-    add_setup_blocks(t, rounds, setup);
-    const std::size_t read = t.disk_rows() > 0 ? MemoryBudget::double_array_bytes(2 * t.read_rows * t.stored) : 0;
-    return std::max(setup.ram_bytes(), read + plan.workspace_bytes + scf_bytes);
-  };
-  std::size_t rounds = 1;
-  t.ram_rows = t.q.size();  // all in memory: one batch of every rank's rows
-  t.batch_columns = t.ranks == 1 ? t.stored : widest_part;
-  // Every rank takes the same route: the set-up's rounds pair up.
-  const auto too_big =
-      comm.allgather(MemoryBudget::double_array_bytes(t.q.size() * t.stored) + others(rounds) > ram_bytes ? 1.0 : 0.0);
-  if (*std::max_element(too_big.begin(), too_big.end()) > 0.0) {
-    // Out of core: batches of about an eighth of the memory, every rank alike.
-    const std::size_t fit_columns = ram_bytes / 8 / (sizeof(double) * std::max<std::size_t>(t.naux, 1));
-    const double agreed = [&] {
-      const auto all = comm.allgather(double(std::clamp(fit_columns, widest_row, widest_part)));
-      return *std::min_element(all.begin(), all.end());
-    }();
-    t.batch_columns = static_cast<std::size_t>(agreed);
-    t.read_rows = std::clamp<std::size_t>(std::min(kReadBufferBytes, ram_bytes / 16) / row, 1, t.q.size());
-    t.ram_rows = 0;
-    // When that does not fit on some rank, the least every rank can do with: one shell row at a
-    // time, one row read at a time.
-    const auto short_of = comm.allgather(others(rounds) > ram_bytes ? 1.0 : 0.0);
-    if (*std::max_element(short_of.begin(), short_of.end()) > 0.0) {
-      t.batch_columns = widest_row;
-      t.read_rows = 1;
-    }
-    const std::size_t other = others(rounds) + MemoryBudget::kPageSlack;
-    t.ram_rows = ram_bytes > other ? std::min(t.q.size(), (ram_bytes - other) / row) : 0;
-    others(rounds);  // rounds with these rows in memory
+  const std::size_t fit_columns = ram_bytes / 8 / (sizeof(double) * std::max<std::size_t>(t.naux, 1));
+  const auto all = comm.allgather(double(std::clamp(fit_columns, widest_row, widest_part)));
+  t.batch_columns = static_cast<std::size_t>(*std::min_element(all.begin(), all.end()));
+  t.read_rows = std::clamp<std::size_t>(std::min(kReadBufferBytes, ram_bytes / 16) / row, 1, t.q.size());
+  t.ram_rows = 0;
+  const auto short_of = comm.allgather(others() > ram_bytes ? 1.0 : 0.0);
+  if (*std::max_element(short_of.begin(), short_of.end()) > 0.0) {
+    t.batch_columns = widest_row;
+    t.read_rows = 1;
   }
+  const std::size_t other = others() + MemoryBudget::kPageSlack;
+  t.ram_rows = ram_bytes > other ? std::min(t.q.size(), (ram_bytes - other) / row) : 0;
+  others();  // rounds with these rows in memory
+}
 
-  const std::size_t in_memory = MemoryBudget::double_array_bytes(t.ram_rows * t.stored), on_disk = t.disk_rows() * row;
+// The set-up's, the builder's and the iterations' stage plans, and their note.
+void describe_df_scf_plan(DensityFittedScfPlan& plan, std::size_t rounds, const libint2::BasisSet& obs,
+                          const kernels::ProductExtent& product, const std::vector<PlannedBlock>& scf_blocks) {
+  const FittedTensorPlan& t = plan.tensor;
+  const std::size_t in_memory = MemoryBudget::double_array_bytes(t.ram_rows * t.stored);
+  const std::size_t on_disk = t.disk_rows() * sizeof(double) * t.stored;
   for (StagePlan* stage : {&plan.setup, &plan.builder}) {
     stage->ram("the DF-SCF tensor, in memory", in_memory);
     stage->disk("the DF-SCF tensor, on disk", on_disk);
@@ -130,6 +100,46 @@ DensityFittedScfPlan plan_density_fitted_scf(const libint2::BasisSet& obs, const
                 100.0 * double(product.multiplied) / (double(obs.nbf()) * double(obs.nbf())),
                 product.most_columns > 0 ? "row groups" : "one SYMM");
   plan.setup.note = plan.iterations.note = note;
+}
+
+}  // namespace
+
+DensityFittedScfPlan plan_density_fitted_scf(const libint2::BasisSet& obs, const libint2::BasisSet& aux,
+                                             const ShellPairs& pairs, std::size_t spins,
+                                             const std::vector<PlannedBlock>& scf_blocks, std::size_t ram_bytes,
+                                             Communicator& comm) {
+  std::size_t scf_bytes = 0;
+  for (const PlannedBlock& block : scf_blocks) scf_bytes += block.bytes;
+  const kernels::BlockPackedLayout& layout = pairs.layout;
+  DensityFittedScfPlan plan;
+  FittedTensorPlan& t = plan.tensor;
+  t.ranks = comm.size();
+  t.naux = static_cast<std::size_t>(aux.nbf());
+  t.q = share_of(t.naux, comm.rank(), comm.size());
+  t.stored = layout.size();
+  const kernels::ProductExtent product = kernels::PackedJK::product_extent(layout);
+  plan.workspace_bytes = workspace_bytes(layout, product, spins);
+  std::size_t widest_part = 0, widest_row = 0;
+  for (int r = 0; r < t.ranks; ++r) widest_part = std::max(widest_part, columns_of(layout, shell_part_of_rows(obs, layout, r, t.ranks)));
+  for (std::size_t s = 0; s < obs.size(); ++s) widest_row = std::max(widest_row, columns_of(layout, {s, s + 1}));
+
+  // Beside the tensor's rows in memory: the set-up's batches and exchange, the builds' buffers.
+  const auto others = [&](std::size_t& rounds) {
+    std::tie(t.exchange_columns, rounds) = exchange_of(obs, pairs, t);
+    StagePlan setup;
+    add_setup_blocks(t, rounds, setup);
+    const std::size_t read = t.disk_rows() > 0 ? MemoryBudget::double_array_bytes(2 * t.read_rows * t.stored) : 0;
+    return std::max(setup.ram_bytes(), read + plan.workspace_bytes + scf_bytes);
+  };
+  std::size_t rounds = 1;
+  t.ram_rows = t.q.size();  // all in memory: one batch of every rank's rows
+  t.batch_columns = t.ranks == 1 ? t.stored : widest_part;
+  // Every rank takes the same route: the set-up's rounds pair up.
+  const auto too_big =
+      comm.allgather(MemoryBudget::double_array_bytes(t.q.size() * t.stored) + others(rounds) > ram_bytes ? 1.0 : 0.0);
+  if (*std::max_element(too_big.begin(), too_big.end()) > 0.0)
+    plan_out_of_core(t, widest_row, widest_part, ram_bytes, [&] { return others(rounds); }, comm);
+  describe_df_scf_plan(plan, rounds, obs, product, scf_blocks);
   return plan;
 }
 
