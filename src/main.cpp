@@ -170,6 +170,33 @@ void compute(const std::string& input_path, const RunOptionsCli& run_options, co
   }
 }
 
+// Only rank 0 talks to the user and writes files; an error on any rank stops them all.
+void fail(Communicator& comm, const std::string& message) {
+  if (comm.size() > 1)
+    std::cerr << "dfmp2: error (rank " << comm.rank() << "): " << message << std::endl;
+  else
+    std::cerr << "dfmp2: error: " << message << "\n";
+  if (comm.size() > 1) comm.abort(1);
+}
+
+// The command's exit status, or 1 after one error line for what it threw.
+int guarded(Communicator& comm, const std::function<int()>& command) {
+  try {
+    return command();
+  } catch (const InputError& e) {
+    fail(comm, e.what());
+  } catch (const std::invalid_argument& e) {
+    fail(comm, e.what());
+  } catch (const kernels::GpuError& e) {
+    fail(comm, e.what());
+  } catch (const std::bad_alloc&) {
+    fail(comm, "out of memory (lower the problem size or --memory)");
+  } catch (const std::exception& e) {
+    fail(comm, std::string("internal: ") + e.what());
+  }
+  return 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -210,16 +237,7 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  // Only rank 0 talks to the user and writes files; an error on any rank stops them all.
-  auto fail = [&](const std::string& message) {
-    if (comm.size() > 1)
-      std::cerr << "dfmp2: error (rank " << comm.rank() << "): " << message << std::endl;
-    else
-      std::cerr << "dfmp2: error: " << message << "\n";
-    if (comm.size() > 1) comm.abort(1);
-  };
-
-  try {
+  return guarded(comm, [&] {
     if (*convert_command) {
       if (comm.is_root()) convert(convert_args);
       return 0;
@@ -227,16 +245,5 @@ int main(int argc, char** argv) {
     if (*qcschema_command) return run_qcschema_command(qcschema_args);
     compute(input_path, run_options, outputs, counterpoise, quiet);
     return 0;
-  } catch (const InputError& e) {
-    fail(e.what());
-  } catch (const std::invalid_argument& e) {
-    fail(e.what());
-  } catch (const kernels::GpuError& e) {
-    fail(e.what());
-  } catch (const std::bad_alloc&) {
-    fail("out of memory (lower the problem size or --memory)");
-  } catch (const std::exception& e) {
-    fail(std::string("internal: ") + e.what());
-  }
-  return 1;
+  });
 }
