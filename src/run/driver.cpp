@@ -135,47 +135,35 @@ struct PreparedRun::State {
   double prepare_seconds = 0.0;
 
   RunContext context() { return {options, *budget, Communicator::world(), progress, *scratch, base.gemm_rates}; }
-};
 
-PreparedRun::PreparedRun(const RunInput& input, const RunOptions& options, Progress& progress)
-    : state_(new State{options, progress, nullptr, nullptr, {}, {}, {}, {}, {}, 0.0}) {
-  State& s = *state_;
-  const auto start = Clock::now();
-  RunResult& r = s.base;
-  std::vector<StageTiming>& stages = r.stages;
-  r.threads = omp_get_max_threads();
-  r.ranks = Communicator::world().size();
-  r.blas_kernels = kernels::blas_kernel_name();
-  if (const std::string why = kernels::blas_kernels_narrower_than_cpu(); !why.empty())
-    progress.message("dfmp2: note: " + why);
-  // The scratch directory is checked first: a run that cannot use it stops before any work.
-  s.scratch = std::make_unique<ScratchDirectory>(options.scratch.empty() ? default_scratch_path() : options.scratch);
-  r.scratch_path = s.scratch->path();
-  r.scratch_free_bytes = s.scratch->free_bytes();
   // setup: the GEMM probe (which also has OpenBLAS allocate its buffers before the budget takes
-  // its baseline), the budget, then the problem or the given tensor.
-  const auto start_budget = [&] {
-    r.gemm_rates = kernels::measure_gemm_rates();
-    s.budget = std::make_unique<MemoryBudget>(options.memory_bytes ? options.memory_bytes : default_memory_budget());
-    return s.context();
-  };
+  // its baseline), then the budget.
+  RunContext start_budget() {
+    base.gemm_rates = kernels::measure_gemm_rates();
+    budget = std::make_unique<MemoryBudget>(options.memory_bytes ? options.memory_bytes : default_memory_budget());
+    return context();
+  }
+
   // The energy step's GEMM shape probed before its arrays exist (a 960-function molecule's takes
   // about 0.1 s).
-  const auto probe_energy_shape = [&r](std::size_t nvir, std::size_t naux) {
-    r.energy_gemm_probe = RunResult::EnergyGemmProbe{nvir, naux, kernels::measure_gemm_rates(nvir, nvir, naux, 2)};
-  };
-  if (input.df) {  // energy only, from a given DF tensor
+  void probe_energy_shape(std::size_t nvir, std::size_t naux) {
+    base.energy_gemm_probe = RunResult::EnergyGemmProbe{nvir, naux, kernels::measure_gemm_rates(nvir, nvir, naux, 2)};
+  }
+
+  // Energy only, from a given DF tensor.
+  void prepare_given_tensor(const RunInput& input) {
     if (options.gradient) throw InputError("--gradient is not available for a given DF tensor (it needs the SCF)");
-    s.df = timed(stages, r.gemm_rates, nullptr, "setup", [&] {
+    df = timed(base.stages, base.gemm_rates, nullptr, "setup", [&] {
       const RunContext context = start_budget();
       probe_energy_shape(input.df->nvir, input.df->naux);
       return read_given_tensor(*input.df, context);
     });
-    describe_given_tensor(input, r);
-  } else {
-    const Libint2Session libint2;
-    RunPlan plan;
-    const Problem problem = timed(stages, r.gemm_rates, nullptr, "setup", [&] {
+    describe_given_tensor(input, base);
+  }
+
+  // setup: the problem, its checks and its memory plan, announced before any integral.
+  Problem define_and_plan(const RunInput& input, RunPlan& plan) {
+    return timed(base.stages, base.gemm_rates, nullptr, "setup", [&] {
       const RunContext context = start_budget();
       if (options.gradient) check_gradient_supported(options);
       Problem problem = define_problem(input, context);
@@ -189,42 +177,75 @@ PreparedRun::PreparedRun(const RunInput& input, const RunOptions& options, Progr
         probe_energy_shape(problem.obs.nbf() - static_cast<std::size_t>(problem.nocc), problem.aux.nbf());
       return problem;
     });
-    r.memory_plan = plan.stages();
-    const RunContext context = s.context();
-    MemoryBudget* budget = s.budget.get();
-    Integrals integrals =
-        timed(stages, r.gemm_rates, budget, "integrals", [&] { return compute_integrals(problem, plan, context); });
+  }
+
+  // The gradient stage: the DF-MP2 gradient, its relaxed dipole and the energy its amplitudes give.
+  void gradient_stage(const Problem& problem, const RunPlan& plan, Integrals& integrals, const ScfSolution& scf) {
+    const RunContext context = this->context();
+    const Mp2Gradient gradient = timed(base.stages, base.gemm_rates, budget.get(), "gradient", [&] {
+      const Mp2GradientInput in{problem.obs,      problem.aux,        *problem.jk_aux,     problem.pairs,
+                                problem.molecule, scf.orbitals,       *plan.mp2_gradient, &context.scratch,
+                                options.scf.d_convergence_for(scf.orbitals.spin_count()),
+                                context.progress,     &problem.orbital_basis};
+      FittedTensorStore* jk_factors = integrals.fock->fitted_factors();
+      if (jk_factors == nullptr) throw std::logic_error("the DF-MP2 gradient needs the DF-SCF's factors");
+      return density_fitted_mp2_gradient(in, *jk_factors, *budget, context.comm);
+    });
+    base.gradient = gradient.gradient;
+    base.mp2_dipole_moment = gradient.dipole;
+    gradient_energy = gradient.energy;
+  }
+
+  // The stages from the molecule: integrals (and the ECP's), SCF, then the gradient or the DF transform.
+  void prepare_molecule(const RunInput& input) {
+    const Libint2Session libint2;
+    RunPlan plan;
+    const Problem problem = define_and_plan(input, plan);
+    base.memory_plan = plan.stages();
+    const RunContext context = this->context();
+    std::vector<StageTiming>& stages = base.stages;
+    Integrals integrals = timed(stages, base.gemm_rates, budget.get(), "integrals",
+                                [&] { return compute_integrals(problem, plan, context); });
     if (integrals.ecp_seconds > 0.0) {  // a stage of its own in the timings, out of the integrals'
       stages.back().seconds -= integrals.ecp_seconds;
       stages.push_back({"ecp", integrals.ecp_seconds});
     }
-    ScfSolution scf = timed(stages, r.gemm_rates, budget, "scf",
+    ScfSolution scf = timed(stages, base.gemm_rates, budget.get(), "scf",
                             [&] { return solve_scf(problem, integrals, input.orbitals, context); });
     if (options.gradient) {
-      const Mp2Gradient gradient = timed(stages, r.gemm_rates, budget, "gradient", [&] {
-        const Mp2GradientInput in{problem.obs,      problem.aux,        *problem.jk_aux,     problem.pairs,
-                                  problem.molecule, scf.orbitals,       *plan.mp2_gradient, &context.scratch,
-                                  options.scf.d_convergence_for(scf.orbitals.spin_count()),
-                                  context.progress,     &problem.orbital_basis};
-        FittedTensorStore* jk_factors = integrals.fock->fitted_factors();
-        if (jk_factors == nullptr) throw std::logic_error("the DF-MP2 gradient needs the DF-SCF's factors");
-        return density_fitted_mp2_gradient(in, *jk_factors, *budget, context.comm);
-      });
-      r.gradient = gradient.gradient;
-      r.mp2_dipole_moment = gradient.dipole;
-      s.gradient_energy = gradient.energy;
+      gradient_stage(problem, plan, integrals, scf);
     } else {
       integrals.fock.reset();  // frees the DF-SCF tensor before the DF transform draws its own
-      Transformed mo = timed(stages, r.gemm_rates, budget, "df_transform",
+      Transformed mo = timed(stages, base.gemm_rates, budget.get(), "df_transform",
                              [&] { return transform_to_mo(problem, plan, scf.orbitals, context); });
-      s.energy_plan = plan.mp2;
-      s.df = std::move(mo.df);
-      s.df_beta = std::move(mo.df_beta);
-      r.df_transform_batches = mo.batches;
+      energy_plan = plan.mp2;
+      df = std::move(mo.df);
+      df_beta = std::move(mo.df_beta);
+      base.df_transform_batches = mo.batches;
     }
-    describe_problem(problem, r);
-    describe_scf(std::move(scf), r);
+    describe_problem(problem, base);
+    describe_scf(std::move(scf), base);
   }
+};
+
+PreparedRun::PreparedRun(const RunInput& input, const RunOptions& options, Progress& progress)
+    : state_(new State{options, progress, nullptr, nullptr, {}, {}, {}, {}, {}, 0.0}) {
+  State& s = *state_;
+  const auto start = Clock::now();
+  RunResult& r = s.base;
+  r.threads = omp_get_max_threads();
+  r.ranks = Communicator::world().size();
+  r.blas_kernels = kernels::blas_kernel_name();
+  if (const std::string why = kernels::blas_kernels_narrower_than_cpu(); !why.empty())
+    progress.message("dfmp2: note: " + why);
+  // The scratch directory is checked first: a run that cannot use it stops before any work.
+  s.scratch = std::make_unique<ScratchDirectory>(options.scratch.empty() ? default_scratch_path() : options.scratch);
+  r.scratch_path = s.scratch->path();
+  r.scratch_free_bytes = s.scratch->free_bytes();
+  if (input.df)
+    s.prepare_given_tensor(input);
+  else
+    s.prepare_molecule(input);
   s.prepare_seconds = seconds_since(start);
 }
 
