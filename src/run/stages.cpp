@@ -329,75 +329,64 @@ EnergyDevice energy_device(const RunOptions& options, const std::vector<EnergySp
   return device;
 }
 
-RunPlan plan_run(const Problem& problem, const RunContext& context) {
-  const std::size_t nbf = problem.obs.nbf(), naux = problem.aux.nbf(), spins = problem.unrestricted ? 2 : 1;
+namespace {
+
+// The exact SCF's Fock builds, and its quartets stored for the iterations when they fit on every
+// rank (given orbitals take one build).
+void plan_exact_scf(RunPlan& plan, const Problem& problem, const RunContext& context,
+                    const std::vector<PlannedBlock>& scf_blocks, std::size_t ram, std::size_t pairs) {
+  const std::size_t spins = problem.unrestricted ? 2 : 1;
+  const std::size_t builds = ExactFock::peak_bytes(problem.obs.nbf(), spins);
+  plan.integrals.ram("the exact Fock builds", builds);
+  plan.scf.ram("the exact Fock builds", builds);
+  for (const PlannedBlock& block : scf_blocks) plan.scf.blocks.push_back(block);
+  const std::size_t quartets = StoredQuartets::bytes(problem.obs, problem.pairs, context.comm.rank(), context.comm.size());
+  const auto fits = context.comm.allgather(plan.scf.ram_bytes() - pairs + quartets <= ram ? 1.0 : 0.0);
+  plan.store_quartets =
+      !problem.orbitals_given && std::all_of(fits.begin(), fits.end(), [](double f) { return f > 0.0; });
+  if (plan.store_quartets) plan.scf.ram("the stored four-index integrals", quartets);
+}
+
+// The MP2 gradient runs after the SCF, beside the shell pairs and the Fock builder (its J/K solve
+// the Z-vector equations), and its amplitudes give the MP2 energy: a gradient run has no DF
+// transform or energy step. Only DF-SCF has a Fock builder (the driver refuses the others).
+void plan_gradient(RunPlan& plan, const Problem& problem, const RunContext& context, std::size_t pairs) {
+  const std::size_t nbf = problem.obs.nbf(), naux = problem.aux.nbf();
   const std::size_t limit = context.budget.limit(), baseline = context.budget.baseline();
-  const std::size_t pairs = problem.pairs.bytes(), baseline_and_pairs = baseline + pairs;
-  const std::size_t ram = limit > baseline_and_pairs ? limit - baseline_and_pairs : 0;
-  RunPlan plan;
-  plan.integrals.stage = "integrals";
-  plan.scf.stage = "scf";
-  plan.df_transform.stage = "df_transform";
-  plan.energy.stage = "energy";
-  // The shell pairs are held from the integrals to the transform.
-  for (StagePlan* stage : {&plan.integrals, &plan.scf, &plan.df_transform}) stage->ram("the shell pairs", pairs);
-  std::vector<PlannedBlock> scf_blocks{{"the SCF's matrices", scf_working_bytes(nbf, context.options.scf, spins)}};
-  if (!problem.orbitals_given && context.options.guess == ScfGuess::sad)
-    scf_blocks.push_back({"the atomic guess's integrals", atomic_density_guess_bytes(problem.orbital_basis, problem.molecule)});
-  if (problem.jk_aux) {
-    plan.density_fitted_scf =
-        plan_density_fitted_scf(problem.obs, *problem.jk_aux, problem.pairs, spins,
-                                scf_blocks, ram, context.comm);
-    add_blocks(plan.integrals, plan.density_fitted_scf->setup);
-    add_blocks(plan.scf, plan.density_fitted_scf->iterations);
-  } else if (!problem.e_scf_given) {
-    const std::size_t builds = ExactFock::peak_bytes(nbf, spins);
-    plan.integrals.ram("the exact Fock builds", builds);
-    plan.scf.ram("the exact Fock builds", builds);
-    for (const PlannedBlock& block : scf_blocks) plan.scf.blocks.push_back(block);
-    // The quartets are stored for an SCF's iterations when they fit on every rank (given orbitals
-    // take one build).
-    const std::size_t quartets = StoredQuartets::bytes(problem.obs, problem.pairs, context.comm.rank(), context.comm.size());
-    const auto fits = context.comm.allgather(plan.scf.ram_bytes() - pairs + quartets <= ram ? 1.0 : 0.0);
-    plan.store_quartets = !problem.orbitals_given &&
-                          std::all_of(fits.begin(), fits.end(), [](double f) { return f > 0.0; });
-    if (plan.store_quartets) plan.scf.ram("the stored four-index integrals", quartets);
-  }
+  StagePlan gradient;
+  gradient.stage = "gradient";
+  gradient.ram("the shell pairs", pairs);
+  add_blocks(gradient, plan.density_fitted_scf->builder);
+  // The ranks share the batches and the amplitude blocks, and send each other rows and columns
+  // of their stores of B and Γ: every rank plans for the least room any has.
+  const std::size_t held = baseline + pairs + plan.density_fitted_scf->builder.ram_bytes();
+  const std::vector<double> rooms = context.comm.allgather(limit > held ? double(limit - held) : 0.0);
+  const auto room = static_cast<std::size_t>(*std::min_element(rooms.begin(), rooms.end()));
+  const auto sizes = [&](int nocc) {
+    return Mp2GradientSizes{naux,
+                            nbf,
+                            nbf,  // nmo at most nbf
+                            std::size_t(nocc),
+                            std::size_t(problem.nfrozen),
+                            problem.pairs.layout.size(),
+                            plan.density_fitted_scf->tensor.q.size()};
+  };
+  SeparableTermSizes jk_terms{nbf, std::size_t(problem.jk_aux->nbf()), largest_shell(*problem.jk_aux),
+                              {std::size_t(problem.nocc)}, context.comm.size()};
+  if (problem.unrestricted) jk_terms.occupied.push_back(std::size_t(problem.nocc_beta));
+  std::vector<Mp2GradientSizes> sets{sizes(problem.nocc)};
+  if (problem.unrestricted) sets.push_back(sizes(problem.nocc_beta));
+  plan.mp2_gradient = plan_mp2_gradient(problem.aux, sets, jk_terms, room, context.comm.size(),
+                                        context.options.scf.fp32_until_gradient > 0.0);
+  add_blocks(gradient, plan.mp2_gradient->densities);
+  plan.gradient = std::move(gradient);
+}
+
+// The DF transform and the energy step: B_ia^P stays in memory when both fit with it there.
+void plan_transform_and_energy(RunPlan& plan, const Problem& problem, const RunContext& context, std::size_t ram) {
+  const std::size_t nbf = problem.obs.nbf(), naux = problem.aux.nbf();
+  const std::size_t limit = context.budget.limit(), baseline = context.budget.baseline();
   const RunOptions& options = context.options;
-  // The MP2 gradient runs after the SCF, beside the shell pairs and the Fock builder (its J/K
-  // solve the Z-vector equations), and its amplitudes give the MP2 energy: a gradient run has no
-  // DF transform or energy step. Only DF-SCF has a Fock builder (the driver refuses the others).
-  if (options.gradient && plan.density_fitted_scf) {
-    StagePlan gradient;
-    gradient.stage = "gradient";
-    gradient.ram("the shell pairs", pairs);
-    add_blocks(gradient, plan.density_fitted_scf->builder);
-    // The ranks share the batches and the amplitude blocks, and send each other rows and columns
-    // of their stores of B and Γ: every rank plans for the least room any has.
-    const std::size_t held = baseline_and_pairs + plan.density_fitted_scf->builder.ram_bytes();
-    const std::vector<double> rooms = context.comm.allgather(limit > held ? double(limit - held) : 0.0);
-    const auto room = static_cast<std::size_t>(*std::min_element(rooms.begin(), rooms.end()));
-    const auto sizes = [&](int nocc) {
-      return Mp2GradientSizes{naux,
-                              nbf,
-                              nbf,  // nmo at most nbf
-                              std::size_t(nocc),
-                              std::size_t(problem.nfrozen),
-                              problem.pairs.layout.size(),
-                              plan.density_fitted_scf->tensor.q.size()};
-    };
-    SeparableTermSizes jk_terms{nbf, std::size_t(problem.jk_aux->nbf()), largest_shell(*problem.jk_aux),
-                                {std::size_t(problem.nocc)}, context.comm.size()};
-    if (problem.unrestricted) jk_terms.occupied.push_back(std::size_t(problem.nocc_beta));
-    std::vector<Mp2GradientSizes> sets{sizes(problem.nocc)};
-    if (problem.unrestricted) sets.push_back(sizes(problem.nocc_beta));
-    plan.mp2_gradient = plan_mp2_gradient(problem.aux, sets, jk_terms, room, context.comm.size(),
-                                          options.scf.fp32_until_gradient > 0.0);
-    add_blocks(gradient, plan.mp2_gradient->densities);
-    plan.gradient = std::move(gradient);
-    return plan;
-  }
-  // B_ia^P stays in memory when both the transform and the energy step fit with it there.
   const std::vector<TransformSizes> sizes = transform_sizes(problem, nbf);
   const EnergyDevice device =
       energy_device(options, energy_spins(sizes, true, context.comm), naux, context.comm.size(), context.cpu_rates);
@@ -414,6 +403,37 @@ RunPlan plan_run(const Problem& problem, const RunContext& context) {
   }
   add_blocks(plan.df_transform, plan.transform.stage);
   add_blocks(plan.energy, plan.mp2.stage);
+}
+
+}  // namespace
+
+RunPlan plan_run(const Problem& problem, const RunContext& context) {
+  const std::size_t nbf = problem.obs.nbf(), spins = problem.unrestricted ? 2 : 1;
+  const std::size_t limit = context.budget.limit(), baseline = context.budget.baseline();
+  const std::size_t pairs = problem.pairs.bytes(), baseline_and_pairs = baseline + pairs;
+  const std::size_t ram = limit > baseline_and_pairs ? limit - baseline_and_pairs : 0;
+  RunPlan plan;
+  plan.integrals.stage = "integrals";
+  plan.scf.stage = "scf";
+  plan.df_transform.stage = "df_transform";
+  plan.energy.stage = "energy";
+  // The shell pairs are held from the integrals to the transform.
+  for (StagePlan* stage : {&plan.integrals, &plan.scf, &plan.df_transform}) stage->ram("the shell pairs", pairs);
+  std::vector<PlannedBlock> scf_blocks{{"the SCF's matrices", scf_working_bytes(nbf, context.options.scf, spins)}};
+  if (!problem.orbitals_given && context.options.guess == ScfGuess::sad)
+    scf_blocks.push_back({"the atomic guess's integrals", atomic_density_guess_bytes(problem.orbital_basis, problem.molecule)});
+  if (problem.jk_aux) {
+    plan.density_fitted_scf =
+        plan_density_fitted_scf(problem.obs, *problem.jk_aux, problem.pairs, spins, scf_blocks, ram, context.comm);
+    add_blocks(plan.integrals, plan.density_fitted_scf->setup);
+    add_blocks(plan.scf, plan.density_fitted_scf->iterations);
+  } else if (!problem.e_scf_given) {
+    plan_exact_scf(plan, problem, context, scf_blocks, ram, pairs);
+  }
+  if (context.options.gradient && plan.density_fitted_scf)
+    plan_gradient(plan, problem, context, pairs);
+  else
+    plan_transform_and_energy(plan, problem, context, ram);
   return plan;
 }
 
