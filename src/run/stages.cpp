@@ -207,6 +207,8 @@ LoadedSets check_problem(const RunInput& input, const RunContext& context, Probl
   p.molecule = *input.molecule;
   if (options.charge) p.molecule.charge = *options.charge;
   if (options.multiplicity) p.molecule.multiplicity = *options.multiplicity;
+  // Before the basis names: E_SCF given with the orbitals needs no JK set.
+  if (!options.gradient) p.e_scf_given = input.e_scf;  // a gradient run needs the Fock builder
   resolve_basis_names(input, options, p);
   LoadedSets sets = load_basis_sets(input, p);
   // The electrons an ECP replaces are no electrons of the run: counted before anything else is.
@@ -214,7 +216,6 @@ LoadedSets check_problem(const RunInput& input, const RunContext& context, Probl
   validate(p.molecule);
   p.unrestricted = unrestricted(options.reference, p.molecule.multiplicity);
   p.name = p.molecule.name.empty() ? formula(p.molecule) : p.molecule.name;
-  if (!options.gradient) p.e_scf_given = input.e_scf;  // a gradient run needs the Fock builder
   p.nocc = alpha_electrons(p.molecule);  // a singlet's α and β counts are its doubly occupied orbitals
   p.nocc_beta = beta_electrons(p.molecule);
   // As Psi4, frozen core orbitals are the same number of each spin.
