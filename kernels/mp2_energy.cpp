@@ -1,39 +1,17 @@
-// Public entry points: names, argument checks, and the backend registry (dispatch).
+// Public entry points: argument checks, `auto` resolution and the backend registry (dispatch);
+// the names are in energy_names.cpp.
 #include "kernels/mp2_energy.hpp"
 
 #include <algorithm>
-#include <array>
 #include <chrono>
 #include <stdexcept>
 #include <type_traits>
-#include <utility>
 
 #include "kernels/backends.hpp"
 #include "kernels/gpu/gpu_energy.hpp"
-#include "kernels/named_choices.hpp"
 #include "kernels/pair_schedule.hpp"
 
 namespace dfmp2::kernels {
-
-namespace {
-
-constexpr std::array<std::pair<Backend, const char*>, 4> kBackendNames{{
-    {Backend::reference, "reference"},
-    {Backend::loop, "loop"},
-    {Backend::fused, "fused"},
-    {Backend::automatic, "auto"},
-}};
-constexpr std::array<std::pair<Precision, const char*>, 2> kPrecisionNames{{
-    {Precision::fp64, "fp64"},
-    {Precision::fp32, "fp32"},
-}};
-constexpr std::array<std::pair<Device, const char*>, 3> kDeviceNames{{
-    {Device::cpu, "cpu"},
-    {Device::gpu, "gpu"},
-    {Device::automatic, "auto"},
-}};
-
-}  // namespace
 
 // From the measurements (results/energy_backends*.md, results/amdahl*/amdahl.md, both OpenBLAS
 // kernel sets): in fp32 fused is the fastest on the medium and large shapes and on every
@@ -65,15 +43,6 @@ std::size_t energy_workspace_bytes(Backend backend, Precision precision, const P
   }
   return 0;
 }
-
-NamedChoices<Backend> backend_names() { return kBackendNames; }
-NamedChoices<Precision> precision_names() { return kPrecisionNames; }
-NamedChoices<Device> device_names() { return kDeviceNames; }
-
-Backend parse_backend(const std::string& name) { return parse_in(backend_names(), name, "energy backend"); }
-std::string to_string(Backend backend) { return name_in(backend_names(), backend); }
-Precision parse_precision(const std::string& name) { return parse_in(precision_names(), name, "precision"); }
-std::string to_string(Precision precision) { return name_in(precision_names(), precision); }
 
 double needed_flops(std::size_t nocc, std::size_t nvir, std::size_t naux) {
   return 2.0 * (double(nocc) * double(nocc + 1) / 2.0) * double(nvir) * double(nvir) * double(naux);
