@@ -61,10 +61,21 @@ std::size_t parse_memory(const std::string& text) {
   return static_cast<std::size_t>(value * scale);
 }
 
+// This program's own peak: VmHWM, the high-water mark of the process image since exec. getrusage's
+// ru_maxrss is not that: Linux carries it across exec, so a dfmp2 started by a large parent (a
+// Python process holding PySCF's arrays) would report the parent's peak. ru_maxrss where there is
+// no /proc.
+static std::size_t peak_rss_bytes(const rusage& usage) {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoull(line.substr(6)) * 1024;  // "VmHWM:  1234 kB"
+  return static_cast<std::size_t>(usage.ru_maxrss) * 1024;
+}
+
 ResourceUsage resource_usage() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
-  return {static_cast<std::size_t>(usage.ru_maxrss) * 1024, usage.ru_minflt, usage.ru_majflt};
+  return {peak_rss_bytes(usage), usage.ru_minflt, usage.ru_majflt};
 }
 
 std::size_t current_rss_bytes() {
