@@ -1,6 +1,6 @@
-"""The long suite's PySCF bridge case (CTest label `long`, built with -DDFMP2_LONG_TESTS=ON): the
-naphthalene dimer (cc-pVDZ, 360 functions), whose PySCF DF-SCF and DF-MP2 take minutes on two
-cores (the test 2.0-2.7 min on this machine's 2 shared cores). dfmp2.pyscf.DFMP2(mf).kernel() against PySCF 2.14's own DF-MP2 with the same fitting set."""
+"""The PySCF bridge on the naphthalene dimer (cc-pVDZ, 360 functions), whose PySCF DF-SCF and
+DF-MP2 take minutes on two cores (the test 2.0-2.7 min on this machine's 2 shared cores):
+dfmp2.pyscf.DFMP2(mf).kernel() against PySCF 2.14's own DF-MP2 with the same fitting set."""
 import os
 import unittest
 
