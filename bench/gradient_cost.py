@@ -77,7 +77,6 @@ def main():
     parser.add_argument("--binary", default=str(amdahl.REPO / "build" / "src" / "dfmp2"))
     parser.add_argument("--out", default=str(amdahl.REPO / "results"))
     args = parser.parse_args()
-    Path(args.out).mkdir(parents=True, exist_ok=True)  # before the runs: a bad --out fails at once
     xyz = amdahl.find_xyz(args.molecule)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)  # before the runs: a folder that cannot be made fails first
