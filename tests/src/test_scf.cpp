@@ -94,16 +94,27 @@ TEST_CASE("SAD and core-Hamiltonian guesses converge to the same RHF energy") {
         std::abs(core.scf_iterations.front().energy - core.e_scf));
 }
 
-TEST_CASE("exact Fock builds from stored quartets equal the direct, incremental ones") {
-  const Molecule water = input_molecule("water");
+namespace {
+
+// Water in cc-pVDZ: its orbital set and shell pairs.
+struct WaterInCcPvdz {
   Libint2Session session;
-  const libint2::BasisSet obs = place_on(load_basis("cc-pvdz", BasisRole::orbital), water);
-  const ShellPairs pairs = significant_shell_pairs(obs);
+  Molecule molecule = input_molecule("water");
+  libint2::BasisSet obs = place_on(load_basis("cc-pvdz", BasisRole::orbital), molecule);
+  ShellPairs pairs = significant_shell_pairs(obs);
   Communicator this_process;
+  Eigen::Index nbf() const { return static_cast<Eigen::Index>(obs.nbf()); }
+};
+
+}  // namespace
+
+TEST_CASE("exact Fock builds from stored quartets equal the direct, incremental ones") {
+  WaterInCcPvdz water;
   MemoryBudget roomy(std::size_t(1) << 30);
   MemoryBudget builds(std::size_t(1) << 30);
-  ExactFock stored(obs, pairs, this_process, roomy, 1, true), direct(obs, pairs, this_process, builds, 1, false);
-  const auto nbf = static_cast<Eigen::Index>(obs.nbf());
+  ExactFock stored(water.obs, water.pairs, water.this_process, roomy, 1, true),
+      direct(water.obs, water.pairs, water.this_process, builds, 1, false);
+  const Eigen::Index nbf = water.nbf();
   Eigen::MatrixXd factor = Eigen::MatrixXd::Random(nbf, 5);
   for (int build = 0; build < 4; ++build) {  // a density that changes a little each time, as an SCF's
     INFO("build " << build);
@@ -231,18 +242,12 @@ TEST_CASE("DF J/K: the heap its builds draw, one column up to the most, stays wi
 
 namespace {
 
-// Water in cc-pVDZ with a density-fitted Fock builder over cc-pVDZ-JKFIT, its factors in memory.
-struct DensityFittedWater {
-  Libint2Session session;
-  Molecule molecule = input_molecule("water");
-  libint2::BasisSet obs = place_on(load_basis("cc-pvdz", BasisRole::orbital), molecule);
+// With a density-fitted Fock builder over cc-pVDZ-JKFIT, its factors in memory.
+struct DensityFittedWater : WaterInCcPvdz {
   libint2::BasisSet aux = place_on(load_basis("cc-pvdz-jkfit", BasisRole::auxiliary), molecule);
-  ShellPairs pairs = significant_shell_pairs(obs);
-  Communicator this_process;
   MemoryBudget budget{std::size_t(1) << 30};
   DensityFittedScfPlan plan = plan_density_fitted_scf(obs, aux, pairs, 2, {}, std::size_t(1) << 30, this_process);
   DensityFittedFock fock{obs, aux, pairs, plan, budget, nullptr, this_process, {}};
-  Eigen::Index nbf() const { return static_cast<Eigen::Index>(obs.nbf()); }
 };
 
 // G_s = w Σ_t J(D_t) − K(D_s), w = 2 / sets, from the definitions over the builder's own factors
@@ -340,14 +345,10 @@ TEST_CASE("the DF Fock builder's occupied response, from its kept B^Q C_o, equal
 }
 
 TEST_CASE("exact Fock builds take a symmetric product of two factors (the Z-vector's) and refuse a non-symmetric one") {
-  const Molecule water = input_molecule("water");
-  Libint2Session session;
-  const libint2::BasisSet obs = place_on(load_basis("cc-pvdz", BasisRole::orbital), water);
-  const ShellPairs pairs = significant_shell_pairs(obs);
-  Communicator this_process;
+  WaterInCcPvdz water;
   MemoryBudget budget(std::size_t(1) << 30);
-  ExactFock fock(obs, pairs, this_process, budget, 1, false);
-  const auto n = static_cast<Eigen::Index>(obs.nbf());
+  ExactFock fock(water.obs, water.pairs, water.this_process, budget, 1, false);
+  const Eigen::Index n = water.nbf();
   const Eigen::MatrixXd C = Eigen::MatrixXd::Random(n, 5), L = Eigen::MatrixXd::Random(n, 5);
   const std::unique_ptr<FockResponse> response = fock.occupied_response({C}, budget, false);
   const Eigen::MatrixXd GC = response->of_changes({L}, kernels::Precision::fp64)[0];
