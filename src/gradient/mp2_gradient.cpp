@@ -1,5 +1,6 @@
 #include "src/gradient/mp2_gradient.hpp"
 
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -91,9 +92,11 @@ GammaSpin gamma_spin(const RowStore& gamma, const SpinOrbitals& orbitals, std::s
 
 }  // namespace
 
-Mp2Gradient density_fitted_mp2_gradient(const Mp2GradientInput& in, FittedTensorStore& jk_factors,
-                                        MemoryBudget& budget, Communicator& comm) {
-  const Mp2GradientDensities mp2 = mp2_gradient_densities(in.obs, in.ri_aux, in.pairs, jk_factors, in.orbitals,
+Mp2Gradient density_fitted_mp2_gradient(const Mp2GradientInput& in, FockBuilder& scf_fock, MemoryBudget& budget,
+                                        Communicator& comm) {
+  FittedTensorStore* jk_factors = scf_fock.fitted_factors_for_derivatives();
+  if (jk_factors == nullptr) throw std::logic_error("the DF-MP2 gradient's JK-set terms need the DF-SCF's factors");
+  const Mp2GradientDensities mp2 = mp2_gradient_densities(in.obs, in.ri_aux, in.pairs, scf_fock, in.orbitals,
                                                           in.plan, budget, in.scratch, comm, in.z_convergence,
                                                           in.progress);
   // RHF's one set stands for both spins (w = 2); UHF's α and β each for one (w = 1).
@@ -104,7 +107,7 @@ Mp2Gradient density_fitted_mp2_gradient(const Mp2GradientInput& in, FittedTensor
   for (std::size_t s = 0; s < mp2.gamma.size(); ++s)
     gamma.push_back(gamma_spin(mp2.gamma[s], in.orbitals.spin(int(s)), in.plan.sets[s].nfrozen));
   Mp2Gradient out = contract(in, {relaxed, mp2.relaxed, mp2.energy_weighted, gamma, 2.0 * w, -w * mp2.metric},
-                             jk_factors, budget, comm, mp2.occupied_products.data());
+                             *jk_factors, budget, comm, mp2.occupied_products.data());
   out.energy = mp2.energy;
   out.cphf_iterations = mp2.cphf_iterations;
   out.work += mp2.work;

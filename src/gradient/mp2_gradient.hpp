@@ -13,7 +13,7 @@
 #include "src/gradient/mp2_relaxed_density.hpp"
 #include "src/integrals/shell_pairs.hpp"
 #include "src/molecule/molecule.hpp"
-#include "src/scf/df_fock.hpp"
+#include "src/scf/fock_builder.hpp"
 #include "src/scf/orbitals.hpp"
 
 namespace dfmp2 {
@@ -48,10 +48,11 @@ struct Mp2Gradient {
   StageWork work;
 };
 
-// jk_factors: the DF-SCF's (FockBuilder::fitted_factors; the Z-vector's products and the JK set's
-// terms come from them); the densities' arrays are drawn from `budget` as in.plan says.
-// Collective: the ranks share the work, and every rank returns the whole gradient.
-Mp2Gradient density_fitted_mp2_gradient(const Mp2GradientInput& in, FittedTensorStore& jk_factors,
-                                        MemoryBudget& budget, Communicator& comm);
+// scf_fock: the DF-SCF's builder, whose Fock responses serve the Lagrangian and the Z-vector and
+// whose fitted factors the JK set's terms (fitted_factors_for_derivatives); the densities' arrays
+// are drawn from `budget` as in.plan says. Collective: the ranks share the work, and every rank
+// returns the whole gradient.
+Mp2Gradient density_fitted_mp2_gradient(const Mp2GradientInput& in, FockBuilder& scf_fock, MemoryBudget& budget,
+                                        Communicator& comm);
 
 }  // namespace dfmp2

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <memory>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -280,16 +281,12 @@ MoDensities form_P(const std::vector<OrbitalSet>& x, const Mp2AmplitudeSums& mp2
 
 // Each set's Cᵀ F(P) C_o (summed over the ranks): only F's occupied columns are used, its vo block
 // in the Z-vector's right-hand side, its oo block in W.
-Sets fock_response(OccupiedFockResponse& response, const std::vector<OrbitalSet>& x, const Sets& P,
-                   Communicator& comm) {
+Sets fock_response(FockResponse& response, const std::vector<OrbitalSet>& x, const Sets& P) {
   Sets D;
   for (std::size_t s = 0; s < x.size(); ++s) D.push_back(x[s].C * P[s] * x[s].C.transpose());
-  Sets FC_occ = response.of_symmetric(D);
+  const Sets FC_occ = response.of_symmetric(D);
   Sets G;
-  for (std::size_t s = 0; s < x.size(); ++s) {
-    comm.allreduce_sum(FC_occ[s].data(), static_cast<std::size_t>(FC_occ[s].size()));
-    G.push_back(x[s].C.transpose() * FC_occ[s]);
-  }
+  for (std::size_t s = 0; s < x.size(); ++s) G.push_back(x[s].C.transpose() * FC_occ[s]);
   return G;
 }
 
@@ -391,7 +388,7 @@ Mp2GradientPlan plan_mp2_gradient(const libint2::BasisSet& ri_aux, const std::ve
 }
 
 Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const libint2::BasisSet& ri_aux,
-                                            const ShellPairs& pairs, FittedTensorStore& jk_factors,
+                                            const ShellPairs& pairs, FockBuilder& scf_fock,
                                             const Orbitals& orbitals, const Mp2GradientPlan& plan, MemoryBudget& budget,
                                             const ScratchDirectory* scratch, Communicator& comm, double z_convergence,
                                             Progress& progress) {
@@ -416,14 +413,14 @@ Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const 
   progress.message("MP2 gradient: the orbital Lagrangian's J/K, then the Z-vector");
   Sets C_occ;
   for (const OrbitalSet& set : x) C_occ.push_back(set.C_occ);
-  OccupiedFockResponse response(jk_factors, pairs.layout, C_occ, budget, plan.fp32_z_vector);
-  const Sets G = fock_response(response, x, mo.P, comm);
+  const std::unique_ptr<FockResponse> response = scf_fock.occupied_response(C_occ, budget, plan.fp32_z_vector);
+  const Sets G = fock_response(*response, x, mo.P);
   const ZVector solution =
-      solve_z_vector(response, form_Z_equations(x, G, L), z_convergence, plan.fp32_z_vector, comm, progress);
+      solve_z_vector(*response, form_Z_equations(x, G, L), z_convergence, plan.fp32_z_vector, comm, progress);
   out.cphf_iterations = solution.iterations;
   for (std::size_t set = 0; set < x.size(); ++set) form_W(set, x[set], mp2, L, mo, G, solution, out);
-  out.work += response.work();  // the Fock responses of the Lagrangian and the Z-vector
-  if (plan.keeps_occupied_products) out.occupied_products = response.release_occupied_products();
+  out.work += response->work();  // the Fock responses of the Lagrangian and the Z-vector
+  if (plan.keeps_occupied_products) out.occupied_products = response->release_fitted_occupied_products();
   return out;
 }
 

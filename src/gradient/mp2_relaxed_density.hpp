@@ -13,7 +13,7 @@
 // rotation U_pq):
 //   X_pi += L1_pi = 2w Σ_aP (P|pa) Γ_ia^P,  X_pa += L2_pa = 2w Σ_iP (P|pi) Γ_ia^P      (form_L)
 //   X_pq += 2 P_pq ε_p (the ij and ab blocks),  X_pk += [Cᵀ F(P) C]_pk (k occupied),
-// F the Fock response of OccupiedFockResponse::of_symmetric (RHF: 4J − 2K; UHF: 2 [J(P_α + P_β) −
+// F the Fock response of FockResponse::of_symmetric (RHF: 4J − 2K; UHF: 2 [J(P_α + P_β) −
 // K(P_s)]); the frozen–active rotations (to which E_MP2 is not invariant) by the SCF's own
 // response, P_fi = −½ X_fi / (ε_f − ε_i) (form_P), and the occupied–virtual ones of every set at
 // once by the Z-vector equations (z_vector.hpp)
@@ -135,20 +135,20 @@ struct Mp2GradientDensities {
   std::vector<RowStore> gamma;           // each set's Γ_ia^P: row P, column i·nvir + a (i active)
   Eigen::MatrixXd metric;                // V_PQ, every set's
   // RHF's Z-vector's B^Q C_occ of the DF-SCF tensor's rows on this rank, each followed by C_occᵀ B^Q
-  // C_occ (OccupiedFockResponse::release_occupied_products), for the JK set's term, when the plan
+  // C_occ (FockResponse::release_fitted_occupied_products), for the JK set's term, when the plan
   // keeps them (else empty).
   LargeArray<double> occupied_products;
 };
 
 // RHF or UHF orbitals (canonical), the lowest plan.sets[s].nfrozen of each set not correlated;
-// the plan's sets must be the orbitals'. jk_factors: the DF-SCF's (FockBuilder::fitted_factors,
-// this rank's rows), for the Fock-like terms and the Z-vector. scratch: for B and Γ's rows on
+// the plan's sets must be the orbitals'. scf_fock: the DF-SCF's builder, for the Fock-like terms and
+// the Z-vector (its occupied_response). scratch: for B and Γ's rows on
 // disk (may be null when the plan has none). Collective: the ranks share the RI batches and the
 // amplitude blocks, and every rank returns the whole densities.
 // z_convergence: the largest residual element. The gradient's error is about a fifth of it (uracil
 // cc-pVDZ: 1e-9 moves it by 2.4e-10 Eh/bohr from 1e-11's, 1e-8 by 1.6e-9).
 Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const libint2::BasisSet& ri_aux,
-                                            const ShellPairs& pairs, FittedTensorStore& jk_factors,
+                                            const ShellPairs& pairs, FockBuilder& scf_fock,
                                             const Orbitals& orbitals, const Mp2GradientPlan& plan, MemoryBudget& budget,
                                             const ScratchDirectory* scratch, Communicator& comm, double z_convergence,
                                             Progress& progress);

@@ -24,7 +24,7 @@ void add_scaled(Sets& x, double alpha, const Sets& y) {
 
 class ZVectorSolver {
  public:
-  ZVectorSolver(OccupiedFockResponse& response, const ZVectorEquations& eq, double convergence, Communicator& comm,
+  ZVectorSolver(FockResponse& response, const ZVectorEquations& eq, double convergence, Communicator& comm,
                 const Progress& progress)
       : response_(response), eq_(eq), convergence_(convergence), comm_(comm), progress_(progress) {}
   ZVector fp64();
@@ -43,7 +43,7 @@ class ZVectorSolver {
   void conjugate_gradients(Sets& x, Sets& r, Sets& occupied, double target, Precision precision);
   Sets residual_of(const Sets& z);
 
-  OccupiedFockResponse& response_;
+  FockResponse& response_;
   const ZVectorEquations& eq_;
   const double convergence_;
   Communicator& comm_;
@@ -55,10 +55,9 @@ class ZVectorSolver {
 Sets ZVectorSolver::apply(const Sets& z, Precision precision) {
   Sets L, Az(z.size());
   for (std::size_t s = 0; s < z.size(); ++s) L.push_back(eq_.C_vir[s] * z[s]);
-  Sets F_occ = response_(L, precision);  // F_s(Z) C_o
+  const Sets F_occ = response_.of_changes(L, precision);  // F_s(Z) C_o
   occupied_block_.resize(z.size());
   for (std::size_t s = 0; s < z.size(); ++s) {
-    comm_.allreduce_sum(F_occ[s].data(), static_cast<std::size_t>(F_occ[s].size()));
     occupied_block_[s] = eq_.C_occ[s].transpose() * F_occ[s];
     Az[s] = eq_.delta[s].cwiseProduct(z[s]) + eq_.C_vir[s].transpose() * F_occ[s];
   }
@@ -149,7 +148,7 @@ ZVector ZVectorSolver::refined_from_fp32() {
 
 }  // namespace
 
-ZVector solve_z_vector(OccupiedFockResponse& response, const ZVectorEquations& equations, double convergence,
+ZVector solve_z_vector(FockResponse& response, const ZVectorEquations& equations, double convergence,
                        bool fp32, Communicator& comm, const Progress& progress) {
   ZVectorSolver solver(response, equations, convergence, comm, progress);
   return fp32 ? solver.refined_from_fp32() : solver.fp64();

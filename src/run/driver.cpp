@@ -187,9 +187,7 @@ struct PreparedRun::State {
                                 problem.molecule, scf.orbitals,       *plan.mp2_gradient, &context.scratch,
                                 options.scf.d_convergence_for(scf.orbitals.spin_count()),
                                 context.progress,     &problem.orbital_basis};
-      FittedTensorStore* jk_factors = integrals.fock->fitted_factors();
-      if (jk_factors == nullptr) throw std::logic_error("the DF-MP2 gradient needs the DF-SCF's factors");
-      return density_fitted_mp2_gradient(in, *jk_factors, *budget, context.comm);
+      return density_fitted_mp2_gradient(in, *integrals.fock, *budget, context.comm);
     });
     base.gradient = gradient.gradient;
     base.mp2_dipole_moment = gradient.dipole;

@@ -155,36 +155,34 @@ DensityFittedFock::DensityFittedFock(const libint2::BasisSet& obs, const libint2
       budget_(budget),
       workspace_bytes_(plan.workspace_bytes) {}
 
-Eigen::MatrixXd DensityFittedFock::build(const Eigen::MatrixXd& density_factor, kernels::Precision precision) {
+std::vector<Eigen::MatrixXd> DensityFittedFock::two_electron_fock(std::span<const FactorPair> densities,
+                                                                  kernels::Precision precision) {
   const auto n = static_cast<Eigen::Index>(nbf_);
-  Eigen::MatrixXd J(n, n), K(n, n);
-  const kernels::DensityFactors density{density_factor.data(), nullptr, static_cast<std::size_t>(density_factor.cols())};
-  double* J_data = J.data();
-  double* K_data = K.data();
-  coulomb_exchange({&density, 1}, {&J_data, 1}, {&K_data, 1}, precision);
-  Eigen::MatrixXd G = 2.0 * J - K;
-  comm_.allreduce_sum(G.data(), static_cast<std::size_t>(G.size()));
+  std::vector<kernels::DensityFactors> factors;
+  std::vector<Eigen::MatrixXd> J, G;  // G holds K_s first
+  for (const FactorPair& d : densities) {
+    factors.push_back({d.left.data(), d.is_symmetric() ? nullptr : d.right.data(), std::size_t(d.left.cols())});
+    J.emplace_back(n, n);
+    G.emplace_back(n, n);
+  }
+  std::vector<double*> J_data, K_data;
+  for (std::size_t s = 0; s < densities.size(); ++s) {
+    J_data.push_back(J[s].data());
+    K_data.push_back(G[s].data());
+  }
+  coulomb_exchange(factors, J_data, K_data, precision);
+  const double w = 2.0 / double(densities.size());  // the electrons an orbital of a set holds
+  for (std::size_t t = 1; t < J.size(); ++t) J[0] += J[t];  // J of the total density: J is linear in D
+  for (Eigen::MatrixXd& G_s : G) {
+    G_s = w * J[0] - G_s;
+    comm_.allreduce_sum(G_s.data(), static_cast<std::size_t>(G_s.size()));
+  }
   return G;
 }
 
-std::array<Eigen::MatrixXd, 2> DensityFittedFock::build_unrestricted(const Eigen::MatrixXd& alpha_factor,
-                                                                     const Eigen::MatrixXd& beta_factor,
-                                                                     kernels::Precision precision) {
-  const auto n = static_cast<Eigen::Index>(nbf_);
-  const kernels::DensityFactors densities[2] = {
-      {alpha_factor.data(), nullptr, static_cast<std::size_t>(alpha_factor.cols())},
-      {beta_factor.data(), nullptr, static_cast<std::size_t>(beta_factor.cols())}};
-  std::array<Eigen::MatrixXd, 2> J{Eigen::MatrixXd(n, n), Eigen::MatrixXd(n, n)};
-  std::array<Eigen::MatrixXd, 2> G{Eigen::MatrixXd(n, n), Eigen::MatrixXd(n, n)};
-  double* J_data[2] = {J[0].data(), J[1].data()};
-  double* K[2] = {G[0].data(), G[1].data()};
-  coulomb_exchange(densities, J_data, K, precision);
-  J[0] += J[1];  // J of the total density: J is linear in D
-  for (Eigen::MatrixXd& G_spin : G) {
-    G_spin = J[0] - G_spin;
-    comm_.allreduce_sum(G_spin.data(), static_cast<std::size_t>(G_spin.size()));
-  }
-  return G;
+std::unique_ptr<FockResponse> DensityFittedFock::occupied_response(std::vector<Eigen::MatrixXd> C_occ,
+                                                                   MemoryBudget& budget, bool fp32) {
+  return std::make_unique<OccupiedFockResponse>(store_, layout_, std::move(C_occ), budget, fp32, comm_);
 }
 
 void DensityFittedFock::set_aside_workspace() {
@@ -228,9 +226,11 @@ std::vector<LargeArray<Real>> occupied_caches(MemoryBudget& budget, std::size_t 
 }  // namespace
 
 OccupiedFockResponse::OccupiedFockResponse(FittedTensorStore& factors, const kernels::BlockPackedLayout& layout,
-                                           std::vector<Eigen::MatrixXd> C_occ, MemoryBudget& budget, bool fp32)
+                                           std::vector<Eigen::MatrixXd> C_occ, MemoryBudget& budget, bool fp32,
+                                           Communicator& comm)
     : factors_(factors),
       layout_(layout),
+      comm_(comm),
       C_occ_(std::move(C_occ)),
       cache_(occupied_caches<double>(budget, layout.n(), C_occ_, factors.rows(),
                                      "the Z-vector's B^Q C_o and C_oᵀ B^Q C_o")),
@@ -273,7 +273,7 @@ std::size_t OccupiedFockResponse::bytes(std::size_t nbf, std::span<const std::si
   return bytes;
 }
 
-std::vector<Eigen::MatrixXd> OccupiedFockResponse::operator()(const std::vector<Eigen::MatrixXd>& L,
+std::vector<Eigen::MatrixXd> OccupiedFockResponse::of_changes(const std::vector<Eigen::MatrixXd>& L,
                                                               kernels::Precision precision) {
   std::vector<const double*> factors;
   for (const Eigen::MatrixXd& l : L) factors.push_back(l.data());
@@ -298,6 +298,7 @@ std::vector<Eigen::MatrixXd> OccupiedFockResponse::product(double flops_fp64, do
   factors_.for_each_block(
       [&](std::size_t first, std::size_t count, const double* rows) { response_.add(first, count, rows); });
   response_.finish(out);
+  for (Eigen::MatrixXd& F : FC_occ) comm_.allreduce_sum(F.data(), static_cast<std::size_t>(F.size()));
   work_.flops_fp64 += flops_fp64;
   work_.flops_fp32 += flops_fp32;
   return FC_occ;

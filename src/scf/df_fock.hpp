@@ -1,4 +1,4 @@
-// Density-fitted two-electron Fock term from the fitted factors B^Q_μν over the "jk" auxiliary
+// Density-fitted two-electron Fock terms from the fitted factors B^Q_μν over the "jk" auxiliary
 // basis (src/integrals/df_tensor_store: the significant shell pairs μ ≥ ν, this rank's Q, in memory
 // or partly on disk). J and K come from one pass over B per build (kernels/packed_jk):
 //   J_μν = Σ_Q B^Q_μν γ_Q,  γ_Q = Σ_λσ B^Q_λσ D_λσ;   K_μν = Σ_Q (B^Q L)(B^Q R)ᵀ_μν,  D = L Rᵀ
@@ -6,7 +6,6 @@
 // factors of its block of Q and G is summed over ranks.
 #pragma once
 
-#include <array>
 #include <memory>
 #include <optional>
 #include <span>
@@ -53,20 +52,24 @@ class DensityFittedFock : public FockBuilder {
   DensityFittedFock(const libint2::BasisSet& obs, const libint2::BasisSet& aux, const ShellPairs& pairs,
                     const DensityFittedScfPlan& plan, MemoryBudget& budget, const ScratchDirectory* scratch,
                     Communicator& comm, const std::function<void(double)>& progress);
-  Eigen::MatrixXd build(const Eigen::MatrixXd& density_factor, kernels::Precision precision) override;
-  std::array<Eigen::MatrixXd, 2> build_unrestricted(const Eigen::MatrixXd& alpha_factor,
-                                                    const Eigen::MatrixXd& beta_factor,
-                                                    kernels::Precision precision) override;
   bool has_fp32_build() const override { return true; }
+  // An OccupiedFockResponse of these factors.
+  std::unique_ptr<FockResponse> occupied_response(std::vector<Eigen::MatrixXd> C_occ, MemoryBudget& budget,
+                                                  bool fp32) override;
   void set_aside_workspace() override;
   // Work of making the factors (integrals and fitting), apart from the builds' work().
   const StageWork& setup_work() const { return store_.setup_work(); }
   // This rank's factors B^Q themselves (the DF gradients' coefficients come from them).
-  FittedTensorStore* fitted_factors() override { return &store_; }
+  FittedTensorStore* fitted_factors_for_derivatives() override { return &store_; }
+
+ protected:
+  std::vector<Eigen::MatrixXd> two_electron_fock(std::span<const FactorPair> densities,
+                                                 kernels::Precision precision) override;
+  std::size_t functions() const override { return nbf_; }
 
  private:
-  // J_s and K_s (this rank's Q; not summed over ranks) of the SCF's densities given by factors,
-  // counting the work.
+  // J_s and K_s (this rank's Q; not summed over ranks) of the densities given by factors, counting
+  // the work.
   void coulomb_exchange(std::span<const kernels::DensityFactors> densities, std::span<double* const> J,
                         std::span<double* const> K, kernels::Precision precision);
   Communicator& comm_;
@@ -79,36 +82,31 @@ class DensityFittedFock : public FockBuilder {
   std::optional<MemoryBudget::Reservation> workspace_;
 };
 
-// The Z-vector's products F_s(Z) C_s (kernels/occupied_response: RHF's (4J − 2K)(Z) C_o of its
-// one set, UHF's [J(Z_α + Z_β) − K(Z_s)] C_s of each spin's) for many changes L_s and fixed
-// occupied orbitals C_s (a third of a general J/K build's work), from this rank's factors: B^Q C_s
-// and C_sᵀ B^Q C_s of this rank's Q made once, in one pass over the tensor, into memory drawn from
-// the budget. Each product is this rank's part; the caller sums over ranks.
-class OccupiedFockResponse {
+// FockResponse of a DensityFittedFock's factors (kernels/occupied_response: RHF's (4J − 2K)(½ Z) C_o
+// of its one set, UHF's [J(Z_α + Z_β) − K(Z_s)] C_s of each spin's) for many changes L_s and fixed
+// occupied orbitals C_s (a third of a general J/K build's work): B^Q C_s and C_sᵀ B^Q C_s of this
+// rank's Q made once, in one pass over the tensor, into memory drawn from the budget; each product
+// is summed over the ranks.
+class OccupiedFockResponse : public FockResponse {
  public:
-  // factors: a DF-SCF's (FockBuilder::fitted_factors), stored in `layout` (its shell pairs'). C_occ:
-  // each set's occupied orbitals, RHF's one or UHF's α and β. fp32: the kept products also in
-  // fp32, for fp32 products.
+  // factors: a DensityFittedFock's, stored in `layout` (its shell pairs'). C_occ: each set's
+  // occupied orbitals, RHF's one or UHF's α and β. fp32: the kept products also in fp32, for fp32
+  // products.
   OccupiedFockResponse(FittedTensorStore& factors, const kernels::BlockPackedLayout& layout,
-                       std::vector<Eigen::MatrixXd> C_occ, MemoryBudget& budget, bool fp32);
+                       std::vector<Eigen::MatrixXd> C_occ, MemoryBudget& budget, bool fp32, Communicator& comm);
   // What it draws for `rows` rows Q and sets of `nocc` orbitals: the kept products and the
   // threads' buffers.
   static std::size_t bytes(std::size_t nbf, std::span<const std::size_t> nocc, std::size_t rows, bool fp32);
-  // What one set's kept products alone draw (release_occupied_products), of them.
+  // What one set's kept products alone draw (release_fitted_occupied_products), of them.
   static std::size_t kept_products_bytes(std::size_t nbf, std::size_t nocc, std::size_t rows);
-  // F_s(Z) C_s of each set's L_s (nbf × nocc_s); fp32 only when made with fp32.
-  std::vector<Eigen::MatrixXd> operator()(const std::vector<Eigen::MatrixXd>& L,
-                                          kernels::Precision precision = kernels::Precision::fp64);
-  // F_s(D) C_s of symmetric D_s (nbf × nbf): RHF's (4J − 2K)(D) C_o, UHF's 2 [J(D_α + D_β) − K(D_s)] C_s.
-  std::vector<Eigen::MatrixXd> of_symmetric(const std::vector<Eigen::MatrixXd>& D);
-  // The first set's kept B^Q C_o and C_oᵀ B^Q C_o, for other uses once the products are done (no
-  // product after): per row Q of this rank, nbf·nocc then nocc² doubles.
-  LargeArray<double> release_occupied_products() { return std::move(cache_.front()); }
-  // Work of the products so far (with the caches' making, apart from it).
-  const StageWork& work() const { return work_; }
+  std::vector<Eigen::MatrixXd> of_changes(const std::vector<Eigen::MatrixXd>& L,
+                                          kernels::Precision precision) override;
+  std::vector<Eigen::MatrixXd> of_symmetric(const std::vector<Eigen::MatrixXd>& D) override;
+  // The first set's kept B^Q C_o and C_oᵀ B^Q C_o: per row Q of this rank, nbf·nocc then nocc² doubles.
+  LargeArray<double> release_fitted_occupied_products() override { return std::move(cache_.front()); }
 
  private:
-  // The begun product over every row of the store, counting its flops.
+  // The begun product over every row of the store, summed over the ranks, counting its flops.
   std::vector<Eigen::MatrixXd> product(double flops_fp64, double flops_fp32);
   std::vector<std::size_t> nocc() const;
   // Each set's C_s and caches, for the kernel.
@@ -116,7 +114,7 @@ class OccupiedFockResponse {
 
   FittedTensorStore& factors_;
   const kernels::BlockPackedLayout& layout_;
-  StageWork work_;
+  Communicator& comm_;
   std::vector<Eigen::MatrixXd> C_occ_;
   std::vector<LargeArray<double>> cache_;
   std::vector<LargeArray<float>> cache_fp32_;

@@ -2,11 +2,35 @@
 
 #include <omp.h>
 
+#include <cstdio>
+#include <stdexcept>
+
 #include "src/integrals/four_index.hpp"
 
 namespace dfmp2 {
 namespace {
+
 constexpr int kFullBuildEvery = 8;
+// A product L Rᵀ counts as symmetric when it differs from its transpose by no more than rounding
+// (of its sums of 2k products) would make it, relative to its largest element.
+constexpr double kSymmetryTolerance = 1e-12;
+
+// D = L Rᵀ, symmetrised; refused when it is not symmetric.
+Eigen::MatrixXd symmetric_density(const FactorPair& d) {
+  if (d.is_symmetric()) return d.left * d.left.transpose();
+  const Eigen::MatrixXd D = d.left * d.right.transpose();
+  const double asymmetry = (D - D.transpose()).cwiseAbs().maxCoeff();
+  if (asymmetry > kSymmetryTolerance * D.cwiseAbs().maxCoeff()) {
+    char why[256];
+    std::snprintf(why, sizeof why,
+                  "exact-integral Fock builds take symmetric densities only (this L Rᵀ differs from its transpose by "
+                  "%.1e): their quartet loop uses D_λσ = D_σλ; a non-symmetric density needs the density-fitted "
+                  "builder", asymmetry);
+    throw std::invalid_argument(why);
+  }
+  return 0.5 * (D + D.transpose());
+}
+
 }  // namespace
 
 ExactFock::ExactFock(const libint2::BasisSet& obs, const ShellPairs& pairs, Communicator& comm,
@@ -22,15 +46,11 @@ std::size_t ExactFock::peak_bytes(std::size_t nbf, std::size_t spins) {
   return sizeof(double) * nbf * nbf * spins * static_cast<std::size_t>(omp_get_max_threads() + 4);
 }
 
-Eigen::MatrixXd ExactFock::build(const Eigen::MatrixXd& density_factor, kernels::Precision) {
-  return build_spins({density_factor * density_factor.transpose()})[0];
-}
-
-std::array<Eigen::MatrixXd, 2> ExactFock::build_unrestricted(const Eigen::MatrixXd& alpha_factor,
-                                                             const Eigen::MatrixXd& beta_factor, kernels::Precision) {
-  std::vector<Eigen::MatrixXd> G =
-      build_spins({alpha_factor * alpha_factor.transpose(), beta_factor * beta_factor.transpose()});
-  return {std::move(G[0]), std::move(G[1])};
+std::vector<Eigen::MatrixXd> ExactFock::two_electron_fock(std::span<const FactorPair> densities,
+                                                          kernels::Precision) {
+  std::vector<Eigen::MatrixXd> D;
+  for (const FactorPair& d : densities) D.push_back(symmetric_density(d));
+  return build_spins(D);
 }
 
 void ExactFock::store_quartets() {

@@ -1,4 +1,7 @@
-// G = 2J − K (or UHF's G_α, G_β) from exact four-index integrals. When the memory plan has room
+// G = 2J − K (or UHF's G_α, G_β) from exact four-index integrals, of symmetric densities only: the
+// quartet loop takes each unique quartet once, which presumes D_λσ = D_σλ (and gives a symmetric
+// G), so a factor pair whose L Rᵀ is not symmetric is refused (the density-fitted builder takes
+// those); pairs like the Z-vector's [L C][C L]ᵀ, symmetric though L ≠ R, are built. When the memory plan has room
 // for them, the quartets are computed once at the second build and stored, and every later build
 // only contracts them (PK-style). Otherwise each build computes them again (direct SCF),
 // incrementally: G(D_n) = G(D_{n−1}) + G(D_n − D_{n−1}), where the density change screens most
@@ -26,12 +29,14 @@ class ExactFock : public FockBuilder {
   // (StoredQuartets::bytes of this rank's part, drawn from budget at the second build).
   ExactFock(const libint2::BasisSet& obs, const ShellPairs& pairs, Communicator& comm, MemoryBudget& budget,
             std::size_t spins, bool store_quartets);
-  Eigen::MatrixXd build(const Eigen::MatrixXd& density_factor, kernels::Precision precision) override;
-  std::array<Eigen::MatrixXd, 2> build_unrestricted(const Eigen::MatrixXd& alpha_factor,
-                                                    const Eigen::MatrixXd& beta_factor,
-                                                    kernels::Precision precision) override;
   // What builds of `spins` densities hold (per-thread G, the last D and G, per spin).
   static std::size_t peak_bytes(std::size_t nbf, std::size_t spins);
+
+ protected:
+  // Builds exactly whatever the precision asked.
+  std::vector<Eigen::MatrixXd> two_electron_fock(std::span<const FactorPair> densities,
+                                                 kernels::Precision precision) override;
+  std::size_t functions() const override { return obs_.nbf(); }
 
  private:
   // Every spin's G from its density D_s (exact_two_electron_fock's convention).

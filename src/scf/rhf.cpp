@@ -94,9 +94,9 @@ Eigen::MatrixXd orthogonaliser(const Eigen::MatrixXd& S, double s_tolerance, int
 // The spins' two-electron terms: one closed-shell G, or UHF's G_α and G_β.
 std::vector<Eigen::MatrixXd> two_electron_terms(FockBuilder& fock, const std::vector<Eigen::MatrixXd>& factors,
                                                 kernels::Precision precision) {
-  if (factors.size() == 1) return {fock.build(factors[0], precision)};
-  auto [alpha, beta] = fock.build_unrestricted(factors[0], factors[1], precision);
-  return {std::move(alpha), std::move(beta)};
+  std::vector<FactorPair> densities;
+  for (const Eigen::MatrixXd& factor : factors) densities.push_back(FactorPair::symmetric(factor));
+  return fock.fock(densities, precision);
 }
 
 // What one iteration's Fock matrices F_s = H + G_s give.

@@ -247,7 +247,7 @@ ScfRun run_scf(const Molecule& mol, const std::string& basis, ScfType type, cons
                      const auto df_scf_gradient = [&](const SeparableTermLayout& layout) {
                        return density_fitted_scf_gradient(
                            problem.obs, *problem.jk_aux, problem.pairs,
-                           *integrals.fock->fitted_factors(), problem.molecule, scf.orbitals, layout,
+                           *integrals.fock->fitted_factors_for_derivatives(), problem.molecule, scf.orbitals, layout,
                            context.budget, &context.scratch, context.comm, &problem.orbital_basis);
                      };
                      if (df_gradient) {
@@ -344,7 +344,7 @@ Mp2Run df_mp2(const Molecule& mol, const std::string& basis, const std::string& 
                                                   *plan.mp2_gradient, &context.scratch, z_convergence,
                                                   context.progress, &problem.orbital_basis};
                         return Mp2Run{scf.e_scf,
-                                      density_fitted_mp2_gradient(in, *integrals.fock->fitted_factors(),
+                                      density_fitted_mp2_gradient(in, *integrals.fock,
                                                                   context.budget, context.comm),
                                       plan.mp2_gradient->fp32_z_vector};
                       });

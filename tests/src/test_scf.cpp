@@ -17,6 +17,7 @@
 #include "src/io/xyz.hpp"
 #include "src/molecule/basis.hpp"
 #include "src/run/driver.hpp"
+#include "src/scf/df_fock.hpp"
 #include "src/scf/exact_fock.hpp"
 #include "src/scf/sad_guess.hpp"
 #include "tests/src/skip.hpp"
@@ -93,22 +94,34 @@ TEST_CASE("SAD and core-Hamiltonian guesses converge to the same RHF energy") {
         std::abs(core.scf_iterations.front().energy - core.e_scf));
 }
 
-TEST_CASE("exact Fock builds from stored quartets equal the direct, incremental ones") {
-  const Molecule water = input_molecule("water");
+namespace {
+
+// Water in cc-pVDZ: its orbital set and shell pairs.
+struct WaterInCcPvdz {
   Libint2Session session;
-  const libint2::BasisSet obs = place_on(load_basis("cc-pvdz", BasisRole::orbital), water);
-  const ShellPairs pairs = significant_shell_pairs(obs);
+  Molecule molecule = input_molecule("water");
+  libint2::BasisSet obs = place_on(load_basis("cc-pvdz", BasisRole::orbital), molecule);
+  ShellPairs pairs = significant_shell_pairs(obs);
   Communicator this_process;
+  Eigen::Index nbf() const { return static_cast<Eigen::Index>(obs.nbf()); }
+};
+
+}  // namespace
+
+TEST_CASE("exact Fock builds from stored quartets equal the direct, incremental ones") {
+  WaterInCcPvdz water;
   MemoryBudget roomy(std::size_t(1) << 30);
   MemoryBudget builds(std::size_t(1) << 30);
-  ExactFock stored(obs, pairs, this_process, roomy, 1, true), direct(obs, pairs, this_process, builds, 1, false);
-  const auto nbf = static_cast<Eigen::Index>(obs.nbf());
+  ExactFock stored(water.obs, water.pairs, water.this_process, roomy, 1, true),
+      direct(water.obs, water.pairs, water.this_process, builds, 1, false);
+  const Eigen::Index nbf = water.nbf();
   Eigen::MatrixXd factor = Eigen::MatrixXd::Random(nbf, 5);
   for (int build = 0; build < 4; ++build) {  // a density that changes a little each time, as an SCF's
     INFO("build " << build);
     factor += 1e-3 * Eigen::MatrixXd::Random(nbf, 5);
-    const Eigen::MatrixXd G_stored = stored.build(factor, kernels::Precision::fp64);
-    const Eigen::MatrixXd G_direct = direct.build(factor, kernels::Precision::fp64);
+    const FactorPair density[1] = {FactorPair::symmetric(factor)};
+    const Eigen::MatrixXd G_stored = stored.fock(density, kernels::Precision::fp64)[0];
+    const Eigen::MatrixXd G_direct = direct.fock(density, kernels::Precision::fp64)[0];
     CHECK((G_stored - G_direct).norm() <= 1e-10 * G_stored.norm());
   }
   CHECK(roomy.peak_drawn() > builds.peak_drawn());  // the quartets were stored there
@@ -225,4 +238,128 @@ TEST_CASE("DF J/K: the heap its builds draw, one column up to the most, stays wi
     CHECK(most <= budgeted);
   }
 #endif
+}
+
+namespace {
+
+// With a density-fitted Fock builder over cc-pVDZ-JKFIT, its factors in memory.
+struct DensityFittedWater : WaterInCcPvdz {
+  libint2::BasisSet aux = place_on(load_basis("cc-pvdz-jkfit", BasisRole::auxiliary), molecule);
+  MemoryBudget budget{std::size_t(1) << 30};
+  DensityFittedScfPlan plan = plan_density_fitted_scf(obs, aux, pairs, 2, {}, std::size_t(1) << 30, this_process);
+  DensityFittedFock fock{obs, aux, pairs, plan, budget, nullptr, this_process, {}};
+};
+
+// G_s = w Σ_t J(D_t) − K(D_s), w = 2 / sets, from the definitions over the builder's own factors
+// B^Q (unpacked): J(D) = Σ_Q tr(B^Q D) B^Q, K(D) = Σ_Q B^Q D B^Q.
+std::vector<Eigen::MatrixXd> fock_from_fitted_factors(DensityFittedWater& water, const std::vector<Eigen::MatrixXd>& D) {
+  const Eigen::Index n = water.nbf();
+  const kernels::BlockPackedLayout& layout = water.pairs.layout;
+  Eigen::MatrixXd J = Eigen::MatrixXd::Zero(n, n), B(n, n);
+  std::vector<Eigen::MatrixXd> G(D.size(), Eigen::MatrixXd::Zero(n, n));  // −K_s first
+  water.fock.fitted_factors_for_derivatives()->for_each_block([&](std::size_t, std::size_t count, const double* rows) {
+    for (std::size_t q = 0; q < count; ++q) {
+      kernels::unpack_symmetric(layout, rows + q * layout.size(), B.data());
+      for (std::size_t s = 0; s < D.size(); ++s) {
+        J += B.cwiseProduct(D[s]).sum() * B;
+        G[s] -= B * D[s] * B;
+      }
+    }
+  });
+  for (Eigen::MatrixXd& G_s : G) G_s += (2.0 / double(D.size())) * J;
+  return G;
+}
+
+double largest_difference(const Eigen::MatrixXd& a, const Eigen::MatrixXd& b) { return (a - b).cwiseAbs().maxCoeff(); }
+
+// Tolerances relative to the largest element, about 10× the differences measured (random factors,
+// over several runs): fp64 builds against each other or the definitions up to 3.1e-15; fp32 (K's
+// products, or the whole response, in single precision) up to 6.7e-7.
+constexpr double kFp64Agreement = 3e-14, kFp32Agreement = 5e-6;
+
+}  // namespace
+
+TEST_CASE("the DF Fock builder's G of factor pairs, symmetric or not, is w Σ_t J(D_t) − K(D_s) of D = L Rᵀ") {
+  DensityFittedWater water;
+  const Eigen::Index n = water.nbf();
+  const Eigen::MatrixXd F = Eigen::MatrixXd::Random(n, 5), L = Eigen::MatrixXd::Random(n, 4),
+                        R = Eigen::MatrixXd::Random(n, 4);
+  const FactorPair general{L, R};
+  // A closed shell's one set (G = 2J − K), and UHF's two sets (G_s = J(D_α + D_β) − K(D_s)).
+  for (const std::vector<FactorPair>& densities :
+       {std::vector<FactorPair>{general}, std::vector<FactorPair>{FactorPair::symmetric(F), general}}) {
+    INFO(densities.size() << " set(s)");
+    std::vector<Eigen::MatrixXd> D;
+    for (const FactorPair& d : densities) D.push_back(d.left * d.right.transpose());
+    const std::vector<Eigen::MatrixXd> expected = fock_from_fitted_factors(water, D);
+    const std::vector<Eigen::MatrixXd> G = water.fock.fock(densities, kernels::Precision::fp64);
+    const std::vector<Eigen::MatrixXd> G_fp32 = water.fock.fock(densities, kernels::Precision::fp32);
+    REQUIRE(G.size() == D.size());
+    for (std::size_t s = 0; s < D.size(); ++s) {
+      const double size = expected[s].cwiseAbs().maxCoeff();
+      CHECK(largest_difference(G[s], expected[s]) <= kFp64Agreement * size);
+      CHECK(largest_difference(G_fp32[s], expected[s]) <= kFp32Agreement * size);
+    }
+    // L Rᵀ's K is not symmetric: left and right taken the other way round would give its transpose,
+    // far outside the tolerance.
+    CHECK(largest_difference(G.back(), G.back().transpose()) > 0.01 * expected.back().cwiseAbs().maxCoeff());
+  }
+  const FactorPair mismatched[1] = {{F, L}};
+  CHECK_THROWS_WITH(water.fock.fock(mismatched, kernels::Precision::fp64), Catch::Contains("factors 24×5 and 24×4"));
+}
+
+TEST_CASE("the DF Fock builder's occupied response, from its kept B^Q C_o, equals its builds of the pairs [L C][C L]ᵀ") {
+  DensityFittedWater water;
+  const Eigen::Index n = water.nbf();
+  const std::vector<Eigen::MatrixXd> C_both = {Eigen::MatrixXd::Random(n, 5), Eigen::MatrixXd::Random(n, 3)},
+                                     L_both = {Eigen::MatrixXd::Random(n, 5), Eigen::MatrixXd::Random(n, 3)};
+  std::vector<Eigen::MatrixXd> D_both;
+  for (int s = 0; s < 2; ++s) {
+    const Eigen::MatrixXd A = Eigen::MatrixXd::Random(n, n);
+    D_both.push_back(A + A.transpose());
+  }
+  for (const std::size_t sets : {1, 2}) {  // RHF's one set, UHF's α and β
+    INFO(sets << " set(s)");
+    const std::vector<Eigen::MatrixXd> C(C_both.begin(), C_both.begin() + sets), L(L_both.begin(), L_both.begin() + sets),
+        D(D_both.begin(), D_both.begin() + sets);
+    const std::unique_ptr<FockResponse> fitted = water.fock.occupied_response(C, water.budget, true);
+    const std::unique_ptr<FockResponse> from_builds = water.fock.FockBuilder::occupied_response(C, water.budget, true);
+    const std::vector<Eigen::MatrixXd> expected = from_builds->of_changes(L, kernels::Precision::fp64),
+                                       expected_symmetric = from_builds->of_symmetric(D),
+                                       changes = fitted->of_changes(L, kernels::Precision::fp64),
+                                       changes_fp32 = fitted->of_changes(L, kernels::Precision::fp32),
+                                       symmetric = fitted->of_symmetric(D);
+    for (std::size_t s = 0; s < sets; ++s) {
+      const double size = expected[s].cwiseAbs().maxCoeff();
+      CHECK(largest_difference(changes[s], expected[s]) <= kFp64Agreement * size);
+      CHECK(largest_difference(changes_fp32[s], expected[s]) <= kFp32Agreement * size);
+      CHECK(largest_difference(symmetric[s], expected_symmetric[s]) <=
+            kFp64Agreement * expected_symmetric[s].cwiseAbs().maxCoeff());
+    }
+    CHECK(fitted->work().flops_fp32 > 0.0);
+    CHECK(from_builds->work().flops_fp64 > 0.0);
+    CHECK(fitted->release_fitted_occupied_products().size() ==
+          water.plan.tensor.q.size() * std::size_t(n * 5 + 25));  // per row Q: B^Q C_o, C_oᵀ B^Q C_o
+    CHECK(from_builds->release_fitted_occupied_products().empty());
+  }
+}
+
+TEST_CASE("exact Fock builds take a symmetric product of two factors (the Z-vector's) and refuse a non-symmetric one") {
+  WaterInCcPvdz water;
+  MemoryBudget budget(std::size_t(1) << 30);
+  ExactFock fock(water.obs, water.pairs, water.this_process, budget, 1, false);
+  const Eigen::Index n = water.nbf();
+  const Eigen::MatrixXd C = Eigen::MatrixXd::Random(n, 5), L = Eigen::MatrixXd::Random(n, 5);
+  const std::unique_ptr<FockResponse> response = fock.occupied_response({C}, budget, false);
+  const Eigen::MatrixXd GC = response->of_changes({L}, kernels::Precision::fp64)[0];
+  // G is linear in D: G(L Cᵀ + C Lᵀ) = G((L + C)(L + C)ᵀ) − G(L Lᵀ) − G(C Cᵀ).
+  const auto G = [&](const Eigen::MatrixXd& factor) {
+    const FactorPair density[1] = {FactorPair::symmetric(factor)};
+    return fock.fock(density, kernels::Precision::fp64)[0];
+  };
+  const Eigen::MatrixXd expected = (G(L + C) - G(L) - G(C)) * C;
+  // The differences cancel: up to 1.1e-14 of the largest element measured.
+  CHECK(largest_difference(GC, expected) <= 1e-13 * expected.cwiseAbs().maxCoeff());
+  const FactorPair general[1] = {{L, C}};
+  CHECK_THROWS_WITH(fock.fock(general, kernels::Precision::fp64), Catch::Contains("symmetric densities only"));
 }
