@@ -206,7 +206,7 @@ Mp2AmplitudeSums form_gamma(const RiPasses& passes, const std::vector<OrbitalSet
     progress.begin("MP2 gradient: amplitudes, P and Γ (blocks of occupied orbitals)");
     return closed_shell_amplitudes(x[0], s[0], plan.amplitude_orbitals, plan.keeps_integrals, loop);
   }
-  progress.message("MP2 gradient: amplitudes, P and Γ (αα and αβ with k of α, ββ and αβ with k of β)");
+  progress.begin("MP2 gradient: amplitudes, P and Γ (αα and αβ with k of α, ββ and αβ with k of β)");
   const std::vector<CorrelatedOrbitals> spins{x[0], x[1]};
   return open_shell_amplitudes(spins, s, loop);
 }
