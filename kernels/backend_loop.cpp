@@ -39,14 +39,13 @@ EnergyResult loop_energy(const PairSpace<Real>& pairs, const EnergyOptions& opti
                    pairs.cols.data + c.j0 * ldb_cols, naux, T_flat.data(), ldt);
     const auto t1 = clock::now();
     const Real* T = T_flat.data();
-#pragma omp parallel for collapse(2) schedule(dynamic, 1) reduction(+ : e_os, e_ss)
-    for (std::size_t i = c.i0; i < c.i1; ++i)
-      for (std::size_t j = c.j0; j < c.j1; ++j) {
-        if (!pairs.needed(i, j)) continue;  // above the diagonal: T_ji = T_ijᵀ
-        const PairEnergy e = pairs.energy(i, j, T + (i - c.i0) * nvir_a * ldt + (j - c.j0) * nvir_b, ldt);
-        e_os += e.os;
-        e_ss += e.ss;
-      }
+    const PairEnergy e = sum_pairs(
+        c, [&](std::size_t i, std::size_t j) { return pairs.needed(i, j); },  // above the diagonal: T_ji = T_ijᵀ
+        [&](std::size_t i, std::size_t j) {
+          return pairs.energy(i, j, T + (i - c.i0) * nvir_a * ldt + (j - c.j0) * nvir_b, ldt);
+        });
+    e_os += e.os;
+    e_ss += e.ss;
     const auto t2 = clock::now();
     r.gemm_seconds += std::chrono::duration<double>(t1 - t0).count();
     r.reduce_seconds += std::chrono::duration<double>(t2 - t1).count();

@@ -6,6 +6,8 @@
 #include <functional>
 #include <vector>
 
+#include "kernels/energy_reduction.hpp"
+
 namespace dfmp2::kernels::detail {
 
 // A rectangle of occupied pairs, rows I = [i0, i1) × columns J = [j0, j1); in a triangular pair
@@ -23,6 +25,24 @@ struct PairShape {
   bool triangular = true;
   std::size_t cols_below(std::size_t i1) const { return triangular ? i1 : ncols; }  // j < this
 };
+
+// Every pair (i, j) of `block` for which needed(i, j), over the threads of the team this starts
+// (OpenMP, dynamic), summing pair(i, j)'s energy (each pair's from the shared reduction,
+// reduce_pair): the loop backend's pass over its T_flat, and the DF-MP2 gradient's amplitude
+// blocks (src/gradient/mp2_amplitudes.cpp), whose pair(i, j) also keeps the pair's amplitudes.
+template <typename Needed, typename Pair>
+PairEnergy sum_pairs(const PairBlock& block, Needed needed, Pair pair) {
+  double os = 0.0, ss = 0.0;
+#pragma omp parallel for collapse(2) schedule(dynamic, 1) reduction(+ : os, ss)
+  for (std::size_t i = block.i0; i < block.i1; ++i)
+    for (std::size_t j = block.j0; j < block.j1; ++j) {
+      if (!needed(i, j)) continue;
+      const PairEnergy e = pair(i, j);
+      os += e.os;
+      ss += e.ss;
+    }
+  return {os, ss};
+}
 
 // Loop backend: occupied row chunks I and, against them, columns 0..j1 (triangular: the trapezoid
 // j < i1), sized so that T_flat, |I|·|J| pair tiles T_ij of pair_bytes each, fits in memory_bytes,

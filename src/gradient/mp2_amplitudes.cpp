@@ -2,14 +2,27 @@
 
 #include <algorithm>
 #include <array>
+#include <functional>
 #include <stdexcept>
 
+#include "kernels/pair_schedule.hpp"
 #include "src/gradient/ri_passes.hpp"
 
 namespace dfmp2 {
 namespace {
 
 using RowMajorMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+// The energy step's pair layer (kernels/pair_schedule.hpp, energy_reduction.hpp): the amplitude
+// blocks' pairs are visited by its pair loop and their energies summed by its reduction.
+using kernels::detail::PairBlock;
+using kernels::detail::PairEnergy;
+using kernels::detail::ProgressCounter;
+constexpr auto kEveryPair = [](std::size_t, std::size_t) { return true; };
+
+// Pairs (i, k) of every i of `rows` with orbitals k of [k0, k0 + nk), as the pair loop takes them.
+PairBlock pairs_with(Eigen::Index rows, Eigen::Index k0, Eigen::Index nk) {
+  return {0, static_cast<std::size_t>(rows), static_cast<std::size_t>(k0), static_cast<std::size_t>(k0 + nk)};
+}
 
 // P_ab's sum over the blocks is symmetric, but not each block's share: C += alpha Aᵀ B on C's upper
 // triangle only, by column blocks of kUpperColumns (about 60 % of the full product's flops for
@@ -96,7 +109,7 @@ class ClosedShellPairs {
   // The kept slots, (step·v)² elements each: which holds block pair (kb, ib), and which are free.
   std::vector<Eigen::Index> slot_of_, free_slots_;
   Mp2AmplitudeSums out_;
-  double e_ = 0.0, e_os_ = 0.0;  // E = Σ T·I, E_os = Σ t·I
+  double e_os_ = 0.0, e_ss_ = 0.0;
   RowMajorMatrix V_inner_;       // Σ_kb B_kb Γ'_kbᵀ
 };
 
@@ -131,33 +144,36 @@ void ClosedShellPairs::form_integrals(Eigen::Index k0, const Eigen::Map<RowMajor
   });
 }
 
-// t_ik, T_ik and their energies from I_ik: this block's rows, or, for i before them, an earlier
-// block's (rows k·v + b, columns i·v + a); then the slots every pair (ib ≤ kb, kb) was read from.
+// t_ik and T_ik of every pair (i, k) of the block from I_ik: this block's rows, or, for i before
+// them, an earlier block's (rows k·v + b, columns i·v + a: I_ik = I_kiᵀ, whose energy is I_ik's,
+// Δ_ab being symmetric in a, b); the pairs' E_OS = Σ t·I and E_SS = Σ (T − t)·I by the energy
+// step's reduce_pair; then the slots every pair (ib ≤ kb, kb) was read from.
 void ClosedShellPairs::form_amplitudes(Eigen::Index k0) {
   const Eigen::Index nk = std::min(step_, o_ - k0), kv = nk * v_, kb = k0 / step_, v = v_;
   Eigen::Map<RowMajorMatrix> t(t_block_.data(), ov_, kv), T(T_block_.data(), ov_, kv);
-  const auto amplitudes_of = [&](Eigen::Index i, Eigen::Index k, const auto& I_ik, double& e, double& e_os) {
+  const auto keep = [&](Eigen::Index i, Eigen::Index k, const auto& I_ik) {
     auto t_ik = t.block(i * v, k * v, v, v);
     for (Eigen::Index a = 0; a < v; ++a)
       for (Eigen::Index b = 0; b < v; ++b)
         t_ik(a, b) = I_ik(a, b) / (x_.eps_active(i) + x_.eps_active(k0 + k) - x_.eps_virtual(a) - x_.eps_virtual(b));
-    auto T_ik = T.block(i * v, k * v, v, v);
-    T_ik = 2.0 * t_ik - t_ik.transpose();
-    e += T_ik.cwiseProduct(I_ik).sum();
-    e_os += t_ik.cwiseProduct(I_ik).sum();
+    T.block(i * v, k * v, v, v) = 2.0 * t_ik - t_ik.transpose();
   };
-  double e = 0.0, e_os = 0.0;
-#pragma omp parallel for collapse(2) schedule(static) reduction(+ : e, e_os)
-  for (Eigen::Index i = 0; i < o_; ++i)
-    for (Eigen::Index k = 0; k < nk; ++k) {
-      const Eigen::Index ib = i / step_, i_in = (i - ib * step_) * v;
-      if (ib >= kb || !keeps_)
-        amplitudes_of(i, k, integrals_of(kb, ib).block(i_in, k * v, v, v), e, e_os);
-      else
-        amplitudes_of(i, k, integrals_of(ib, kb).block(k * v, i_in, v, v).transpose(), e, e_os);
-    }
-  e_ += e;
-  e_os_ += e_os;
+  const PairEnergy e = kernels::detail::sum_pairs(pairs_with(o_, 0, nk), kEveryPair, [&](std::size_t p, std::size_t q) {
+    const auto i = static_cast<Eigen::Index>(p), k = static_cast<Eigen::Index>(q), ib = i / step_;
+    const Eigen::Index i_in = (i - ib * step_) * v;
+    const bool direct = ib >= kb || !keeps_;
+    const Eigen::Map<RowMajorMatrix> rows = direct ? integrals_of(kb, ib) : integrals_of(ib, kb);
+    const auto I = direct ? rows.block(i_in, k * v, v, v) : rows.block(k * v, i_in, v, v);
+    if (direct)
+      keep(i, k, I);
+    else
+      keep(i, k, I.transpose());
+    return kernels::detail::reduce_pair(I.data(), static_cast<std::size_t>(I.outerStride()),
+                                        static_cast<std::size_t>(v), x_.eps_active(i) + x_.eps_active(k0 + k),
+                                        x_.eps.data() + x_.nocc);
+  });
+  e_os_ += e.os;
+  e_ss_ += e.ss;
   if (keeps_)
     for (Eigen::Index ib = 0; ib <= kb; ++ib)
       free_slots_.push_back(slot_of_[static_cast<std::size_t>(ib * blocks_ + kb)]);
@@ -195,8 +211,10 @@ Mp2AmplitudeSums ClosedShellPairs::run() {
   out_.P_vir = {Eigen::MatrixXd::Zero(v_, v_)};
   V_inner_ = RowMajorMatrix::Zero(naux_, naux_);
   const Eigen::Index first = step_ * comm.rank(), stride = step_ * comm.size();
-  double my_flops = 0.0, done_flops = 0.0;
+  double my_flops = 0.0;
   for (Eigen::Index k0 = first; k0 < o_; k0 += stride) my_flops += block_flops(k0);
+  const std::function<void(double)> report = [this](double done) { loop_.progress.fraction(done); };
+  ProgressCounter progress(report, static_cast<std::size_t>(my_flops));
   for (Eigen::Index k0 = first; k0 < o_; k0 += stride) {
     const Eigen::Index nk = std::min(step_, o_ - k0), kv = nk * v_;
     Eigen::Map<RowMajorMatrix> B_k(factors_.data(), naux_, kv), gamma_k(factors_.data() + naux_ * kv, naux_, kv);
@@ -207,13 +225,14 @@ Mp2AmplitudeSums ClosedShellPairs::run() {
     form_P(nk);
     form_gamma(k0, B_k, gamma_k);
     loop_.work.flops_fp64 += block_flops(k0);
-    done_flops += block_flops(k0);
-    loop_.progress.fraction(done_flops / my_flops);
+    progress.add(static_cast<std::size_t>(block_flops(k0)));
+    progress.report();
   }
-  comm.allreduce_sum(&e_, 1);
+  progress.finish();
   comm.allreduce_sum(&e_os_, 1);
+  comm.allreduce_sum(&e_ss_, 1);
   out_.energy.os = e_os_;
-  out_.energy.ss = e_ - e_os_;
+  out_.energy.ss = e_ss_;
   sum_over_ranks(out_, comm);
   out_.P_vir[0].triangularView<Eigen::StrictlyLower>() = out_.P_vir[0].transpose();
   for (Eigen::Index kb = 0; kb < blocks_; ++kb)  // each block's Γ from the rank that made it
@@ -271,7 +290,7 @@ class OpenShellPairs {
   void same_spin(int sigma, Eigen::Index k, const Eigen::Map<RowMajorMatrix>& B_k);
   void opposite_spin(int sigma, Eigen::Index k, const Eigen::Map<RowMajorMatrix>& B_k);
   void form_gamma(int sigma, Eigen::Index k, const Eigen::Map<RowMajorMatrix>& B_k);
-  void pairs_of(int sigma);
+  void pairs_of(int sigma, ProgressCounter& progress);
 
   const std::vector<CorrelatedOrbitals>& x_;
   AmplitudeLoop& loop_;
@@ -302,15 +321,17 @@ void OpenShellPairs::same_spin(int sigma, Eigen::Index k, const Eigen::Map<RowMa
   const Eigen::Index v = x.nvir, o = x.active();
   Eigen::Map<RowMajorMatrix> t(t_same_data(), x.ov(), v);
   const Eigen::Map<RowMajorMatrix> I = integrals(sigma, B_k);
-#pragma omp parallel for schedule(static)
-  for (Eigen::Index i = 0; i < o; ++i) {
+  const PairEnergy e = kernels::detail::sum_pairs(pairs_with(o, k, 1), kEveryPair, [&](std::size_t p, std::size_t) {
+    const auto i = static_cast<Eigen::Index>(p);
     const auto I_i = I.middleRows(i * v, v);
     auto t_i = t.middleRows(i * v, v);
     for (Eigen::Index a = 0; a < v; ++a)
       for (Eigen::Index b = 0; b < v; ++b)
         t_i(a, b) = (I_i(a, b) - I_i(b, a)) / (x.eps_active(i) + x.eps_active(k) - x.eps_virtual(a) - x.eps_virtual(b));
-  }
-  e_same_[static_cast<std::size_t>(sigma)] += 0.5 * t.cwiseProduct(I).sum();
+    return kernels::detail::reduce_pair(I_i.data(), static_cast<std::size_t>(v), static_cast<std::size_t>(v),
+                                        x.eps_active(i) + x.eps_active(k), x.eps.data() + x.nocc);
+  });
+  e_same_[static_cast<std::size_t>(sigma)] += 0.5 * e.ss;  // Σ t·I, t = (I − Iᵀ)/Δ
   const Eigen::Map<const RowMajorMatrix> t_rows(t_same_data(), o, v * v);  // rows i of [a][b], for P_ij
   out_.P_occ[static_cast<std::size_t>(sigma)].noalias() -= 0.5 * t_rows * t_rows.transpose();
   out_.P_vir[static_cast<std::size_t>(sigma)].noalias() += 0.5 * t.transpose() * t;
@@ -321,13 +342,18 @@ void OpenShellPairs::opposite_spin(int sigma, Eigen::Index k, const Eigen::Map<R
   const Eigen::Index v = x.nvir, va = other.nvir, o_other = other.active();
   Eigen::Map<RowMajorMatrix> t_other(t_opposite_data(), other.ov(), v);
   const Eigen::Map<RowMajorMatrix> I = integrals(1 - sigma, B_k);
-#pragma omp parallel for schedule(static)
-  for (Eigen::Index i = 0; i < o_other; ++i)
+  const PairEnergy e = kernels::detail::sum_pairs(pairs_with(o_other, k, 1), kEveryPair, [&](std::size_t p, std::size_t) {
+    const auto i = static_cast<Eigen::Index>(p);
     for (Eigen::Index a = 0; a < va; ++a)
       for (Eigen::Index b = 0; b < v; ++b)
         t_other(i * va + a, b) =
             I(i * va + a, b) / (other.eps_active(i) + x.eps_active(k) - other.eps_virtual(a) - x.eps_virtual(b));
-  if (sigma == 1) e_opposite_ += t_other.cwiseProduct(I).sum();
+    if (sigma == 0) return PairEnergy{};  // each αβ pair's energy is summed once, with its k of β
+    return kernels::detail::reduce_pair_opposite_spin(
+        I.data() + i * va * v, static_cast<std::size_t>(v), static_cast<std::size_t>(va), static_cast<std::size_t>(v),
+        other.eps_active(i) + x.eps_active(k), other.eps.data() + other.nocc, x.eps.data() + x.nocc);
+  });
+  e_opposite_ += e.os;
   const Eigen::Map<const RowMajorMatrix> t_rows(t_opposite_data(), o_other, va * v);
   out_.P_occ[static_cast<std::size_t>(1 - sigma)].noalias() -= t_rows * t_rows.transpose();
   out_.P_vir[static_cast<std::size_t>(sigma)].noalias() += t_other.transpose() * t_other;
@@ -356,10 +382,10 @@ void OpenShellPairs::form_gamma(int sigma, Eigen::Index k, const Eigen::Map<RowM
               static_cast<std::size_t>(v));
 }
 
-// Every k of σ of this rank's; per k the two I and Γ', 4 (ov + ov_other)·v·naux; V, 2 naux²·v; the
-// same-spin P_ij and P_ab, 2 o²·v² and 2 v²·ov; the opposite-spin ones, 2 o_other²·va·v and 2
-// v²·ov_other; Mᵀ on Γ'.
-void OpenShellPairs::pairs_of(int sigma) {
+// Every k of σ of this rank's, each counted done; per k the two I and Γ', 4 (ov + ov_other)·v·naux;
+// V, 2 naux²·v; the same-spin P_ij and P_ab, 2 o²·v² and 2 v²·ov; the opposite-spin ones, 2
+// o_other²·va·v and 2 v²·ov_other; Mᵀ on Γ'.
+void OpenShellPairs::pairs_of(int sigma, ProgressCounter& progress) {
   const CorrelatedOrbitals &x = x_[static_cast<std::size_t>(sigma)], &other = x_[static_cast<std::size_t>(1 - sigma)];
   const Eigen::Index v = x.nvir, ov = x.ov(), ov_other = other.ov(), o = x.active(), o_other = other.active();
   const RowStore& B = loop_.B[static_cast<std::size_t>(sigma)];
@@ -371,6 +397,8 @@ void OpenShellPairs::pairs_of(int sigma) {
     same_spin(sigma, k, B_k);
     opposite_spin(sigma, k, B_k);
     form_gamma(sigma, k, B_k);
+    progress.add(1);
+    progress.report();
   }
   const double n = double(naux_), vv = double(v);
   loop_.work.flops_fp64 += mine * (4.0 * double(ov + ov_other) * vv * n + 2.0 * n * n * vv +
@@ -386,7 +414,13 @@ Mp2AmplitudeSums OpenShellPairs::run() {
     out_.P_occ.push_back(Eigen::MatrixXd::Zero(x.active(), x.active()));
     out_.P_vir.push_back(Eigen::MatrixXd::Zero(x.nvir, x.nvir));
   }
-  for (int sigma = 0; sigma < 2; ++sigma) pairs_of(sigma);
+  std::size_t mine = 0;  // this rank's orbitals k
+  for (const CorrelatedOrbitals& x : x_)
+    for (Eigen::Index k = comm.rank(); k < x.active(); k += comm.size()) ++mine;
+  const std::function<void(double)> report = [this](double done) { loop_.progress.fraction(done); };
+  ProgressCounter progress(report, mine);
+  for (int sigma = 0; sigma < 2; ++sigma) pairs_of(sigma, progress);
+  progress.finish();
   comm.allreduce_sum(e_same_.data(), e_same_.size());
   comm.allreduce_sum(&e_opposite_, 1);
   sum_over_ranks(out_, comm);

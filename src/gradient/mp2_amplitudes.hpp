@@ -3,7 +3,9 @@
 // orbitals, a few occupied orbitals k at a time, the energy, each set's unrelaxed P_ij and P_ab,
 // Γ_ia^P and V_PQ (mp2_relaxed_density.hpp). The closed-shell loop (RHF's one set) makes
 // t_ik^ab and T_ik^ab = 2 t_ik^ab − t_ik^ba; the open-shell one (UHF's α and β) the same-spin
-// (antisymmetric) and opposite-spin amplitudes of each orbital k with every i of both spins.
+// (antisymmetric) and opposite-spin amplitudes of each orbital k with every i of both spins. Both
+// visit a block's pairs with the energy step's pair loop and sum the pairs' energies with its
+// reduction (kernels/pair_schedule.hpp's sum_pairs, reduce_pair), keeping each pair's amplitudes.
 #pragma once
 
 #include <cstddef>

@@ -83,7 +83,7 @@ RiGradientPhases gradient_phases(const std::vector<Mp2GradientSizes>& sets, std:
   if (p.keeps_occupied_products)
     contraction_holds.push_back({"the Z-vector's B^Q C_o, kept for the JK set's term",
                                  OccupiedFockResponse::kept_products_bytes(s.nbf, s.nocc, s.jk_rows)});
-  ph.pass = ri_pass_plan(s, batch_functions, passes_hold, p.keeps_ri_integrals);
+  ph.pass = ri_pass_plan(sets, batch_functions, passes_hold, p.keeps_ri_integrals);
   ph.add_contraction(contraction_holds, s, p);
   return ph;
 }
@@ -162,23 +162,16 @@ std::vector<OrbitalSet> orbital_sets(const Orbitals& orbitals, const std::vector
 std::vector<RowStore> form_B(const RiPasses& passes, const std::vector<OrbitalSet>& x, const Mp2GradientPlan& plan,
                              const ScratchDirectory* scratch, Progress& progress, StageWork& work) {
   std::vector<RowStore> B;
-  std::vector<RiTransform> active_virtual;
-  std::vector<RowMajorMatrix> row;
+  std::vector<TransformSpin> active_virtual;
   const std::size_t naux = passes.sizes.naux;
   for (std::size_t s = 0; s < x.size(); ++s) {
     B.emplace_back(naux, std::size_t(x[s].ov()), plan.ram_rows, passes.budget, scratch,
                    "B_ia^P = M (P|ia)" + set_name(x.size(), s));
-    active_virtual.push_back({x[s].C_act, x[s].C_vir});
-    row.emplace_back(x[s].active(), x[s].nvir);
+    active_virtual.push_back({x[s].C_act, x[s].C_vir, {}, {}});
   }
   progress.begin(x.size() == 1 ? "MP2 gradient: (P|ia) (batches of RI shells)"
                                : "MP2 gradient: (P|ia), α and β (batches of RI shells)");
-  passes.for_each_function(active_virtual,
-                           [&](std::size_t s, Eigen::Index P, const Eigen::Map<const Eigen::MatrixXd>& ia) {
-                             row[s] = ia;
-                             B[s].write(static_cast<std::size_t>(P), 1, 0, B[s].cols(), row[s].data(), B[s].cols());
-                           },
-                           work);
+  passes.occupied_virtual(active_virtual, B, work);
   return B;
 }
 
@@ -214,7 +207,7 @@ Mp2AmplitudeSums form_gamma(const RiPasses& passes, const std::vector<OrbitalSet
     progress.begin("MP2 gradient: amplitudes, P and Γ (blocks of occupied orbitals)");
     return closed_shell_amplitudes(x[0], s[0], plan.amplitude_orbitals, plan.keeps_integrals, loop);
   }
-  progress.message("MP2 gradient: amplitudes, P and Γ (αα and αβ with k of α, ββ and αβ with k of β)");
+  progress.begin("MP2 gradient: amplitudes, P and Γ (αα and αβ with k of α, ββ and αβ with k of β)");
   const std::vector<CorrelatedOrbitals> spins{x[0], x[1]};
   return open_shell_amplitudes(spins, s, loop);
 }
@@ -381,7 +374,7 @@ Mp2GradientPlan plan_mp2_gradient(const libint2::BasisSet& ri_aux, const std::ve
   p.keeps_ri_integrals = ranks == 1 && fits_with(&Mp2GradientPlan::keeps_ri_integrals, true);
   p.fp32_z_vector = fp32_z_vector && fits_with(&Mp2GradientPlan::fp32_z_vector, true);
   const auto phases = [&](std::size_t functions) { return gradient_phases(sets, functions, p); };
-  p.batch_functions = ri_batch_functions(ri_aux, sizes, ram_bytes, ranks, phases, p.keeps_ri_integrals);
+  p.batch_functions = ri_batch_functions(ri_aux, sets, ram_bytes, ranks, phases, p.keeps_ri_integrals);
   p.densities = phases(p.batch_functions).peak();
   p.densities.note = rows_in_memory_note(p);
   return p;

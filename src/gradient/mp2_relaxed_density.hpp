@@ -66,11 +66,11 @@ struct Mp2GradientSizes {
   std::size_t active() const { return nocc - nfrozen; }
   std::size_t nvir() const { return nmo - nocc; }
   std::size_t ov() const { return active() * nvir(); }
-  std::size_t transformed() const { return nmo - nfrozen; }  // q of (P|pq): active and virtual
-  // Elements of: (P|μν) and (P|pq) of `functions` RI functions; one thread's transform buffers;
-  // the amplitude block (I, t or T) of `occupied` orbitals k.
+  std::size_t transformed() const { return nmo - nfrozen; }  // the active and virtual orbitals
+  // Elements of: (P|μν) of `functions` RI functions; one thread's buffers for the Lagrangian's
+  // products (a square and nbf × transformed()); the amplitude block (I, t or T) of `occupied`
+  // orbitals k.
   std::size_t ao_batch(std::size_t functions) const { return functions * stored; }
-  std::size_t mo_batch(std::size_t functions) const { return functions * nmo * transformed(); }
   std::size_t thread_buffers() const { return nbf * nbf + nbf * transformed(); }
   std::size_t amplitude_block(std::size_t occupied) const { return ov() * occupied * nvir(); }
   // Elements of I_ia,kb kept for blocks of `occupied` orbitals k that still read it: while block b
@@ -85,7 +85,7 @@ struct Mp2GradientSizes {
 
 struct Mp2GradientPlan {
   std::vector<Mp2GradientSizes> sets;    // RHF's one, or UHF's α and β (which differ only in nocc)
-  std::size_t batch_functions = 0;       // RI functions whose (P|μν) and (P|pq) are held at once
+  std::size_t batch_functions = 0;       // RI functions whose (P|μν) and (P|ia) are held at once
   std::size_t amplitude_orbitals = 1;    // occupied orbitals k whose amplitudes are made at once (RHF)
   bool keeps_integrals = false;          // I_ia,kb kept for its symmetry (RHF, one rank, when it fits)
   bool keeps_ri_integrals = false;       // (P|μν) kept between the RI passes (one rank, when it also fits)

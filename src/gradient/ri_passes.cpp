@@ -13,38 +13,21 @@
 namespace dfmp2 {
 namespace {
 
-// Elements of every thread's transform buffers.
+// Elements of every thread's buffers for the Lagrangian's products (sum_of_products).
 std::size_t ri_transform_workspace(const Mp2GradientSizes& s) {
   return static_cast<std::size_t>(omp_get_max_threads()) * s.thread_buffers();
 }
 
-// C_leftᵀ (P|μν) C_right for `count` rows of block-packed (P|μν): row P − first of mo, column-major
-// (C_left's columns) × (C_right's). The square times the narrower factor first: (P|ia) costs
-// 2n²o + 2nov, not 2n²v + 2nov. workspace: every thread's buffers (n² and n × the narrower's columns).
-void transform_ri_batch(const kernels::BlockPackedLayout& layout, const double* ao, std::size_t count,
-                        const Eigen::Ref<const Eigen::MatrixXd>& C_left,
-                        const Eigen::Ref<const Eigen::MatrixXd>& C_right, double* workspace, double* mo) {
-  const Eigen::Index nbf = C_left.rows(), p = C_left.cols(), q = C_right.cols();
-  const bool left_first = p < q;
-#pragma omp parallel
-  {
-    const auto thread = static_cast<std::size_t>(omp_get_thread_num());
-    double* square = workspace + thread * static_cast<std::size_t>(nbf * (nbf + std::min(p, q)));
-    const Eigen::Map<const Eigen::MatrixXd> B(square, nbf, nbf);
-    Eigen::Map<Eigen::MatrixXd> half(square + nbf * nbf, nbf, std::min(p, q));
-#pragma omp for schedule(dynamic)
-    for (std::size_t P = 0; P < count; ++P) {
-      kernels::unpack_symmetric(layout, ao + P * layout.size(), square);
-      Eigen::Map<Eigen::MatrixXd> out(mo + P * static_cast<std::size_t>(p * q), p, q);
-      if (left_first) {
-        half.noalias() = B * C_left;  // (P|μν) is symmetric in μν
-        out.noalias() = half.transpose() * C_right;
-      } else {
-        half.noalias() = B * C_right;
-        out.noalias() = C_left.transpose() * half;
-      }
-    }
-  }
+// Every set's (P|ia) of one RI function, and its occupied orbitals.
+std::size_t ia_row_elements(const std::vector<Mp2GradientSizes>& sets) {
+  std::size_t elements = 0;
+  for (const Mp2GradientSizes& set : sets) elements += set.ov();
+  return elements;
+}
+std::size_t active_orbitals(const std::vector<Mp2GradientSizes>& sets) {
+  std::size_t orbitals = 0;
+  for (const Mp2GradientSizes& set : sets) orbitals += set.active();
+  return orbitals;
 }
 
 }  // namespace
@@ -147,8 +130,9 @@ SeparableTermLayout separable_layout_that_fits(std::size_t naux, std::size_t ram
 
 std::size_t ri_fit_bytes(std::size_t naux) { return CoulombFitting::peak_bytes(naux) + sizeof(double) * naux * naux; }
 
-StagePlan ri_pass_plan(const Mp2GradientSizes& s, std::size_t batch_functions, const std::vector<PlannedBlock>& held,
-                       bool keeps_ao) {
+StagePlan ri_pass_plan(const std::vector<Mp2GradientSizes>& sets, std::size_t batch_functions,
+                       const std::vector<PlannedBlock>& held, bool keeps_ao) {
+  const Mp2GradientSizes& s = sets[0];
   StagePlan pass;
   pass.ram("the RI metric, its fit and V_PQ", ri_fit_bytes(s.naux));
   pass.blocks.insert(pass.blocks.end(), held.begin(), held.end());
@@ -156,23 +140,27 @@ StagePlan ri_pass_plan(const Mp2GradientSizes& s, std::size_t batch_functions, c
     pass.ram(kKeptRiIntegrals, MemoryBudget::double_array_bytes(s.ao_batch(s.naux)));
   else
     pass.ram("the RI integrals (P|μν) of a batch", MemoryBudget::double_array_bytes(s.ao_batch(batch_functions)));
-  pass.ram("(P|pq) of a batch", MemoryBudget::double_array_bytes(s.mo_batch(batch_functions)));
-  pass.ram("the transform's per-thread buffers", MemoryBudget::double_array_bytes(ri_transform_workspace(s)));
+  pass.ram("(P|ia) of a batch", MemoryBudget::double_array_bytes(batch_functions * ia_row_elements(sets)));
+  pass.ram("the transform's per-thread buffers",
+           std::max(MemoryBudget::double_array_bytes(ri_transform_workspace(s)),
+                    OccupiedVirtualTransform::thread_buffer_bytes(s.nbf, active_orbitals(sets))));
   return pass;
 }
 
-std::size_t ri_batch_functions(const libint2::BasisSet& ri_aux, const Mp2GradientSizes& sizes, std::size_t ram_bytes,
-                               int ranks, const std::function<RiGradientPhases(std::size_t batch_functions)>& phases,
+std::size_t ri_batch_functions(const libint2::BasisSet& ri_aux, const std::vector<Mp2GradientSizes>& sets,
+                               std::size_t ram_bytes, int ranks,
+                               const std::function<RiGradientPhases(std::size_t batch_functions)>& phases,
                                bool keeps_ao) {
+  const Mp2GradientSizes& sizes = sets[0];
   const std::size_t shell = largest_shell(ri_aux);
   const RiGradientPhases smallest_batches = phases(shell);
   const std::size_t room = std::min(ram_bytes, smallest_batches.amplitudes.ram_bytes());
-  // What grows with the batch: its (P|pq), and its (P|μν) unless all of them are kept anyway.
+  // What grows with the batch: its (P|ia), and its (P|μν) unless all of them are kept anyway.
   const std::size_t ao_per_function = keeps_ao ? 0 : sizes.ao_batch(1);
   const std::size_t smallest = MemoryBudget::double_array_bytes(ao_per_function * shell) +
-                               MemoryBudget::double_array_bytes(sizes.mo_batch(shell));
+                               MemoryBudget::double_array_bytes(ia_row_elements(sets) * shell);
   const std::size_t other = smallest_batches.pass.ram_bytes() - smallest + 2 * MemoryBudget::kPageSlack;
-  const std::size_t per_function = sizeof(double) * (ao_per_function + sizes.mo_batch(1));
+  const std::size_t per_function = sizeof(double) * (ao_per_function + ia_row_elements(sets));
   const std::size_t fit = room > other ? (room - other) / per_function : 0;
   const std::size_t share = share_of(sizes.naux, 0, ranks).size();  // the largest
   return std::clamp(fit, shell, std::max(shell, share));
@@ -252,26 +240,20 @@ std::vector<Eigen::MatrixXd> RiPasses::sum_of_products(
   return sums[0];
 }
 
-void RiPasses::for_each_function(
-    const std::vector<RiTransform>& transforms,
-    const std::function<void(std::size_t t, Eigen::Index P, const Eigen::Map<const Eigen::MatrixXd>& B)>& use,
-    StageWork& work) const {
-  LargeArray<double> mo = budget.allocate<double>(sizes.mo_batch(batch_functions), "(P|pq) of a batch");
-  LargeArray<double> workspace =
-      budget.allocate<double>(ri_transform_workspace(sizes), "the transform's per-thread buffers");
+void RiPasses::occupied_virtual(const std::vector<TransformSpin>& sets, std::vector<RowStore>& ia,
+                                StageWork& work) const {
+  std::size_t nocc_all = 0;
+  for (const TransformSpin& set : sets) nocc_all += static_cast<std::size_t>(set.C_occ.cols());
+  const auto buffers = budget.reserve(OccupiedVirtualTransform::thread_buffer_bytes(obs.nbf(), nocc_all),
+                                      "the transform's per-thread buffers");
+  OccupiedVirtualTransform transform(pairs.layout, sets);
+  LargeArray<double> rows = budget.allocate<double>(batch_functions * transform.row_elements(), "(P|ia) of a batch");
   for_each_batch(
       [&](std::size_t first, std::size_t count, const double* ao) {
-        for (std::size_t t = 0; t < transforms.size(); ++t) {
-          const Eigen::MatrixXd &left = transforms[t].left, &right = transforms[t].right;
-          transform_ri_batch(pairs.layout, ao, count, left, right, workspace.data(), mo.data());
-          const auto nbf = static_cast<double>(left.rows()), p = static_cast<double>(left.cols()),
-                     q = static_cast<double>(right.cols());
-          work.flops_fp64 += static_cast<double>(count) * (2.0 * nbf * nbf * std::min(p, q) + 2.0 * nbf * p * q);
-          const auto block = static_cast<std::size_t>(left.cols() * right.cols());
-          for (std::size_t f = 0; f < count; ++f)
-            use(t, static_cast<Eigen::Index>(first + f),
-                Eigen::Map<const Eigen::MatrixXd>(mo.data() + f * block, left.cols(), right.cols()));
-        }
+        transform(ao, count, rows.data());
+        work.flops_fp64 += static_cast<double>(count) * transform.flops_per_row();
+        for (std::size_t s = 0; s < sets.size(); ++s)
+          ia[s].write(first, count, 0, ia[s].cols(), rows.data() + transform.offset(s), transform.row_elements());
       },
       work);
 }

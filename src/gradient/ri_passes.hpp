@@ -22,6 +22,7 @@
 #include "src/integrals/df_two_electron_derivatives.hpp"
 #include "src/integrals/shell_pairs.hpp"
 #include "src/integrals/shell_ranges.hpp"
+#include "src/mp2/df_transform.hpp"
 
 namespace dfmp2 {
 
@@ -46,9 +47,10 @@ struct RiGradientPhases {
 };
 
 // A pass's blocks: the fit, `held` (the three-index arrays kept through it), a batch's (P|μν) (all
-// of them when keeps_ao: KeptRiIntegrals) and (P|pq), every thread's transform buffers. Only
-// sizes.naux, nbf, nmo, nfrozen and stored count.
-StagePlan ri_pass_plan(const Mp2GradientSizes& sizes, std::size_t batch_functions,
+// of them when keeps_ao: KeptRiIntegrals) and every set's (P|ia), every thread's buffers (the
+// (P|ia) transform's or the Lagrangian's products', the larger). Only the sets' naux, nbf, nmo,
+// nocc, nfrozen and stored count.
+StagePlan ri_pass_plan(const std::vector<Mp2GradientSizes>& sets, std::size_t batch_functions,
                        const std::vector<PlannedBlock>& held, bool keeps_ao = false);
 // What KeptRiIntegrals holds, as the plans name it.
 inline constexpr const char* kKeptRiIntegrals = "the RI integrals (P|μν), kept from the first pass to the second";
@@ -59,7 +61,7 @@ inline constexpr const char* kKeptRiIntegrals = "the RI integrals (P|μν), kept
 // the transform's work is the same), and their pages would stay in the budget's pool beside the
 // derivative terms' arrays; nor more than each of `ranks` MPI ranks' share of the naux, so that
 // every rank has a batch.
-std::size_t ri_batch_functions(const libint2::BasisSet& ri_aux, const Mp2GradientSizes& sizes,
+std::size_t ri_batch_functions(const libint2::BasisSet& ri_aux, const std::vector<Mp2GradientSizes>& sets,
                                std::size_t ram_bytes, int ranks,
                                const std::function<RiGradientPhases(std::size_t batch_functions)>& phases,
                                bool keeps_ao = false);
@@ -105,12 +107,6 @@ std::string rows_in_memory_note(const Mp2GradientPlan& p);
 std::size_t most_ram_rows(std::size_t naux, std::size_t ram_bytes,
                           const std::function<std::size_t(std::size_t rows)>& peak);
 
-// One transform of a pass: (P|pq) with p a column of `left`, q of `right` (at most sizes.nmo and
-// sizes.transformed() columns).
-struct RiTransform {
-  Eigen::MatrixXd left, right;
-};
-
 // This rank's (P|μν), made by the first pass over the batches and read by the later ones instead of
 // computed anew: sizes.ao_batch(its functions) doubles, held between the passes when the plan has
 // room (an RI pass's integrals take about as long as its transforms).
@@ -133,14 +129,11 @@ struct RiPasses {
   std::function<void(double done)> progress;  // optional: the share of this rank's batches done, after each
   KeptRiIntegrals* kept = nullptr;            // optional: the integrals kept between the passes
 
-  // use(t, P, B) for every RI function P of this rank's batches (every size-th) and every transform t, B = leftᵀ (P|μν) right
-  // (left.cols() × right.cols()), one batch of RI shells at a time: each batch's integrals are
-  // computed once for all transforms, and anew in each pass unless `kept` holds them. Adds the
-  // integrals' libint2 time and the transforms' flops to `work`.
-  void for_each_function(
-      const std::vector<RiTransform>& transforms,
-      const std::function<void(std::size_t t, Eigen::Index P, const Eigen::Map<const Eigen::MatrixXd>& B)>& use,
-      StageWork& work) const;
+  // Row P of each set's `ia` = (P|ia) (row-major [i][a]) for every RI function P of this rank's
+  // batches, by the DF transform's OccupiedVirtualTransform, one batch of RI shells at a time: each
+  // batch's integrals serve every set, computed anew in each pass unless `kept` holds them. Adds
+  // the integrals' libint2 time and the transform's flops to `work`.
+  void occupied_virtual(const std::vector<TransformSpin>& sets, std::vector<RowStore>& ia, StageWork& work) const;
 
   // Every rank's batches of RI shells, in order: batch b is rank round_robin_owner(b)'s.
   std::vector<ShellRange> batches() const;

@@ -20,12 +20,6 @@ using kernels::Transpose;
 constexpr std::size_t kChunkBytes = std::size_t(64) << 20;     // (Q|ia) rows transformed before being placed
 constexpr std::size_t kFitBlockBytes = std::size_t(1) << 30;   // (Q|ia) columns fitted at once, through disk
 
-// Per-thread buffers of the pass: a square for one unpacked (Q|μν) (zero where no block is
-// stored: rows of one layout overwrite the same positions) and X = (Q|μν) C_occ for every spin.
-std::size_t thread_workspace_bytes(std::size_t nbf, std::size_t nocc_all) {
-  return sizeof(double) * static_cast<std::size_t>(omp_get_max_threads()) * nbf * (nbf + nocc_all);
-}
-
 // Over MPI, what the in-memory trade of one spin's (Q|ia) holds beside its two layouts.
 std::size_t trade_buffer_bytes(const DFTransformPlan& p, std::size_t spin) {
   const std::size_t nvir = p.spins[spin].nvir, nov = p.spins[spin].nocc * nvir;
@@ -78,7 +72,7 @@ Phases phases_of(const DFTransformPlan& p) {
     phase->disk("B_ia^P, on disk", B_disk);
   }
   ph.pass.ram("the DF-MP2 integrals (Q|μν) of a batch", MemoryBudget::double_array_bytes(p.batch_functions * p.stored));
-  ph.pass.ram("the transform's per-thread buffers", thread_workspace_bytes(p.nbf, z.nocc_all));
+  ph.pass.ram("the transform's per-thread buffers", OccupiedVirtualTransform::thread_buffer_bytes(p.nbf, z.nocc_all));
   ph.pass.ram("(Q|ia) of a chunk of Q", MemoryBudget::double_array_bytes(p.chunk_rows * z.nov_all));
   if (!p.through_disk) {
     if (p.ranks > 1) {
@@ -159,42 +153,65 @@ DFTransformPlan plan_df_transform(const libint2::BasisSet& obs, const libint2::B
   return p;
 }
 
-namespace {
+// The squares start zeroed (where no block is stored: rows of one layout overwrite the same
+// positions).
+OccupiedVirtualTransform::OccupiedVirtualTransform(const kernels::BlockPackedLayout& layout,
+                                                   const std::vector<TransformSpin>& spins)
+    : layout_(layout), spins_(spins) {
+  std::size_t nocc_all = 0;
+  for (const TransformSpin& spin : spins) {
+    occ_offset_.push_back(nocc_all);
+    ov_offset_.push_back(nov_all_);
+    nocc_all += static_cast<std::size_t>(spin.C_occ.cols());
+    nov_all_ += static_cast<std::size_t>(spin.C_occ.cols() * spin.C_vir.cols());
+  }
+  C_occ_all_.resize(static_cast<Eigen::Index>(layout.n()), static_cast<Eigen::Index>(nocc_all));
+  for (std::size_t s = 0; s < spins.size(); ++s)
+    C_occ_all_.middleCols(static_cast<Eigen::Index>(occ_offset_[s]), spins[s].C_occ.cols()) = spins[s].C_occ;
+  const auto threads = static_cast<std::size_t>(omp_get_max_threads());
+  square_.assign(threads, std::vector<double>(layout.n() * layout.n(), 0.0));
+  X_.assign(threads, std::vector<double>(layout.n() * nocc_all));
+}
 
-// Where each spin's (Q|ia) goes during the pass, and the work counted for progress.
-struct Pass {
-  const DFTransformInput& in;
-  const DFTransformPlan& plan;
-  Eigen::MatrixXd C_occ_all;        // every spin's occupied orbitals side by side
-  std::vector<std::size_t> occ_offset, ov_offset;
-  std::size_t nov_all = 0;
-  std::vector<std::vector<double>> square, X;  // per thread
-};
+std::size_t OccupiedVirtualTransform::thread_buffer_bytes(std::size_t nbf, std::size_t nocc_all) {
+  return sizeof(double) * static_cast<std::size_t>(omp_get_max_threads()) * nbf * (nbf + nocc_all);
+}
 
-// (Q|ia) of every spin for `nq` rows of block-packed (Q|μν), into rows [nq][Σ ov] (spin s from
-// ov_offset[s]): one unpack per Q, one SYMM with all spins' C_occ, one GEMM per spin.
-void transform_chunk(Pass& pass, const double* ao, std::size_t nq, double* out) {
-  const kernels::BlockPackedLayout& layout = pass.in.pairs.layout;
-  const std::size_t nbf = layout.n(), nocc_all = static_cast<std::size_t>(pass.C_occ_all.cols());
+double OccupiedVirtualTransform::flops_per_row() const {
+  const auto nbf = double(layout_.n());
+  return 2.0 * nbf * (nbf * double(C_occ_all_.cols()) + double(nov_all_));
+}
+
+void OccupiedVirtualTransform::operator()(const double* ao, std::size_t nq, double* out) {
+  const std::size_t nbf = layout_.n(), nocc_all = static_cast<std::size_t>(C_occ_all_.cols());
 #pragma omp parallel
   {
     const auto t = static_cast<std::size_t>(omp_get_thread_num());
-    double* square = pass.square[t].data();
-    double* X = pass.X[t].data();
+    double* square = square_[t].data();
+    double* X = X_[t].data();
 #pragma omp for schedule(dynamic)
     for (std::size_t q = 0; q < nq; ++q) {
-      kernels::unpack_upper(layout, ao + q * layout.size(), square);
-      kernels::symm_upper_left(nbf, nocc_all, square, nbf, pass.C_occ_all.data(), nbf, X, nbf);
-      for (std::size_t s = 0; s < pass.in.spins.size(); ++s) {
-        const Eigen::MatrixXd& C_vir = pass.in.spins[s].C_vir;
-        const std::size_t nvir = C_vir.cols(), nocc = pass.in.spins[s].C_occ.cols();
+      kernels::unpack_upper(layout_, ao + q * layout_.size(), square);
+      kernels::symm_upper_left(nbf, nocc_all, square, nbf, C_occ_all_.data(), nbf, X, nbf);
+      for (std::size_t s = 0; s < spins_.size(); ++s) {
+        const Eigen::MatrixXd& C_vir = spins_[s].C_vir;
+        const std::size_t nvir = C_vir.cols(), nocc = spins_[s].C_occ.cols();
         // column-major nvir × nocc is row-major [i][a]
         kernels::gemm(Transpose::yes, Transpose::no, nvir, nocc, nbf, 1.0, C_vir.data(), nbf,
-                      X + nbf * pass.occ_offset[s], nbf, 0.0, out + q * pass.nov_all + pass.ov_offset[s], nvir);
+                      X + nbf * occ_offset_[s], nbf, 0.0, out + q * nov_all_ + ov_offset_[s], nvir);
       }
     }
   }
 }
+
+namespace {
+
+// The pass's input and plan, and its transform.
+struct Pass {
+  const DFTransformInput& in;
+  const DFTransformPlan& plan;
+  OccupiedVirtualTransform transform;
+};
 
 // rows [nrows][ncols] (leading dimension ld_in) → columns [ncols][...] of `out` (leading dimension
 // ld_out), in tiles that stay in cache.
@@ -222,9 +239,9 @@ void integrals_pass(Pass& pass, std::vector<SpinTarget>& targets, MemoryBudget& 
   const ThreeIndexIntegrals integrals(pass.in.aux, pass.in.obs, pass.in.pairs, metric);
   const auto batches = shell_batches(pass.in.aux, p.shells, p.batch_functions);
   LargeArray<double> ao = budget.allocate<double>(p.batch_functions * p.stored, "the DF-MP2 integrals (Q|μν)");
-  LargeArray<double> chunk = budget.allocate<double>(p.chunk_rows * pass.nov_all, "(Q|ia) of a chunk of Q");
+  const std::size_t nov_all = pass.transform.row_elements();
+  LargeArray<double> chunk = budget.allocate<double>(p.chunk_rows * nov_all, "(Q|ia) of a chunk of Q");
   const ShellRange all_rows{0, pass.in.obs.size()};
-  const double flops_per_q = 2.0 * double(p.nbf) * (double(p.nbf) * double(pass.C_occ_all.cols()) + double(pass.nov_all));
   std::size_t done = 0;
   for (const ShellRange& batch : batches) {
     const std::size_t q_first = first_function(pass.in.aux, batch.first), q_count = function_count(pass.in.aux, batch);
@@ -232,19 +249,19 @@ void integrals_pass(Pass& pass, std::vector<SpinTarget>& targets, MemoryBudget& 
     work.libint_seconds += integrals.libint_seconds(batch, all_rows);
     for (std::size_t c = 0; c < q_count; c += p.chunk_rows) {
       const std::size_t nq = std::min(p.chunk_rows, q_count - c), q = q_first + c;
-      transform_chunk(pass, ao.data() + c * p.stored, nq, chunk.data());
+      pass.transform(ao.data() + c * p.stored, nq, chunk.data());
       for (std::size_t s = 0; s < targets.size(); ++s) {
-        const double* rows = chunk.data() + pass.ov_offset[s];
+        const double* rows = chunk.data() + pass.transform.offset(s);
         const std::size_t nov = p.spins[s].nocc * p.spins[s].nvir;
         if (p.through_disk)
-          targets[s].qia.write(q - p.q.begin, nq, 0, nov, rows, pass.nov_all);
+          targets[s].qia.write(q - p.q.begin, nq, 0, nov, rows, nov_all);
         else if (p.ranks == 1)
-          transpose(rows, nq, nov, pass.nov_all, targets[s].df.B64.data() + q, p.naux);
+          transpose(rows, nq, nov, nov_all, targets[s].df.B64.data() + q, p.naux);
         else
-          transpose(rows, nq, nov, pass.nov_all, targets[s].exchange.data() + (q - p.q.begin), p.q.size());
+          transpose(rows, nq, nov, nov_all, targets[s].exchange.data() + (q - p.q.begin), p.q.size());
       }
     }
-    work.flops_fp64 += flops_per_q * double(q_count);
+    work.flops_fp64 += pass.transform.flops_per_row() * double(q_count);
     done += q_count;
     if (progress) progress(double(done) / double(std::max<std::size_t>(p.q.size(), 1)));
   }
@@ -332,21 +349,9 @@ SpinTarget make_target(const DFTransformInput& in, const DFTransformPlan& p, std
 void run_pass(const DFTransformInput& in, const DFTransformPlan& p, std::vector<SpinTarget>& targets,
               MemoryBudget& budget, const Eigen::MatrixXd& metric, const std::function<void(double)>& progress,
               StageWork& work) {
-  Pass pass{in, p, {}, {}, {}, 0, {}, {}};
-  std::size_t nocc_all = 0;
-  for (std::size_t s = 0; s < in.spins.size(); ++s) {
-    pass.occ_offset.push_back(nocc_all);
-    pass.ov_offset.push_back(pass.nov_all);
-    nocc_all += p.spins[s].nocc;
-    pass.nov_all += p.spins[s].nocc * p.spins[s].nvir;
-  }
-  pass.C_occ_all.resize(static_cast<Eigen::Index>(p.nbf), static_cast<Eigen::Index>(nocc_all));
-  for (std::size_t s = 0; s < in.spins.size(); ++s)
-    pass.C_occ_all.middleCols(static_cast<Eigen::Index>(pass.occ_offset[s]), in.spins[s].C_occ.cols()) = in.spins[s].C_occ;
-  const auto threads = static_cast<std::size_t>(omp_get_max_threads());
-  const auto workspace = budget.reserve(thread_workspace_bytes(p.nbf, nocc_all), "the transform's per-thread buffers");
-  pass.square.assign(threads, std::vector<double>(p.nbf * p.nbf, 0.0));
-  pass.X.assign(threads, std::vector<double>(p.nbf * nocc_all));
+  const auto workspace = budget.reserve(OccupiedVirtualTransform::thread_buffer_bytes(p.nbf, sizes_of(p).nocc_all),
+                                        "the transform's per-thread buffers");
+  Pass pass{in, p, OccupiedVirtualTransform(in.pairs.layout, in.spins)};
   integrals_pass(pass, targets, budget, metric, progress, work);
 }
 

@@ -18,6 +18,8 @@
 #include <Eigen/Core>
 #include <libint2/basis.h>
 
+#include "kernels/block_packed.hpp"
+
 #include "src/common/memory.hpp"
 #include "src/common/memory_plan.hpp"
 #include "src/common/parallel.hpp"
@@ -62,6 +64,31 @@ struct DFTransformPlan {
 DFTransformPlan plan_df_transform(const libint2::BasisSet& obs, const libint2::BasisSet& aux,
                                   const ShellPairs& pairs, const std::vector<TransformSizes>& spins,
                                   bool b_in_memory, std::size_t ram_bytes, Communicator& comm);
+
+// (Q|ia) = Σ_μν C_μi (Q|μν) C_νa of every spin at once, for rows Q of block-packed (Q|μν): per Q
+// one unpack, one SYMM with every spin's occupied orbitals side by side, one GEMM per spin. A row
+// holds row_elements(), spin s's row-major [i][a] from offset(s). Threads take the rows, each with
+// its own buffers (thread_buffer_bytes, for the caller to reserve). The DF transform's pass and the
+// MP2 gradient's (P|ia) (src/gradient/ri_passes.hpp) both run it; only C_occ and C_vir are read.
+class OccupiedVirtualTransform {
+ public:
+  OccupiedVirtualTransform(const kernels::BlockPackedLayout& layout, const std::vector<TransformSpin>& spins);
+  // Rows [nq][row_elements()] of `out` from nq rows of (Q|μν) at `ao` (layout.size() each).
+  void operator()(const double* ao, std::size_t nq, double* out);
+  std::size_t row_elements() const { return nov_all_; }
+  std::size_t offset(std::size_t spin) const { return ov_offset_[spin]; }
+  double flops_per_row() const;
+  // Every thread's buffers: a square for one unpacked (Q|μν) and X = (Q|μν) C_occ of every spin.
+  static std::size_t thread_buffer_bytes(std::size_t nbf, std::size_t nocc_all);
+
+ private:
+  const kernels::BlockPackedLayout& layout_;
+  const std::vector<TransformSpin>& spins_;
+  Eigen::MatrixXd C_occ_all_;  // every spin's occupied orbitals side by side
+  std::vector<std::size_t> occ_offset_, ov_offset_;
+  std::size_t nov_all_ = 0;
+  std::vector<std::vector<double>> square_, X_;  // per thread
+};
 
 struct DFTransformInput {
   const libint2::BasisSet& obs;
