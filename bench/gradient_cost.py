@@ -67,16 +67,21 @@ def largest_difference(a, b):
     return max(abs(x - y) for row_a, row_b in zip(a, b) for x, y in zip(row_a, row_b))
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("molecule", nargs="?", default="naphthalene-dimer")
-    parser.add_argument("--basis", default="cc-pvdz")
+def side_by_side_arguments(doc, molecule, basis):
+    """The command line of a benchmark beside Psi4 (this one's, bench/ecp_cost.py's)."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("molecule", nargs="?", default=molecule)
+    parser.add_argument("--basis", default=basis)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--memory", default="8GB")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--binary", default=str(amdahl.REPO / "build" / "src" / "dfmp2"))
     parser.add_argument("--out", default=str(amdahl.REPO / "results"))
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def main():
+    args = side_by_side_arguments(__doc__, "naphthalene-dimer", "cc-pvdz")
     xyz = amdahl.find_xyz(args.molecule)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)  # before the runs: a folder that cannot be made fails first

@@ -125,18 +125,6 @@ void check_ghost_outputs(const RunInput& input, const OutputPaths& outputs) {
                      "atoms): --json writes this run's results");
 }
 
-// Molden and TREXIO files carry no effective core potential: written, the atoms would read back
-// with all their electrons and a valence basis.
-void check_ecp_outputs(const RunInput& input, const RunOptions& options, const OutputPaths& outputs) {
-  const std::string basis = options.basis.value_or(input.basis);
-  if ((outputs.molden.empty() && outputs.trexio.empty()) || !input.molecule || basis.empty()) return;
-  const BasisSetData set = load_basis(basis, BasisRole::orbital);
-  for (const Atom& atom : input.molecule->atoms)
-    if (!atom.ghost && set.ecp_by_Z.count(atom.Z))
-      throw InputError("--molden and --trexio cannot hold the effective core potential of " + element_symbol(atom.Z) +
-                       " (basis '" + basis + "'): --output and --json write this run's results");
-}
-
 // `dfmp2 input ...`: the run (with --counterpoise, the five of the correction), its report and
 // output files (rank 0's).
 void compute(const std::string& input_path, const RunOptionsCli& run_options, const OutputPaths& outputs,
@@ -153,7 +141,6 @@ void compute(const std::string& input_path, const RunOptionsCli& run_options, co
     progress.message(occupy_by_energy(input, options.charge.value_or(0), options.multiplicity.value_or(1)));
   check_orbital_outputs(input, options, !(outputs.molden.empty() && outputs.trexio.empty()));
   check_ghost_outputs(input, outputs);
-  check_ecp_outputs(input, options, outputs);
   if (counterpoise > 0) {
     if (options.gradient) throw InputError("--gradient is not available with --counterpoise");
     const CounterpoiseResult cp = run_counterpoise(input, options, counterpoise, progress);

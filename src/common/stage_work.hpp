@@ -3,6 +3,10 @@
 // integrals (measured on a sample of them).
 #pragma once
 
+#include <chrono>
+#include <string>
+#include <vector>
+
 #include "kernels/gemm_rate.hpp"
 
 namespace dfmp2 {
@@ -24,5 +28,21 @@ struct StageWork {
            libint_seconds + gpu_seconds;
   }
 };
+
+// A part of a stage's wall time reported on its own row under the stage's (the ECP integrals of
+// the integrals stage, their derivatives in the gradient's): seconds the stage's own include.
+struct StagePart {
+  std::string name;
+  double seconds = 0.0;
+};
+
+// Runs `part`, adding its wall time to `parts` as `name`; returns what it returns.
+template <typename Part>
+auto timed_part(std::vector<StagePart>& parts, const char* name, Part&& part) {
+  const auto start = std::chrono::steady_clock::now();
+  auto product = part();
+  parts.push_back({name, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()});
+  return product;
+}
 
 }  // namespace dfmp2

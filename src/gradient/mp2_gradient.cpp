@@ -7,6 +7,7 @@
 #include "src/gradient/mp2_relaxed_density.hpp"
 #include "src/gradient/scf_gradient.hpp"
 #include "src/integrals/df_two_electron_derivatives.hpp"
+#include "src/integrals/ecp.hpp"
 #include "src/integrals/one_electron.hpp"
 #include "src/integrals/two_electron_derivatives.hpp"
 
@@ -70,7 +71,11 @@ Mp2Gradient contract(const Mp2GradientInput& in, const Mp2Densities& mp2, Fitted
     square_flops += 2.0 * double(nbf) * double(spin.C_active.cols()) * double(spin.C_virtual.cols() + nbf);
   Mp2Gradient out;
   out.dipole = dipole_moment(in.obs, in.mol, one_electron.total);
-  out.gradient = scf_gradient_without_two_electron(in.obs, in.mol, one_electron, in.potentials);
+  out.gradient = scf_gradient_without_two_electron_or_ecp(in.obs, in.mol, one_electron);
+  if (has_ecp(in.mol))  // timed apart: the report gives the ECP's share of the gradient
+    out.gradient += timed_part(out.parts, "ecp", [&] {
+      return ecp_gradient_term(in.obs, in.mol, one_electron.total, in.potentials);
+    });
   in.progress.message("MP2 gradient: JK-set fitted coefficients and metric terms");
   const ThreeCentreScreening screening(in.obs, in.pairs);  // for both sets
   out.gradient += density_fitted_two_electron_gradient(in.obs, in.jk_aux, in.pairs, screening, jk_factors, in.mol,

@@ -10,6 +10,7 @@
 #include <libint2/basis.h>
 
 #include "src/common/memory.hpp"
+#include "src/common/stage_work.hpp"
 #include "src/gradient/mp2_relaxed_density.hpp"
 #include "src/integrals/shell_pairs.hpp"
 #include "src/molecule/molecule.hpp"
@@ -46,6 +47,7 @@ struct Mp2Gradient {
   // integrals and the three-centre derivative integrals (the one-electron and metric derivative
   // terms are left out: small).
   StageWork work;
+  std::vector<StagePart> parts;  // "ecp": the ECP derivative integrals' wall time, when the molecule has any
 };
 
 // scf_fock: the DF-SCF's builder, whose Fock responses serve the Lagrangian and the Z-vector and

@@ -34,13 +34,23 @@ SeparableDensities scf_separable_densities(const ScfDensities& densities) {
   return separable;
 }
 
+Eigen::MatrixXd scf_gradient_without_two_electron_or_ecp(const libint2::BasisSet& obs, const Molecule& mol,
+                                                         const ScfDensities& densities) {
+  return nuclear_repulsion_gradient(mol) + core_hamiltonian_gradient(obs, mol, densities.total) -
+         overlap_gradient(obs, mol, densities.energy_weighted);
+}
+
+Eigen::MatrixXd ecp_gradient_term(const libint2::BasisSet& obs, const Molecule& mol, const Eigen::MatrixXd& D,
+                                  const BasisSetData* potentials) {
+  if (!has_ecp(mol)) return Eigen::MatrixXd::Zero(static_cast<Eigen::Index>(mol.atoms.size()), 3);
+  if (potentials == nullptr) throw std::logic_error("the gradient of a molecule with ECPs needs its basis set's potentials");
+  return ecp_gradient(obs, *potentials, mol, D);
+}
+
 Eigen::MatrixXd scf_gradient_without_two_electron(const libint2::BasisSet& obs, const Molecule& mol,
                                                   const ScfDensities& densities, const BasisSetData* potentials) {
-  Eigen::MatrixXd g = nuclear_repulsion_gradient(mol) + core_hamiltonian_gradient(obs, mol, densities.total) -
-                      overlap_gradient(obs, mol, densities.energy_weighted);
-  if (!has_ecp(mol)) return g;
-  if (potentials == nullptr) throw std::logic_error("the gradient of a molecule with ECPs needs its basis set's potentials");
-  return g + ecp_gradient(obs, *potentials, mol, densities.total);
+  return scf_gradient_without_two_electron_or_ecp(obs, mol, densities) +
+         ecp_gradient_term(obs, mol, densities.total, potentials);
 }
 
 Eigen::MatrixXd exact_scf_gradient(const libint2::BasisSet& obs, const Molecule& mol, const Orbitals& orbitals,

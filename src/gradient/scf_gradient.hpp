@@ -40,6 +40,12 @@ SeparableDensities scf_separable_densities(const ScfDensities& densities);
 Eigen::MatrixXd scf_gradient_without_two_electron(const libint2::BasisSet& obs, const Molecule& mol,
                                                   const ScfDensities& densities,
                                                   const BasisSetData* potentials = nullptr);
+// Its terms apart: the one without the potentials, and Σ_μν D_μν ∂U_μν/∂R_A of the potentials
+// (zero for a molecule without any; a std::logic_error with ECPs and no `potentials`).
+Eigen::MatrixXd scf_gradient_without_two_electron_or_ecp(const libint2::BasisSet& obs, const Molecule& mol,
+                                                         const ScfDensities& densities);
+Eigen::MatrixXd ecp_gradient_term(const libint2::BasisSet& obs, const Molecule& mol, const Eigen::MatrixXd& D,
+                                  const BasisSetData* potentials);
 
 // dE_SCF/dR_A of an SCF with exact four-index integrals (--scf exact), RHF or UHF.
 Eigen::MatrixXd exact_scf_gradient(const libint2::BasisSet& obs, const Molecule& mol, const Orbitals& orbitals,

@@ -778,6 +778,7 @@ void write_hdf5_results(const std::string& path, const RunResult& r) {
     for (const StageTiming& stage : r.stages) {
       write_double_attribute(timings, stage.name, stage.seconds);
       if (stage.floor_seconds > 0.0) write_double_attribute(floors, stage.name, stage.floor_seconds);
+      for (const StagePart& part : stage.parts) write_double_attribute(timings, stage.part_key(part), part.seconds);
     }
     write_double_attribute(timings, "total", r.total_seconds);
 

@@ -21,6 +21,11 @@ namespace {
 
 constexpr int kMaxMoldenL = 4;  // Molden defines shells s … g
 constexpr const char* kMoldenShellLetters = "spdfg";
+// Molden files name an atom's core electrons at most ([Core], [Pseudo], [Nval], or a charge less
+// the core in [Atoms]), never the potential that replaces them.
+constexpr const char* kNoPotentials =
+    "an effective core potential, whose terms Molden files do not hold: run the TREXIO file of the same "
+    "orbitals (--trexio writes one, potentials included) or the molecule with --basis";
 
 struct Line {
   int number = 0;
@@ -148,10 +153,9 @@ Molecule read_atoms(const MoldenReader& in, const Section& atoms, std::map<long,
     if (w.size() < 6) in.fail(line, "expected 'element number Z x y z'");
     const long Z = in.integer(line, w[2]);
     if (Z < 1 || Z > kMaxAtomicNumber) in.fail(line, "atomic number " + w[2] + " is not an element (ghost atoms are not supported)");
-    // ORCA and others write an ECP atom's charge less its core here: refused, not read as another element.
+    // ORCA and PySCF write an ECP atom's charge less its core here: refused, not read as another element.
     if (const int named = element_of_label(w[0]); named != 0 && named != Z)
-      in.fail(line, "element " + w[0] + " has charge " + w[2] + ": an effective core potential, which dfmp2 does not "
-                    "read from Molden files");
+      in.fail(line, "element " + w[0] + " has charge " + w[2] + ": " + kNoPotentials);
     if (!index_of.emplace(in.integer(line, w[1]), static_cast<int>(mol.atoms.size())).second)
       in.fail(line, "atom number " + w[1] + " appears twice");
     Atom atom;
@@ -323,6 +327,15 @@ void write_mo_block(std::ostream& out, const Eigen::MatrixXd& C, const Eigen::Ve
   }
 }
 
+// [Core] "atom : electrons" for the atoms whose core an effective core potential replaces, as
+// Molden2AIM defines it and PySCF writes and reads it; [Atoms] keeps their atomic numbers.
+void write_core_electrons(std::ostream& out, const Molecule& mol) {
+  if (std::none_of(mol.atoms.begin(), mol.atoms.end(), [](const Atom& atom) { return atom.ecp_electrons > 0; })) return;
+  out << "[Core]\n";
+  for (std::size_t a = 0; a < mol.atoms.size(); ++a)
+    if (mol.atoms[a].ecp_electrons > 0) out << " " << a + 1 << " : " << mol.atoms[a].ecp_electrons << "\n";
+}
+
 std::string title_of(const std::vector<Section>& sections) {
   for (const Section& s : sections)
     if (s.name == "title" && !s.lines.empty()) return trim(s.lines.front().text);
@@ -345,7 +358,8 @@ RunInput read_molden(const std::string& path) {
   std::map<std::string, const Section*> by_name;
   for (const Section& s : sections) {
     if (s.name == "sto") in.fail(s.header, "Slater-type orbitals ([STO]) are not supported");
-    if (s.name == "pseudo" || s.name == "core") in.fail(s.header, "effective core potentials are not supported");
+    if (s.name == "pseudo" || s.name == "core" || s.name == "nval")
+      in.fail(s.header, "[" + s.name + "] gives an atom " + kNoPotentials);
     by_name.emplace(s.name, &s);
   }
   for (const char* needed : {"Atoms", "GTO", "MO"})
@@ -419,6 +433,7 @@ void write_molden(const std::string& path, const RunResult& r) {
   const bool d = shells_pure(basis, 2), f = shells_pure(basis, 3);
   if (d || f) out << (d && f ? "[5D7F]\n" : d ? "[5D10F]\n" : "[7F]\n");
   if (shells_pure(basis, 4)) out << "[9G]\n";
+  write_core_electrons(out, mol);
 
   const FunctionMap map = function_map(basis.shells, grouped.order, [&](std::size_t s) {
     const auto& contraction = basis.shells[s].contr[0];

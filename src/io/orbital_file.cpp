@@ -68,7 +68,7 @@ OrbitalBasis file_basis(const OrbitalFileData& file) {
                      std::to_string(LIBINT2_MAX_AM));
     shells.push_back(make_shell(s.shell, s.pure, file.molecule.atoms[static_cast<std::size_t>(s.atom)].r));
   }
-  return {libint2::BasisSet(std::move(shells)), file.pure};
+  return {libint2::BasisSet(std::move(shells)), file.pure, {}};  // TREXIO's reader adds the potentials
 }
 
 FunctionMap function_map(const libint2::BasisSet& basis, const std::vector<std::size_t>& order,

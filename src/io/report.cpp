@@ -223,6 +223,10 @@ void print_stages(std::ostream& out, const RunResult& r) {
     else
       std::snprintf(line, sizeof line, "  %-18s %10.3f\n", stage.name.c_str(), stage.seconds);
     out << line;
+    for (const StagePart& part : stage.parts) {  // within the stage's time, not beside it
+      std::snprintf(line, sizeof line, "    of which %-7s %10.3f\n", part.name.c_str(), part.seconds);
+      out << line;
+    }
   }
   char total[160];
   std::snprintf(total, sizeof total, "  %-18s %10.3f\nPeak RSS %s, page faults %ld minor / %ld major\n", "total",
@@ -318,6 +322,7 @@ void add_timing_keys(nlohmann::json& j, const RunResult& r) {
     timings[stage.name] = stage.seconds;
     if (r.ranks > 1) timings[stage.name + "_mpi"] = stage.mpi_seconds;
     if (stage.floor_seconds > 0.0) floors[stage.name] = stage.floor_seconds;
+    for (const StagePart& part : stage.parts) timings[stage.part_key(part)] = part.seconds;
   }
   if (r.energy_gemm_seconds > 0.0) timings["energy_gemm"] = r.energy_gemm_seconds;
   if (r.energy_reduction_seconds > 0.0) timings["energy_reduction"] = r.energy_reduction_seconds;

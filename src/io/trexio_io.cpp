@@ -1,8 +1,10 @@
 #include "src/io/trexio_io.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <numeric>
 #include <stdexcept>
 
@@ -97,6 +99,14 @@ class Reader {
     check(read(file_.get(), buffer, sizeof buffer), item);
     return buffer;
   }
+  std::vector<std::string> texts(trexio_exit_code (*read)(trexio_t*, char**, int32_t), std::size_t n,
+                                 const char* item) const {
+    std::vector<std::array<char, 64>> buffers(n, std::array<char, 64>{});
+    std::vector<char*> rows;
+    for (auto& buffer : buffers) rows.push_back(buffer.data());
+    check(read(file_.get(), rows.data(), 63), item);
+    return {rows.begin(), rows.end()};
+  }
   const std::string& path() const { return path_; }
 
  private:
@@ -108,23 +118,111 @@ class Reader {
   TrexioFile file_;
 };
 
+// ecp_z_core: the electrons an effective core potential replaces on each nucleus (none without
+// an ecp group).
+std::vector<int32_t> core_electrons(const Reader& in, std::size_t n) {
+  if (!in.has(trexio_has_ecp_z_core) && !in.has(trexio_has_ecp_num)) return std::vector<int32_t>(n, 0);
+  return in.array<int32_t>(trexio_read_safe_ecp_z_core, n, "ecp_z_core");
+}
+
+// The nuclei; an ECP atom's nucleus_charge is its charge less its core (TREXIO's Z_eff, as
+// PySCF writes it), so its element is nucleus_charge + ecp_z_core.
 Molecule read_nucleus(const Reader& in) {
   const auto n = static_cast<std::size_t>(in.scalar<int32_t>(trexio_read_nucleus_num, "nucleus_num"));
   if (n < 1) in.fail("nucleus_num is 0");
   const auto charge = in.array<double>(trexio_read_safe_nucleus_charge, n, "nucleus_charge");
   const auto coord = in.array<double>(trexio_read_safe_nucleus_coord, 3 * n, "nucleus_coord");
+  const auto core = core_electrons(in, n);
   Molecule mol;
   for (std::size_t a = 0; a < n; ++a) {
-    const long Z = std::lround(charge[a]);
-    if (std::abs(charge[a] - static_cast<double>(Z)) > 1e-10 || Z < 1 || Z > kMaxAtomicNumber)
-      in.fail("nucleus_charge " + std::to_string(charge[a]) + " is not an atomic number (ghost atoms and " +
-              "pseudopotential charges are not supported)");
+    const long Z = std::lround(charge[a]) + core[a];
+    if (std::abs(charge[a] - std::round(charge[a])) > 1e-10 || Z < 1 || Z > kMaxAtomicNumber || core[a] < 0 ||
+        core[a] >= Z)
+      in.fail("nucleus " + std::to_string(a) + " has nucleus_charge " + std::to_string(charge[a]) + " and ecp_z_core " +
+              std::to_string(core[a]) + ", which make no element (ghost atoms are not supported)");
     Atom atom;
     atom.Z = static_cast<int>(Z);
+    atom.ecp_electrons = core[a];
     std::copy(coord.begin() + static_cast<long>(3 * a), coord.begin() + static_cast<long>(3 * a + 3), atom.r.begin());
     mol.atoms.push_back(atom);
   }
   return mol;
+}
+
+// nucleus_label, where it names an element, must name the one nucleus_charge and ecp_z_core make:
+// a file giving an ECP atom's Z_eff without its ecp group would read as another element (iodine's
+// 25 as manganese).
+void check_labels(const Reader& in, const Molecule& mol) {
+  if (!in.has(trexio_has_nucleus_label)) return;
+  const std::vector<std::string> labels = in.texts(trexio_read_nucleus_label, mol.atoms.size(), "nucleus_label");
+  for (std::size_t a = 0; a < labels.size(); ++a) {
+    const std::string letters = labels[a].substr(0, labels[a].find_first_of("0123456789_- "));
+    int named = 0;
+    try {
+      named = atomic_number(letters);
+    } catch (const InputError&) {
+      continue;  // a label that names no element says nothing
+    }
+    if (named != mol.atoms[a].Z)
+      in.fail("nucleus " + std::to_string(a) + " is labelled '" + labels[a] + "', but its nucleus_charge and ecp_z_core (" +
+              std::to_string(mol.atoms[a].ecp_electrons) + ") make " + element_symbol(mol.atoms[a].Z) +
+              " (an effective core potential's charge without the ecp group?)");
+  }
+}
+
+// The ecp group's terms on each nucleus, with its core and highest channel (the local one, l =
+// max_ang_mom_plus_1). TREXIO's power is that of r, the .gbs files' (and libecpint's) less 2.
+std::vector<ElementEcp> read_ecp_terms(const Reader& in, const Molecule& mol) {
+  const std::size_t n = mol.atoms.size();
+  const auto lmax = in.array<int32_t>(trexio_read_safe_ecp_max_ang_mom_plus_1, n, "ecp_max_ang_mom_plus_1");
+  const auto num = static_cast<std::size_t>(in.scalar<int32_t>(trexio_read_ecp_num, "ecp_num"));
+  const auto atom = in.array<int32_t>(trexio_read_safe_ecp_nucleus_index, num, "ecp_nucleus_index");
+  const auto l = in.array<int32_t>(trexio_read_safe_ecp_ang_mom, num, "ecp_ang_mom");
+  const auto power = in.array<int32_t>(trexio_read_safe_ecp_power, num, "ecp_power");
+  const auto exponent = in.array<double>(trexio_read_safe_ecp_exponent, num, "ecp_exponent");
+  const auto coefficient = in.array<double>(trexio_read_safe_ecp_coefficient, num, "ecp_coefficient");
+  std::vector<ElementEcp> per_atom(n);
+  for (std::size_t a = 0; a < n; ++a) {
+    per_atom[a] = {mol.atoms[a].ecp_electrons, lmax[a], {}};
+    if (mol.atoms[a].ecp_electrons > 0 && (lmax[a] < 0 || lmax[a] > max_ecp_angular_momentum()))
+      in.fail("nucleus " + std::to_string(a) + " has ecp_max_ang_mom_plus_1 " + std::to_string(lmax[a]) +
+              "; libecpint computes channels to l = " + std::to_string(max_ecp_angular_momentum()));
+  }
+  for (std::size_t k = 0; k < num; ++k) {
+    const auto a = static_cast<std::size_t>(atom[k]);
+    if (atom[k] < 0 || a >= n || mol.atoms[a].ecp_electrons == 0 || l[k] < 0 || l[k] > lmax[a] || power[k] < -2 ||
+        power[k] > 0 || !(exponent[k] > 0.0) || !std::isfinite(exponent[k] * coefficient[k]))
+      in.fail("ECP term " + std::to_string(k) + " (nucleus " + std::to_string(atom[k]) + ", l " + std::to_string(l[k]) +
+              ", power " + std::to_string(power[k]) + ", exponent " + std::to_string(exponent[k]) +
+              ") is not one dfmp2 takes: a nucleus with ecp_z_core > 0, l up to its ecp_max_ang_mom_plus_1, "
+              "power -2, -1 or 0, exponent > 0, both finite");
+    per_atom[a].terms.push_back({l[k], power[k] + 2, exponent[k], coefficient[k]});
+  }
+  return per_atom;
+}
+
+// The file's potentials by element, each nucleus's checked to be its element's (dfmp2, as the
+// .gbs files, takes one per element) and to have a local channel.
+std::map<int, ElementEcp> read_potentials(const Reader& in, const Molecule& mol) {
+  std::map<int, ElementEcp> by_Z;
+  if (!in.has(trexio_has_ecp_num)) return by_Z;
+  const std::vector<ElementEcp> per_atom = read_ecp_terms(in, mol);
+  for (std::size_t a = 0; a < per_atom.size(); ++a) {
+    const ElementEcp& ecp = per_atom[a];
+    const int Z = mol.atoms[a].Z;
+    if (ecp.core_electrons > 0 &&
+        std::none_of(ecp.terms.begin(), ecp.terms.end(), [&](const EcpTerm& t) { return t.l == ecp.lmax; }))
+      in.fail("nucleus " + std::to_string(a) + "'s potential has no term in its local channel, l = " +
+              std::to_string(ecp.lmax) + " (ecp_max_ang_mom_plus_1)");
+    if (ecp.core_electrons > 0) by_Z.emplace(Z, ecp);
+  }
+  for (std::size_t a = 0; a < per_atom.size(); ++a) {
+    const auto found = by_Z.find(mol.atoms[a].Z);
+    if (found != by_Z.end() && found->second != per_atom[a])
+      in.fail("the atoms of " + element_symbol(mol.atoms[a].Z) + " carry different effective core potentials "
+              "(nucleus " + std::to_string(a) + "'s differs): dfmp2 takes one per element");
+  }
+  return by_Z;
 }
 
 // The Gaussian shells, their primitives' coefficients taken to those of normalised primitives;
@@ -237,10 +335,11 @@ bool is_trexio(const std::string& path) {
 
 RunInput read_trexio(const std::string& path) {
   const Reader in(path);
-  if (in.has(trexio_has_ecp_num)) in.fail("effective core potentials are not supported");
   OrbitalFileData file;
   file.path = path;
   file.molecule = read_nucleus(in);
+  check_labels(in, file.molecule);
+  std::map<int, ElementEcp> potentials = read_potentials(in, file.molecule);
   int32_t up = -1;
   if (in.has(trexio_has_electron_up_num) && in.has(trexio_has_electron_dn_num)) {
     up = in.scalar<int32_t>(trexio_read_electron_up_num, "electron_up_num");
@@ -264,9 +363,9 @@ RunInput read_trexio(const std::string& path) {
   if (up >= 0 && electrons != 2 * up)
     in.fail("mo_occupation gives " + std::to_string(electrons) + " electrons, electron_up_num and electron_dn_num " +
             std::to_string(2 * up));
-  int nuclear_charge = 0;
-  for (const Atom& atom : file.molecule.atoms) nuclear_charge += atom.Z;
-  file.molecule.charge = nuclear_charge - electrons;
+  int charge = 0;  // of the nuclei less the cores: the electrons are the valence ones
+  for (const Atom& atom : file.molecule.atoms) charge += nuclear_charge(atom);
+  file.molecule.charge = charge - electrons;
 
   std::vector<std::size_t> order(basis.shells.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
@@ -274,6 +373,7 @@ RunInput read_trexio(const std::string& path) {
     const int l = basis.shells[s].contr[0].l;
     return trexio_shell_map(l, file.pure && l >= 1, &normalization[first_ao[s]], radial_norm[s]);
   });
+  basis.potentials = std::move(potentials);
   return orbitals_input(file, std::move(basis), {map});
 }
 
@@ -289,7 +389,7 @@ void write_nucleus_and_electrons(trexio_t* f, const Molecule& mol) {
   std::vector<double> charge, coord;
   std::vector<const char*> label;
   for (const Atom& atom : mol.atoms) {
-    charge.push_back(atom.Z);
+    charge.push_back(nuclear_charge(atom));  // an ECP atom's less its core, as TREXIO's Z_eff
     coord.insert(coord.end(), atom.r.begin(), atom.r.end());
     label.push_back(element_symbol(atom.Z).c_str());
   }
@@ -302,6 +402,36 @@ void write_nucleus_and_electrons(trexio_t* f, const Molecule& mol) {
   put(trexio_write_electron_num(f, electrons), "electron_num");
   put(trexio_write_electron_up_num(f, electrons / 2), "electron_up_num");
   put(trexio_write_electron_dn_num(f, electrons / 2), "electron_dn_num");
+}
+
+// The ecp group, when an atom carries a potential: each nucleus's core electrons and local
+// channel (0 for an atom without one), then the terms of each potential on its nucleus.
+void write_potentials(trexio_t* f, const Molecule& mol, const std::map<int, ElementEcp>& potentials) {
+  if (std::none_of(mol.atoms.begin(), mol.atoms.end(), [](const Atom& atom) { return atom.ecp_electrons > 0; })) return;
+  std::vector<int32_t> core, lmax, atom_of, l, power;
+  std::vector<double> exponent, coefficient;
+  for (std::size_t a = 0; a < mol.atoms.size(); ++a) {
+    const Atom& atom = mol.atoms[a];
+    core.push_back(atom.ecp_electrons);
+    lmax.push_back(atom.ecp_electrons > 0 ? potentials.at(atom.Z).lmax : 0);
+    if (atom.ecp_electrons == 0) continue;
+    for (const EcpTerm& term : potentials.at(atom.Z).terms) {
+      atom_of.push_back(static_cast<int32_t>(a));
+      l.push_back(term.l);
+      power.push_back(term.power - 2);  // of r: the .gbs files' power less 2
+      exponent.push_back(term.exponent);
+      coefficient.push_back(term.coefficient);
+    }
+  }
+  const auto n = static_cast<int32_t>(core.size()), num = static_cast<int32_t>(l.size());
+  put(trexio_write_safe_ecp_z_core(f, core.data(), n), "ecp_z_core");
+  put(trexio_write_safe_ecp_max_ang_mom_plus_1(f, lmax.data(), n), "ecp_max_ang_mom_plus_1");
+  put(trexio_write_ecp_num(f, num), "ecp_num");
+  put(trexio_write_safe_ecp_nucleus_index(f, atom_of.data(), num), "ecp_nucleus_index");
+  put(trexio_write_safe_ecp_ang_mom(f, l.data(), num), "ecp_ang_mom");
+  put(trexio_write_safe_ecp_power(f, power.data(), num), "ecp_power");
+  put(trexio_write_safe_ecp_exponent(f, exponent.data(), num), "ecp_exponent");
+  put(trexio_write_safe_ecp_coefficient(f, coefficient.data(), num), "ecp_coefficient");
 }
 
 // The shells in `grouped` order: coefficients of normalised primitives (libint2's contraction,
@@ -357,6 +487,7 @@ void write_trexio(const std::string& path, const RunResult& r) {
   put(trexio_write_metadata_code_num(f, 1), "metadata_code_num");
   put(trexio_write_metadata_code(f, code, 16), "metadata_code");
   write_nucleus_and_electrons(f, *r.geometry);
+  write_potentials(f, *r.geometry, basis.potentials);
   write_basis(f, basis, grouped);
 
   // Unit-normalised Cartesian functions: ao_normalization 1/‖libint2's function‖.

@@ -408,6 +408,8 @@ int max_angular_momentum(BasisRole role) {
   return role == BasisRole::orbital ? kOrbitalMaxL : kAuxiliaryMaxL;
 }
 
+int max_ecp_angular_momentum() { return kMaxEcpL; }
+
 BasisSetData parse_gbs(const std::string& text, const std::string& name, const std::string& path,
                        BasisRole role) {
   return GbsReader(text, name, path, role).read();

@@ -24,6 +24,7 @@ struct ContractedShell {
 struct EcpTerm {
   int l = 0, power = 0;
   double exponent = 0.0, coefficient = 0.0;
+  bool operator==(const EcpTerm&) const = default;
 };
 
 // An element's effective core potential: the local part is channel lmax (G94's "f-ul" block for
@@ -31,6 +32,7 @@ struct EcpTerm {
 struct ElementEcp {
   int core_electrons = 0, lmax = 0;
   std::vector<EcpTerm> terms;
+  bool operator==(const ElementEcp&) const = default;
 };
 
 struct BasisSetData {
@@ -45,6 +47,8 @@ struct BasisSetData {
 enum class BasisRole { orbital, auxiliary };
 // The highest l the installed libint2 computes dfmp2's integrals for, in this role.
 int max_angular_momentum(BasisRole role);
+// The highest channel l of an effective core potential libecpint computes.
+int max_ecp_angular_momentum();
 
 // A name ("cc-pVDZ", "6-31G*", case-insensitive) looked up in the basis directory, or a path to
 // a .gbs file. The directory is $DFMP2_BASIS_PATH when set, else ../share/dfmp2/basis beside

@@ -28,9 +28,10 @@ auto timed(std::vector<StageTiming>& stages, const kernels::GemmRates& rates, Me
   const double mpi_start = comm.mpi_seconds();
   if (budget != nullptr) budget->mark();
   auto product = stage();
-  StageTiming timing{name, seconds_since(start), 0.0, comm.mpi_seconds() - mpi_start, 0};
+  StageTiming timing{name, seconds_since(start), 0.0, comm.mpi_seconds() - mpi_start, 0, {}};
   if (budget != nullptr) timing.drawn_peak_bytes = budget->peak_since_mark();
   if constexpr (requires { product.work; }) timing.floor_seconds = product.work.floor_seconds(rates);
+  if constexpr (requires { product.parts; }) timing.parts = product.parts;
   stages.push_back(timing);
   return product;
 }
@@ -42,7 +43,7 @@ void describe_problem(const Problem& problem, RunResult& r) {
   r.basis = problem.basis;
   r.df_basis = problem.df_basis;
   r.jk_basis = problem.jk_basis;
-  r.orbital_basis = OrbitalBasis{problem.obs, problem.orbital_basis.pure};
+  r.orbital_basis = OrbitalBasis{problem.obs, problem.orbital_basis.pure, problem.orbital_basis.ecp_by_Z};
   r.scf_type = problem.jk_aux ? ScfType::df : ScfType::exact;
   r.scf_energy_given = problem.e_scf_given.has_value();
   r.reference = problem.unrestricted ? Reference::uhf : Reference::rhf;
@@ -194,7 +195,7 @@ struct PreparedRun::State {
     gradient_energy = gradient.energy;
   }
 
-  // The stages from the molecule: integrals (and the ECP's), SCF, then the gradient or the DF transform.
+  // The stages from the molecule: integrals, SCF, then the gradient or the DF transform.
   void prepare_molecule(const RunInput& input) {
     const Libint2Session libint2;
     RunPlan plan;
@@ -204,10 +205,6 @@ struct PreparedRun::State {
     std::vector<StageTiming>& stages = base.stages;
     Integrals integrals = timed(stages, base.gemm_rates, budget.get(), "integrals",
                                 [&] { return compute_integrals(problem, plan, context); });
-    if (integrals.ecp_seconds > 0.0) {  // a stage of its own in the timings, out of the integrals'
-      stages.back().seconds -= integrals.ecp_seconds;
-      stages.push_back({"ecp", integrals.ecp_seconds});
-    }
     ScfSolution scf = timed(stages, base.gemm_rates, budget.get(), "scf",
                             [&] { return solve_scf(problem, integrals, input.orbitals, context); });
     if (options.gradient) {

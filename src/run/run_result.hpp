@@ -11,6 +11,7 @@
 #include "kernels/gemm_rate.hpp"
 #include "src/common/memory.hpp"
 #include "src/common/memory_plan.hpp"
+#include "src/common/stage_work.hpp"
 #include "src/molecule/molecule.hpp"
 #include "src/molecule/orbital_basis.hpp"
 #include "src/run/options.hpp"
@@ -25,11 +26,14 @@ struct RankStats {
 };
 
 // One named stage: its wall time, its floor (the least time this machine needs for its work,
-// StageWork; 0 when the stage has none) and, over MPI, the part spent in MPI calls.
+// StageWork; 0 when the stage has none), over MPI the part spent in MPI calls, and the parts its
+// product names (a stage's `parts`, e.g. "ecp"), in the JSON and HDF5 timings as "<stage>_<part>".
 struct StageTiming {
   std::string name;
   double seconds = 0.0, floor_seconds = 0.0, mpi_seconds = 0.0;
   std::size_t drawn_peak_bytes = 0;  // the most this rank drew from the budget at once during it
+  std::vector<StagePart> parts;
+  std::string part_key(const StagePart& part) const { return name + "_" + part.name; }
 };
 
 struct RunResult {

@@ -1,7 +1,6 @@
 #include "src/run/stages.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cstddef>
 #include <cstdio>
 #include <tuple>
@@ -139,8 +138,9 @@ struct LoadedSets {
 // made (a 100,000-atom molecule's take seconds and gigabytes).
 LoadedSets load_basis_sets(const RunInput& input, Problem& p) {
   LoadedSets sets;
-  if (input.orbital_basis) {  // only its spherical/Cartesian choice is needed (no SAD guess: orbitals given)
+  if (input.orbital_basis) {  // its spherical/Cartesian choice and potentials (no SAD guess: orbitals given)
     p.orbital_basis.pure = input.orbital_basis->pure;
+    p.orbital_basis.ecp_by_Z = input.orbital_basis->potentials;
     sets.obs_count = {input.orbital_basis->shells.size(), input.orbital_basis->shells.nbf()};
   } else {
     p.orbital_basis = load_basis(p.basis, BasisRole::orbital);
@@ -475,11 +475,8 @@ Integrals compute_integrals(const Problem& problem, const RunPlan& plan, const R
   ints.pairs_memory = context.budget.reserve(problem.pairs.bytes(), "the shell pairs");
   ints.S = overlap_matrix(problem.obs);
   ints.H = core_hamiltonian(problem.obs, problem.molecule);
-  if (has_ecp(problem.molecule)) {
-    const auto start = std::chrono::steady_clock::now();
-    ints.H += ecp_potential(problem, context).U;
-    ints.ecp_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  }
+  if (has_ecp(problem.molecule))
+    ints.H += timed_part(ints.parts, "ecp", [&] { return ecp_potential(problem, context).U; });
   if (problem.e_scf_given) return ints;  // no Fock builds
   if (problem.jk_aux) {
     context.progress.begin("DF-SCF integrals and fitting (batches of shell rows)");

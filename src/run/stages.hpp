@@ -87,7 +87,7 @@ void check_plan(const RunPlan& plan, const RunContext& context);
 // integrals: one-electron matrices and the Fock builder (for DF, its fitted three-index tensor).
 struct Integrals {
   Eigen::MatrixXd S, H;  // H: T + V, and the orbital set's effective core potentials
-  double ecp_seconds = 0.0;  // the ECP integrals' wall time, 0 without any
+  std::vector<StagePart> parts;  // "ecp": the ECP integrals' wall time, when the molecule has any
   std::unique_ptr<FockBuilder> fock;
   MemoryBudget::Reservation pairs_memory;
   StageWork work;

@@ -71,6 +71,21 @@ class CalculatorTest(unittest.TestCase):
             self.assertAlmostEqual(component / units.Bohr, cli_component, delta=CLI_DIPOLE_TOLERANCE)
         self.assertGreater(abs(cli["mp2_dipole_moment"][2]), 0.5)  # water's dipole lies along z
 
+    def test_forces_of_an_ecp_molecule_are_the_command_line_gradient(self):
+        # Hydrogen iodide off the axes in def2-SVP: iodine's 28 core electrons are its potential's,
+        # whose derivatives are part of the forces.
+        atoms = Atoms("IH", positions=[[0.1, -0.2, 0.05], [0.8, 0.7, 1.3]])
+        atoms.calc = DFMP2(basis="def2-svp")
+        forces = atoms.get_forces()
+        geometry = (atoms.get_positions() / units.Bohr).ravel().tolist()
+        cli = cli_json(atoms.get_chemical_symbols(), geometry, ["--basis", "def2-svp", "--gradient"])
+        self.assertEqual(cli["nocc"], 13)  # valence electrons only: (53 − 28 + 1) / 2
+        for row, cli_row in zip(forces, cli["gradient"]):
+            for force, gradient in zip(row, cli_row):
+                self.assertAlmostEqual(-force / (units.Hartree / units.Bohr), gradient, delta=CLI_GRADIENT_TOLERANCE)
+        self.assertGreater(max(abs(f) for f in forces.ravel()), 0.1)  # eV/Å: away from the minimum
+        self.assertAlmostEqual(atoms.get_potential_energy() / units.Hartree, cli["e_total"], delta=CLI_TOLERANCE)
+
     def test_dipole_alone_is_a_gradient_run(self):
         atoms = water()
         atoms.calc = DFMP2(basis="sto-3g")

@@ -59,6 +59,20 @@ class HarnessTest(unittest.TestCase):
                 self.assertAlmostEqual(value, expected, delta=CLI_GRADIENT_TOLERANCE)
         self.assertAlmostEqual(result.properties.return_energy, cli["e_total"], delta=CLI_TOLERANCE)
 
+    def test_ecp_molecule_gradient_equals_the_command_line(self):
+        # Silver hydride in def2-SVP: silver's 28 core electrons are its potential's, counted nowhere.
+        atomic_input = {"molecule": {"symbols": ["Ag", "H"], "geometry": [0.0, 0.1, -0.05, 0.2, 0.3, 3.0]},
+                        "driver": "gradient", "model": {"method": "mp2", "basis": "def2-svp"}}
+        result = self.compute(atomic_input)
+        self.assertTrue(result.success, getattr(result, "error", None))
+        self.assertEqual((result.properties.calcinfo_nalpha, result.properties.calcinfo_nbeta), (10, 10))
+        cli = cli_json(["Ag", "H"], atomic_input["molecule"]["geometry"], ["--basis", "def2-svp", "--gradient"])
+        for row, cli_row in zip(result.return_result, cli["gradient"]):
+            for value, expected in zip(row, cli_row):
+                self.assertAlmostEqual(value, expected, delta=CLI_GRADIENT_TOLERANCE)
+        self.assertGreater(abs(result.return_result).max(), 1e-3)  # Eh/bohr: away from the minimum
+        self.assertAlmostEqual(result.properties.return_energy, cli["e_total"], delta=CLI_TOLERANCE)
+
     def test_hydroxyl_ump2_equals_psi4(self):
         ref = psi4_qcengine_reference("hydroxyl-mp2-cc-pvdz")
         result = self.compute(ref["input"])

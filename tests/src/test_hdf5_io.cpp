@@ -198,7 +198,7 @@ TEST_CASE("orbitals survive write_hdf5_results → read_hdf5_input") {
   result.nvir = 1;
   result.e_total = -76.25;
   result.scf_iterations = {{1, -75.9, -75.9, 0.1}, {2, -76.0, -0.1, 1e-3}};
-  result.stages = {{"integrals", 0.5, 0.25, 0.0}, {"scf", 1.25, 0.0, 0.0}};
+  result.stages = {{"integrals", 0.5, 0.25, 0.0, 0, {}}, {"scf", 1.25, 0.0, 0.0, 0, {}}};
   result.total_seconds = 2.0;
   Orbitals orbitals;
   orbitals.C.resize(4, 3);
