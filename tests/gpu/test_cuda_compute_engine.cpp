@@ -4,6 +4,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <stdexcept>
@@ -11,39 +12,36 @@
 
 #include "kernels/compute_engine.hpp"
 #include "kernels/gpu/cuda_compute_engine.hpp"
+#include "tests/kernels/random_matrix.hpp"
 
 namespace k = dfmp2::kernels;
 
 namespace {
 
-// Both engines round sums of ≤ 9 products of O(1) numbers in their own orders.
-template <typename Real>
-constexpr double kTolerance = sizeof(Real) == sizeof(double) ? 1e-12 : 1e-5;
-
-// A column-major rows × cols matrix (leading dimension rows + 1) on the host and its device copy.
+// A random matrix (3 added to its diagonal: a well-conditioned triangle to solve with) on the
+// host and its copy on the device.
 template <typename Real>
 struct Operand {
-  std::size_t rows, cols, ld;
-  std::vector<Real> host;
+  dfmp2::test::RandomMatrix<Real> host;
   Real* device = nullptr;
-  Operand(std::size_t r, std::size_t c, std::mt19937& rng) : rows(r), cols(c), ld(r + 1), host(ld * c) {
-    std::uniform_real_distribution<double> u(-1.0, 1.0);
-    for (std::size_t x = 0; x < host.size(); ++x) host[x] = Real(u(rng) + (x % (ld + 1) == 0 ? 3.0 : 0.0));
-    REQUIRE(cudaMalloc(&device, host.size() * sizeof(Real)) == cudaSuccess);
-    REQUIRE(cudaMemcpy(device, host.data(), host.size() * sizeof(Real), cudaMemcpyHostToDevice) == cudaSuccess);
+  Operand(std::size_t rows, std::size_t cols, std::mt19937& rng) : host(rows, cols, rng) {
+    for (std::size_t d = 0; d < std::min(rows, cols); ++d) host(d, d) += Real(3);
+    REQUIRE(cudaMalloc(&device, host.data.size() * sizeof(Real)) == cudaSuccess);
+    REQUIRE(cudaMemcpy(device, host.data.data(), host.data.size() * sizeof(Real), cudaMemcpyHostToDevice) ==
+            cudaSuccess);
   }
   ~Operand() { cudaFree(device); }
   Operand(const Operand&) = delete;
   Operand& operator=(const Operand&) = delete;
-  k::MatrixView<Real> on_host() { return k::host_matrix(host.data(), rows, cols, ld); }
-  k::MatrixView<Real> on_device() { return k::device_matrix(device, rows, cols, ld); }
-  // The device's result against the host's.
+  k::MatrixView<Real> on_host() { return host.view(); }
+  k::MatrixView<Real> on_device() { return k::device_matrix(device, host.rows, host.cols, host.ld); }
+  // The device's result against the host's, both engines rounding in their own orders.
   void check_equal() {
-    std::vector<Real> back(host.size());
+    std::vector<Real> back(host.data.size());
     REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
     REQUIRE(cudaMemcpy(back.data(), device, back.size() * sizeof(Real), cudaMemcpyDeviceToHost) == cudaSuccess);
     for (std::size_t x = 0; x < back.size(); ++x)
-      CHECK(std::abs(double(back[x]) - double(host[x])) <= kTolerance<Real>);
+      CHECK(std::abs(double(back[x]) - double(host.data[x])) <= dfmp2::test::kEngineTolerance<Real>);
   }
 };
 

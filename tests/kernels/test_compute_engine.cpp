@@ -10,31 +10,16 @@
 
 #include "kernels/compute_engine.hpp"
 #include "kernels/mp2_energy.hpp"
+#include "tests/kernels/random_matrix.hpp"
 
 namespace k = dfmp2::kernels;
 
 namespace {
 
-// fp64: sums of ≤ 7 products of O(1) numbers, rounding ~1e-15; fp32 ~1e-6.
 template <typename Real>
-constexpr double kTolerance = sizeof(Real) == sizeof(double) ? 1e-12 : 1e-5;
-
-// A column-major rows × cols matrix with leading dimension rows + pad: the pad rows hold values
-// that a product must neither read into its result nor overwrite.
+using Matrix = dfmp2::test::RandomMatrix<Real>;
 template <typename Real>
-struct Matrix {
-  std::size_t rows, cols, ld;
-  std::vector<Real> data;
-  Matrix(std::size_t r, std::size_t c, std::mt19937& rng, std::size_t pad = 2)
-      : rows(r), cols(c), ld(r + pad), data(ld * c) {
-    std::uniform_real_distribution<double> u(-1.0, 1.0);
-    for (Real& x : data) x = Real(u(rng));
-  }
-  Real& operator()(std::size_t r, std::size_t c) { return data[r + c * ld]; }
-  Real operator()(std::size_t r, std::size_t c) const { return data[r + c * ld]; }
-  k::MatrixView<Real> view() { return k::host_matrix(data.data(), rows, cols, ld); }
-  k::MatrixView<const Real> view() const { return k::host_matrix(data.data(), rows, cols, ld); }
-};
+constexpr double kTolerance = dfmp2::test::kEngineTolerance<Real>;
 
 template <typename Real>
 Real op_at(k::Op op, const Matrix<Real>& M, std::size_t r, std::size_t c) {
