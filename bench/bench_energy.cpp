@@ -24,7 +24,7 @@
 #include "bench/synthetic_shapes.hpp"
 #include "kernels/blas_kernels.hpp"
 #include "kernels/energy_reduction.hpp"
-#include "kernels/gemm_engine.hpp"
+#include "kernels/compute_engine.hpp"
 #include "kernels/mp2_energy.hpp"
 
 namespace k = dfmp2::kernels;
@@ -92,7 +92,8 @@ void gemm_rates(std::size_t nvir, std::size_t naux, double& mt_gflops, double& p
   double best = std::numeric_limits<double>::max();
   for (int rep = 0; rep < 3; ++rep) {
     const auto t0 = clock_type::now();
-    k::detail::gemm_abt<Real>(m, m, naux, A.data(), naux, A.data(), naux, C.data(), m);
+    k::gemm_abt_row_major<Real>(k::cpu_engine(), k::Memory::host, m, m, naux, A.data(), naux, A.data(), naux, C.data(),
+                                m);
     best = std::min(best, std::chrono::duration<double>(clock_type::now() - t0).count());
   }
   mt_gflops = 2.0 * double(m) * double(m) * double(naux) / best * 1e-9;
@@ -108,7 +109,8 @@ void gemm_rates(std::size_t nvir, std::size_t naux, double& mt_gflops, double& p
     team = omp_get_num_threads();
     std::vector<Real> X(edge * naux, Real(0.01)), Y(edge * edge);
     for (std::size_t r = 0; r < reps; ++r)
-      k::detail::gemm_abt<Real>(edge, edge, naux, X.data(), naux, X.data(), naux, Y.data(), edge);
+      k::gemm_abt_row_major<Real>(k::cpu_engine(), k::Memory::host, edge, edge, naux, X.data(), naux, X.data(), naux,
+                                  Y.data(), edge);
   }
   elapsed = std::chrono::duration<double>(clock_type::now() - t0).count();
   per_thread_gflops = 2.0 * double(edge) * double(edge) * double(naux) * double(reps) * team / elapsed * 1e-9;

@@ -7,7 +7,7 @@
 #include <algorithm>
 
 #include "kernels/backends.hpp"
-#include "kernels/gemm_engine.hpp"
+#include "kernels/compute_engine.hpp"
 #include "kernels/pair_schedule.hpp"
 
 namespace dfmp2::kernels::detail {
@@ -18,6 +18,7 @@ EnergyResult fused_energy(const PairSpace<Real>& pairs, const EnergyOptions& opt
   const std::size_t ldb_rows = nvir_a * naux, ldb_cols = nvir_b * naux;
   const Real* B_rows = pairs.rows.data;
   const Real* B_cols = pairs.cols.data;
+  ComputeEngine& engine = *options.engine;
   ThreadScope scope(options.threads);
   const auto blocks =
       plan_pair_blocks({pairs.rows.nocc, pairs.cols.nocc, pairs.triangular}, nvir_a, scope.threads());
@@ -30,8 +31,9 @@ EnergyResult fused_energy(const PairSpace<Real>& pairs, const EnergyOptions& opt
   int team = 1;
   const Workspace<Real> tiles(options, std::size_t(scope.threads()) * tile_elems);
 
-  // Inside the parallel region OpenBLAS (OpenMP build) sees omp_in_parallel() and runs each
-  // GEMM on the calling thread only: no oversubscription (checked by bench_energy's GEMM probe).
+  // Inside the parallel region the CPU engine's OpenBLAS (OpenMP build) sees omp_in_parallel() and
+  // runs each GEMM on the calling thread only: no oversubscription (checked by bench_energy's GEMM
+  // probe).
 #pragma omp parallel reduction(+ : e_os, e_ss)
   {
 #pragma omp single
@@ -43,12 +45,13 @@ EnergyResult fused_energy(const PairSpace<Real>& pairs, const EnergyOptions& opt
       // tile[(i - i0)·nvir_a + a][(j - j0)·nvir_b + b] = T_ij,ab
       const std::size_t ldt = (p.j1 - p.j0) * nvir_b;
       if (!(pairs.triangular && p.touches_diagonal())) {  // every pair needed: one GEMM for the block
-        gemm_abt<Real>((p.i1 - p.i0) * nvir_a, ldt, naux, B_rows + p.i0 * ldb_rows, naux, B_cols + p.j0 * ldb_cols,
-                       naux, tile, ldt);
+        gemm_abt_row_major<Real>(engine, Memory::host, (p.i1 - p.i0) * nvir_a, ldt, naux, B_rows + p.i0 * ldb_rows,
+                                 naux, B_cols + p.j0 * ldb_cols, naux, tile, ldt);
       } else {  // diagonal block: row i against j0..i only (the trapezoid), skipping j > i
         for (std::size_t i = p.i0; i < p.i1; ++i)
-          gemm_abt<Real>(nvir_a, (std::min(p.j1, i + 1) - p.j0) * nvir_b, naux, B_rows + i * ldb_rows, naux,
-                         B_cols + p.j0 * ldb_cols, naux, tile + (i - p.i0) * nvir_a * ldt, ldt);
+          gemm_abt_row_major<Real>(engine, Memory::host, nvir_a, (std::min(p.j1, i + 1) - p.j0) * nvir_b, naux,
+                                   B_rows + i * ldb_rows, naux, B_cols + p.j0 * ldb_cols, naux,
+                                   tile + (i - p.i0) * nvir_a * ldt, ldt);
       }
       for (std::size_t i = p.i0; i < p.i1; ++i)
         for (std::size_t j = p.j0; j < std::min(p.j1, pairs.cols_needed(i)); ++j) {

@@ -8,7 +8,7 @@
 #include <chrono>
 
 #include "kernels/backends.hpp"
-#include "kernels/gemm_engine.hpp"
+#include "kernels/compute_engine.hpp"
 #include "kernels/pair_schedule.hpp"
 
 namespace dfmp2::kernels::detail {
@@ -35,8 +35,9 @@ EnergyResult loop_energy(const PairSpace<Real>& pairs, const EnergyOptions& opti
     const std::size_t rows = c.i1 - c.i0, cols = c.j1 - c.j0;
     const std::size_t ldt = cols * nvir_b;  // T_flat[(i - i0)·nvir_a + a][(j - j0)·nvir_b + b] = T_ij,ab
     const auto t0 = clock::now();
-    gemm_abt<Real>(rows * nvir_a, cols * nvir_b, naux, pairs.rows.data + c.i0 * ldb_rows, naux,
-                   pairs.cols.data + c.j0 * ldb_cols, naux, T_flat.data(), ldt);
+    gemm_abt_row_major<Real>(*options.engine, Memory::host, rows * nvir_a, cols * nvir_b, naux,
+                             pairs.rows.data + c.i0 * ldb_rows, naux, pairs.cols.data + c.j0 * ldb_cols, naux,
+                             T_flat.data(), ldt);
     const auto t1 = clock::now();
     const Real* T = T_flat.data();
     const PairEnergy e = sum_pairs(

@@ -6,7 +6,7 @@
 #include <chrono>
 
 #include "kernels/backends.hpp"
-#include "kernels/gemm_engine.hpp"
+#include "kernels/compute_engine.hpp"
 #include "kernels/pair_schedule.hpp"
 
 namespace dfmp2::kernels::detail {
@@ -35,8 +35,8 @@ EnergyResult reference_energy(const PairSpace<Real>& pairs, const EnergyOptions&
     for (std::size_t i = 0; i < nrows; ++i) {
       for (std::size_t j = 0; j < pairs.cols_needed(i); ++j) {
         const auto t0 = clock::now();
-        gemm_abt<Real>(nvir_a, nvir_b, naux, pairs.rows.data + i * ldb_rows, naux, pairs.cols.data + j * ldb_cols,
-                       naux, T, nvir_b);
+        gemm_abt_row_major<Real>(*options.engine, Memory::host, nvir_a, nvir_b, naux, pairs.rows.data + i * ldb_rows,
+                                 naux, pairs.cols.data + j * ldb_cols, naux, T, nvir_b);
         const auto t1 = clock::now();
         double os = 0.0, ss = 0.0;
         for (std::size_t a = 0; a < nvir_a; ++a)

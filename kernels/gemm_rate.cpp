@@ -5,7 +5,7 @@
 #include <limits>
 #include <vector>
 
-#include "kernels/gemm_engine.hpp"
+#include "kernels/compute_engine.hpp"
 
 namespace dfmp2::kernels {
 
@@ -17,7 +17,7 @@ double gemm_gflops(std::size_t m, std::size_t n, std::size_t k, int tries) {
   double best = std::numeric_limits<double>::infinity();
   for (int t = 0; t < tries; ++t) {
     const auto start = std::chrono::steady_clock::now();
-    detail::gemm_abt<Real>(m, n, k, A.data(), k, B.data(), k, C.data(), n);
+    gemm_abt_row_major<Real>(cpu_engine(), Memory::host, m, n, k, A.data(), k, B.data(), k, C.data(), n);
     best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
   return 2.0 * double(m) * double(n) * double(k) / best / 1e9;

@@ -82,6 +82,9 @@ void check_same_naux(const char* what, const DFTensorView<Real>& rows, const DFT
 template <typename Real>
 EnergyResult dispatch(Backend backend, const detail::PairSpace<Real>& pairs, const EnergyOptions& options) {
   if (options.threads < 0) throw std::invalid_argument("mp2_energy: threads must be >= 0");
+  // Checked here, not by the engine inside the backends' threads, where a throw would terminate.
+  if (options.gpu == nullptr && (options.engine == nullptr || options.engine->memory() != Memory::host))
+    throw std::invalid_argument("mp2_energy: the CPU backends need a compute engine on host memory");
   if (backend == Backend::automatic && options.gpu == nullptr)
     backend = resolve_automatic(std::is_same_v<Real, float> ? Precision::fp32 : Precision::fp64, pairs.cols.nocc,
                                 pairs.rows.nvir, options.memory_bytes);

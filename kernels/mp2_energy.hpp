@@ -20,6 +20,7 @@
 #include <string>
 #include <utility>
 
+#include "kernels/compute_engine.hpp"
 #include "kernels/named_choices.hpp"
 #include "kernels/precision.hpp"
 
@@ -67,6 +68,9 @@ struct EnergyOptions {
   std::size_t workspace_bytes = 0;
   // Called from one thread with the share of pair blocks done, in [0, 1]; may be empty.
   std::function<void(double fraction_done)> progress;
+  // The engine of the CPU backends' GEMMs: one on host memory, since their reduction reads T
+  // there (the GPU energy step below brings its own cuBLAS engine).
+  ComputeEngine* engine = &cpu_engine();
   // Set: the pair spaces are summed on this GPU (backend loop or fused; automatic: the engine's).
   GpuEnergyEngine* gpu = nullptr;
   // With gpu, B streamed in blocks: the block the next call pairs with (its rows keep their

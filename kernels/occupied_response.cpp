@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <type_traits>
 
-#include "kernels/blas.hpp"
+#include "kernels/compute_engine.hpp"
 
 namespace dfmp2::kernels {
 namespace {
@@ -100,8 +100,12 @@ void OccupiedResponse::cache(std::size_t first, std::size_t count, const double*
       const std::size_t o = set.nocc;
       if (o == 0) continue;  // BLAS refuses zero leading dimensions
       double* X_q = set.cache + q * per_row(s);
-      symm_upper_left(n, o, t.fp64.square.data(), n, set.C_occ, n, X_q, n);
-      gemm(Transpose::yes, Transpose::no, o, o, n, 1.0, set.C_occ, n, X_q, n, 0.0, X_q + n * o, o);
+      const auto C_occ = host_matrix(set.C_occ, n, o, n);
+      ComputeEngine& engine = cpu_engine();
+      engine.symm_upper_left(1.0, host_matrix<const double>(t.fp64.square.data(), n, n, n), C_occ, 0.0,
+                             host_matrix(X_q, n, o, n));
+      engine.gemm(Op::transpose, Op::none, 1.0, C_occ, host_matrix<const double>(X_q, n, o, n), 0.0,
+                  host_matrix(X_q + n * o, o, o, o));
       if (set.cache_fp32 != nullptr) std::copy(X_q, X_q + per_row(s), set.cache_fp32 + q * per_row(s));
     }
   });
@@ -157,12 +161,15 @@ void OccupiedResponse::add_row(Buffers<Real>& b, const double* row, std::size_t 
     const std::size_t o = sets_[s].set.nocc;
     if (o == 0) continue;
     const Real *X = cache_of(s), *M = X + n * o, *L = L_of(s), *C = C_of(s);
-    Real *Y = b.Y[s].data(), *W = b.W[s].data(), *F = b.F[s].data();
-    symm_upper_left(n, o, b.square.data(), n, L, n, Y, n);   // Y = B^Q L
-    axpy(n * o, Real(coulomb_weight_) * gamma, X, F);       // 2w γ_Q X^Q
-    gemm(Transpose::no, Transpose::no, n, o, o, Real(-1), Y, n, M, o, Real(1), F, n);
-    gemm(Transpose::yes, Transpose::no, o, o, n, Real(1), C, n, Y, n, Real(0), W, o);
-    gemm(Transpose::no, Transpose::yes, n, o, o, Real(-1), X, n, W, o, Real(1), F, n);
+    const auto Y = host_matrix(b.Y[s].data(), n, o, n), W = host_matrix(b.W[s].data(), o, o, o),
+               F = host_matrix(b.F[s].data(), n, o, n);
+    ComputeEngine& engine = cpu_engine();
+    const auto B_Q = host_matrix<const Real>(b.square.data(), n, n, n);
+    engine.symm_upper_left(Real(1), B_Q, host_matrix(L, n, o, n), Real(0), Y);  // Y = B^Q L
+    axpy(n * o, Real(coulomb_weight_) * gamma, X, F.data);                      // 2w γ_Q X^Q
+    engine.gemm(Op::none, Op::none, Real(-1), Y, host_matrix(M, o, o, o), Real(1), F);
+    engine.gemm(Op::transpose, Op::none, Real(1), host_matrix(C, n, o, n), Y, Real(0), W);
+    engine.gemm(Op::none, Op::transpose, Real(-1), host_matrix(X, n, o, n), W, Real(1), F);
   }
 }
 
@@ -175,9 +182,13 @@ void OccupiedResponse::add_symmetric_row(Buffers<double>& b, const double* row, 
     const std::size_t o = sets_[s].set.nocc;
     if (o == 0) continue;
     const double* X_q = sets_[s].set.cache + q * per_row(s);
-    gemm(Transpose::no, Transpose::no, n, o, n, 1.0, sets_[s].D, n, X_q, n, 0.0, b.Y[s].data(), n);  // Y = D X^Q
-    axpy(n * o, coulomb_weight_ * gamma, X_q, b.F[s].data());                                        // 2w γ_Q X^Q
-    symm_upper_left(n, o, b.square.data(), n, b.Y[s].data(), n, b.F[s].data(), n, -2.0, 1.0);
+    const auto Y = host_matrix(b.Y[s].data(), n, o, n);
+    ComputeEngine& engine = cpu_engine();
+    engine.gemm(Op::none, Op::none, 1.0, host_matrix(sets_[s].D, n, n, n), host_matrix(X_q, n, o, n), 0.0,
+                Y);                                            // Y = D X^Q
+    axpy(n * o, coulomb_weight_ * gamma, X_q, b.F[s].data());  // 2w γ_Q X^Q
+    engine.symm_upper_left(-2.0, host_matrix<const double>(b.square.data(), n, n, n), Y, 1.0,
+                           host_matrix(b.F[s].data(), n, o, n));
   }
 }
 

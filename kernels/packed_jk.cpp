@@ -8,7 +8,7 @@
 #include <limits>
 #include <type_traits>
 
-#include "kernels/blas.hpp"
+#include "kernels/compute_engine.hpp"
 
 namespace dfmp2::kernels {
 namespace {
@@ -230,8 +230,10 @@ struct PackedJK::Thread {
         add_coulomb(build, row, stored);
         unpack_upper(layout, row, B_square);
         for_each_factor(build, [&](std::size_t s, bool right, std::size_t nf) {
-          symm_upper_left(nbf, nf, B_square, nbf, build.factor<Real>(right ? build.right : build.left, s), nbf,
-                          X_all + x_offset(build, s, nq, right) + q * nbf * nf, nbf);
+          const Real* F = build.factor<Real>(right ? build.right : build.left, s);
+          Real* X_q = X_all + x_offset(build, s, nq, right) + q * nbf * nf;
+          cpu_engine().symm_upper_left(Real(1), host_matrix<const Real>(B_square, nbf, nbf, nbf),
+                                       host_matrix(F, nbf, nf, nbf), Real(0), host_matrix(X_q, nbf, nf, nbf));
         });
       }
     } else {
@@ -243,7 +245,7 @@ struct PackedJK::Thread {
       if (k == 0) continue;  // a spin without electrons (the H atom's β) has K = 0
       const Real* X_left = X_all + x_offset(build, s, nq, false);
       const Real* X_right = build.densities[s].symmetric() ? nullptr : X_all + x_offset(build, s, nq, true);
-      add_product(nbf, k, X_left, X_right, K[s], groups.groups.empty() ? Transpose::no : Transpose::yes);
+      add_product(nbf, k, X_left, X_right, K[s], groups.groups.empty() ? Op::none : Op::transpose);
     }
   }
 
@@ -300,8 +302,10 @@ struct PackedJK::Thread {
             std::copy_n(F_transposed + nf * g.columns[j], nf, F_gathered + nf * j);
           F = F_gathered;
         }
-        gemm(Transpose::no, Transpose::no, nf, nq * g.rows, columns, Real(1), F, nf, A, columns, Real(0),
-             X_all + x_offset(build, s, nq, right) + nf * nq * g.start, nf);
+        Real* X_g = X_all + x_offset(build, s, nq, right) + nf * nq * g.start;
+        cpu_engine().gemm(Op::none, Op::none, Real(1), host_matrix(F, nf, columns, nf),
+                          host_matrix<const Real>(A, columns, nq * g.rows, columns), Real(0),
+                          host_matrix(X_g, nf, nq * g.rows, nf));
       });
     }
   }
@@ -320,22 +324,25 @@ struct PackedJK::Thread {
   // from the groups — summed in double.
   template <typename Real>
   void add_product(std::size_t nbf, std::size_t k, const Real* X_left, const Real* X_right, std::vector<double>& K_s,
-                   Transpose transposed) {
-    const std::size_t ld = transposed == Transpose::yes ? k : nbf;
-    const Transpose other = transposed == Transpose::yes ? Transpose::no : Transpose::yes;
+                   Op transposed) {
+    const Op other = transposed == Op::transpose ? Op::none : Op::transpose;
+    const auto X = [&](const Real* data) {
+      return transposed == Op::transpose ? host_matrix(data, k, nbf, k) : host_matrix(data, nbf, k, nbf);
+    };
+    ComputeEngine& engine = cpu_engine();
     if constexpr (std::is_same_v<Real, double>) {
       if (X_right == nullptr)
-        syrk_lower(transposed, nbf, k, 1.0, X_left, ld, 1.0, K_s.data(), nbf);
+        engine.syrk_lower(transposed, 1.0, X(X_left), 1.0, host_matrix(K_s.data(), nbf, nbf, nbf));
       else
-        gemm(transposed, other, nbf, nbf, k, 1.0, X_left, ld, X_right, ld, 1.0, K_s.data(), nbf);
+        engine.gemm(transposed, other, 1.0, X(X_left), X(X_right), 1.0, host_matrix(K_s.data(), nbf, nbf, nbf));
     } else {  // float products, double sum across batches
       float* K_float = as<float>(K_batch, nbf * nbf);
       if (X_right == nullptr) {
-        syrk_lower(transposed, nbf, k, 1.0f, X_left, ld, 0.0f, K_float, nbf);
+        engine.syrk_lower(transposed, 1.0f, X(X_left), 0.0f, host_matrix(K_float, nbf, nbf, nbf));
         for (std::size_t col = 0; col < nbf; ++col)
           for (std::size_t row = col; row < nbf; ++row) K_s[col * nbf + row] += K_float[col * nbf + row];
       } else {
-        gemm(transposed, other, nbf, nbf, k, 1.0f, X_left, ld, X_right, ld, 0.0f, K_float, nbf);
+        engine.gemm(transposed, other, 1.0f, X(X_left), X(X_right), 0.0f, host_matrix(K_float, nbf, nbf, nbf));
         for (std::size_t x = 0; x < nbf * nbf; ++x) K_s[x] += K_float[x];
       }
     }
@@ -357,8 +364,9 @@ void PackedJK::begin(std::span<const DensityFactors> densities, Precision precis
   const std::size_t nbf = layout_.n();
   for (const DensityFactors& d : densities) {
     std::vector<double> D(nbf * nbf);  // D = L Rᵀ
-    gemm(Transpose::no, Transpose::yes, nbf, nbf, d.columns, 1.0, d.left, nbf, d.symmetric() ? d.left : d.right, nbf,
-         0.0, D.data(), nbf);
+    cpu_engine().gemm(Op::none, Op::transpose, 1.0, host_matrix(d.left, nbf, d.columns, nbf),
+                      host_matrix(d.symmetric() ? d.left : d.right, nbf, d.columns, nbf), 0.0,
+                      host_matrix(D.data(), nbf, nbf, nbf));
     b.D_weighted.push_back(pack_weighted(layout_, D.data()));
   }
   const bool gathered = !groups_->groups.empty();

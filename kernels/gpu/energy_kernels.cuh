@@ -48,6 +48,19 @@ struct PairEnergies {
   const double *eps_i, *eps_j, *eps_a, *eps_b;
 };
 
+// One (a, b) of a same-spin tile pair: a diagonal tile (A = B) holds both orders of (a, b) itself;
+// off the diagonal the element stands for (a, b) and (b, a).
+__device__ __forceinline__ void add_same_spin_terms(double t_ab, double t_ba, double delta, bool diagonal_tile,
+                                                    double& os, double& ss) {
+  if (diagonal_tile) {
+    os += t_ab * t_ab / delta;
+    ss += t_ab * (t_ab - t_ba) / delta;
+  } else {
+    os += (t_ab * t_ab + t_ba * t_ba) / delta;
+    ss += (t_ab - t_ba) * (t_ab - t_ba) / delta;
+  }
+}
+
 // ---- loop: reduction of one T_flat chunk ---------------------------------------------------------
 
 template <typename Real>
@@ -86,13 +99,7 @@ __global__ void __launch_bounds__(kReduceTile * kReduceRows) reduce_pairs(ChunkA
             if (a >= n || b >= n) continue;
             const double t_ab = Tij[std::size_t(a) * args.ldt + b], t_ba = tile[tx][r];
             const double delta = eps_ij - args.eps.eps_a[a] - args.eps.eps_b[b];
-            if (A == B) {
-              os += t_ab * t_ab / delta;
-              ss += t_ab * (t_ab - t_ba) / delta;
-            } else {
-              os += (t_ab * t_ab + t_ba * t_ba) / delta;
-              ss += (t_ab - t_ba) * (t_ab - t_ba) / delta;
-            }
+            add_same_spin_terms(t_ab, t_ba, delta, A == B, os, ss);
           }
         }
     } else {
@@ -171,84 +178,120 @@ __device__ __forceinline__ void read4(double (&out)[4], const double* p) {
   out[0] = lo.x, out[1] = lo.y, out[2] = hi.x, out[3] = hi.y;
 }
 
+// The pair (i, j) and the tile pair of this block: a = A0 + …, b = B0 + … .
+struct TilePair {
+  int i, j, A0, B0;
+};
+template <typename Real>
+__device__ __forceinline__ TilePair tile_pair_of_block(const FusedArgs<Real>& args) {
+  const int2 pair = args.pairs[blockIdx.y], tile = args.tiles[blockIdx.x];
+  return {pair.x, pair.y, tile.x * kFusedEdge, tile.y * kFusedEdge};
+}
+
+// The block's (os, ss), weighted, to its slot of the partial sums (one per block of the grid).
+template <typename Real>
+__device__ __forceinline__ void store_block_sums(const FusedArgs<Real>& args, bool same_spin, const TilePair& at,
+                                                 double os, double ss) {
+  block_sum(os, ss);
+  if (threadIdx.x == 0) {
+    const double w = pair_weight(same_spin, args.triangular, at.i, at.j);
+    const std::size_t slot = 2 * (std::size_t(blockIdx.y) * gridDim.x + blockIdx.x);
+    args.partials[slot] = w * os;
+    args.partials[slot + 1] = w * ss;
+  }
+}
+
+// This thread's share of the next stage of the four panels B_i[A], B_j[B], B_i[B], B_j[A] (the
+// first two for opposite spins).
+template <typename Real, bool kSameSpin>
+__device__ __forceinline__ void fetch_panels(Real (&next)[4][4], const FusedArgs<Real>& args, const TilePair& at,
+                                             int k0) {
+  fetch(next[0], args.rows, at.i, args.nvir_a, args.naux, at.A0, k0);
+  fetch(next[1], args.cols, at.j, args.nvir_b, args.naux, at.B0, k0);
+  if constexpr (kSameSpin) {
+    fetch(next[2], args.rows, at.i, args.nvir_a, args.naux, at.B0, k0);
+    fetch(next[3], args.cols, at.j, args.nvir_b, args.naux, at.A0, k0);
+  }
+}
+
+template <typename Real, bool kSameSpin>
+__device__ __forceinline__ void stash_panels(Panel<Real>& Ai, Panel<Real>& Bj, Panel<Real>& Bi, Panel<Real>& Aj,
+                                             const Real (&next)[4][4]) {
+  stash(Ai, next[0]);
+  stash(Bj, next[1]);
+  if constexpr (kSameSpin) {
+    stash(Bi, next[2]);
+    stash(Aj, next[3]);
+  }
+}
+
+// One stage's kFusedK auxiliary functions added to this thread's 4 × 4 of T_ab (and of T_ba).
+template <typename Real, bool kSameSpin>
+__device__ __forceinline__ void multiply_panels(Real (&acc_ab)[4][4], Real (&acc_ba)[4][4], const Panel<Real>& Ai,
+                                                const Panel<Real>& Bj, const Panel<Real>& Bi, const Panel<Real>& Aj,
+                                                int tx, int ty) {
+#pragma unroll
+  for (int k = 0; k < kFusedK; ++k) {
+    Real ai[4], bj[4];
+    read4(ai, &Ai.v[k][4 * ty]);
+    read4(bj, &Bj.v[k][4 * tx]);
+#pragma unroll
+    for (int r = 0; r < 4; ++r)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) acc_ab[r][c] += ai[r] * bj[c];
+    if constexpr (kSameSpin) {
+      Real bi[4], aj[4];
+      read4(bi, &Bi.v[k][4 * tx]);
+      read4(aj, &Aj.v[k][4 * ty]);
+#pragma unroll
+      for (int r = 0; r < 4; ++r)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) acc_ba[r][c] += bi[c] * aj[r];
+    }
+  }
+}
+
+// This thread's share of the tile pair's (os, ss) from its 4 × 4 of T_ab and T_ba.
+template <typename Real, bool kSameSpin>
+__device__ __forceinline__ void reduce_thread_tiles(const Real (&acc_ab)[4][4], const Real (&acc_ba)[4][4],
+                                                    const FusedArgs<Real>& args, const TilePair& at, int tx, int ty,
+                                                    double& os, double& ss) {
+  const double eps_ij = args.eps.eps_i[at.i] + args.eps.eps_j[at.j];
+#pragma unroll
+  for (int r = 0; r < 4; ++r)
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      const int a = at.A0 + 4 * ty + r, b = at.B0 + 4 * tx + c;
+      if (a >= args.nvir_a || b >= args.nvir_b) continue;
+      const double delta = eps_ij - args.eps.eps_a[a] - args.eps.eps_b[b], t_ab = acc_ab[r][c];
+      if constexpr (kSameSpin)
+        add_same_spin_terms(t_ab, acc_ba[r][c], delta, at.A0 == at.B0, os, ss);
+      else
+        os += t_ab * t_ab / delta;
+    }
+}
+
 template <typename Real, bool kSameSpin>
 __global__ void __launch_bounds__(kFusedThreads) fused_pairs(FusedArgs<Real> args) {
   __shared__ Panel<Real> Ai, Bj, Bi, Aj;  // B_i[A], B_j[B], B_i[B], B_j[A]
-  const int2 pair = args.pairs[blockIdx.y], tile = args.tiles[blockIdx.x];
-  const int i = pair.x, j = pair.y, A0 = tile.x * kFusedEdge, B0 = tile.y * kFusedEdge;
+  const TilePair at = tile_pair_of_block(args);
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
   // T_ab and T_ba for a = A0 + 4ty + r, b = B0 + 4tx + c, accumulated in the precision of B (as
   // the CPU's GEMMs do); the energy sums are fp64.
   Real acc_ab[4][4] = {}, acc_ba[4][4] = {};
   Real next[4][4];
-  const auto fetch_all = [&](int k0) {
-    fetch(next[0], args.rows, i, args.nvir_a, args.naux, A0, k0);
-    fetch(next[1], args.cols, j, args.nvir_b, args.naux, B0, k0);
-    if constexpr (kSameSpin) {
-      fetch(next[2], args.rows, i, args.nvir_a, args.naux, B0, k0);
-      fetch(next[3], args.cols, j, args.nvir_b, args.naux, A0, k0);
-    }
-  };
-  fetch_all(0);
+  fetch_panels<Real, kSameSpin>(next, args, at, 0);
   for (int k0 = 0; k0 < args.naux; k0 += kFusedK) {
     __syncthreads();  // the previous stage is read
-    stash(Ai, next[0]);
-    stash(Bj, next[1]);
-    if constexpr (kSameSpin) {
-      stash(Bi, next[2]);
-      stash(Aj, next[3]);
-    }
+    stash_panels<Real, kSameSpin>(Ai, Bj, Bi, Aj, next);
     __syncthreads();
-    if (k0 + kFusedK < args.naux) fetch_all(k0 + kFusedK);  // in flight while this stage computes
-#pragma unroll
-    for (int k = 0; k < kFusedK; ++k) {
-      Real ai[4], bj[4];
-      read4(ai, &Ai.v[k][4 * ty]);
-      read4(bj, &Bj.v[k][4 * tx]);
-#pragma unroll
-      for (int r = 0; r < 4; ++r)
-#pragma unroll
-        for (int c = 0; c < 4; ++c) acc_ab[r][c] += ai[r] * bj[c];
-      if constexpr (kSameSpin) {
-        Real bi[4], aj[4];
-        read4(bi, &Bi.v[k][4 * tx]);
-        read4(aj, &Aj.v[k][4 * ty]);
-#pragma unroll
-        for (int r = 0; r < 4; ++r)
-#pragma unroll
-          for (int c = 0; c < 4; ++c) acc_ba[r][c] += bi[c] * aj[r];
-      }
-    }
+    // in flight while this stage computes
+    if (k0 + kFusedK < args.naux) fetch_panels<Real, kSameSpin>(next, args, at, k0 + kFusedK);
+    multiply_panels<Real, kSameSpin>(acc_ab, acc_ba, Ai, Bj, Bi, Aj, tx, ty);
   }
-  const double eps_ij = args.eps.eps_i[i] + args.eps.eps_j[j];
   double os = 0.0, ss = 0.0;
-#pragma unroll
-  for (int r = 0; r < 4; ++r)
-#pragma unroll
-    for (int c = 0; c < 4; ++c) {
-      const int a = A0 + 4 * ty + r, b = B0 + 4 * tx + c;
-      if (a >= args.nvir_a || b >= args.nvir_b) continue;
-      const double delta = eps_ij - args.eps.eps_a[a] - args.eps.eps_b[b], t_ab = acc_ab[r][c];
-      if constexpr (kSameSpin) {
-        const double t_ba = acc_ba[r][c];
-        if (A0 == B0) {
-          os += t_ab * t_ab / delta;
-          ss += t_ab * (t_ab - t_ba) / delta;
-        } else {
-          os += (t_ab * t_ab + t_ba * t_ba) / delta;
-          ss += (t_ab - t_ba) * (t_ab - t_ba) / delta;
-        }
-      } else {
-        os += t_ab * t_ab / delta;
-      }
-    }
-  block_sum(os, ss);
-  if (threadIdx.x == 0) {
-    const double w = pair_weight(kSameSpin, args.triangular, i, j);
-    const std::size_t slot = 2 * (std::size_t(blockIdx.y) * gridDim.x + blockIdx.x);
-    args.partials[slot] = w * os;
-    args.partials[slot + 1] = w * ss;
-  }
+  reduce_thread_tiles<Real, kSameSpin>(acc_ab, acc_ba, args, at, tx, ty, os, ss);
+  store_block_sums(args, kSameSpin, at, os, ss);
 }
 
 // ---- fused in fp64 on the tensor cores (DMMA) -----------------------------------------------------
@@ -275,62 +318,63 @@ __device__ __forceinline__ void stash_dmma(double (*panel)[kDmmaStride], const d
   }
 }
 
+// The DMMA kernel's panels: B_i[A], B_j[B], B_j[A], B_i[B].
+using DmmaPanels = double[4][kFusedK][kDmmaStride];
+
 template <bool kSameSpin>
-__global__ void __launch_bounds__(kFusedThreads, 2) fused_pairs_dmma(FusedArgs<double> args) {
-  __shared__ __align__(16) double panels[4][kFusedK][kDmmaStride];  // B_i[A], B_j[B], B_j[A], B_i[B]
-  const int2 pair = args.pairs[blockIdx.y], tile = args.tiles[blockIdx.x];
-  const int i = pair.x, j = pair.y, A0 = tile.x * kFusedEdge, B0 = tile.y * kFusedEdge;
-  const int warp = threadIdx.x / 32, g = (threadIdx.x % 32) / 4, t = threadIdx.x % 4;
-  const int rows0 = (warp / 2) * 16, cols0 = (warp % 2) * 32;  // the warp's a and b within the tiles
-  double acc[2][2][4][2] = {};  // [T_ab, T_ba][8-row tile][8-column tile][the thread's two]
-  double next[4][4];
-  const auto fetch_all = [&](int k0) {
-    fetch(next[0], args.rows, i, args.nvir_a, args.naux, A0, k0);
-    fetch(next[1], args.cols, j, args.nvir_b, args.naux, B0, k0);
-    if constexpr (kSameSpin) {
-      fetch(next[2], args.cols, j, args.nvir_b, args.naux, A0, k0);
-      fetch(next[3], args.rows, i, args.nvir_a, args.naux, B0, k0);
-    }
-  };
-  fetch_all(0);
-  for (int k0 = 0; k0 < args.naux; k0 += kFusedK) {
-    __syncthreads();
-#pragma unroll
-    for (int p = 0; p < (kSameSpin ? 4 : 2); ++p) stash_dmma(panels[p], next[p]);
-    __syncthreads();
-    if (k0 + kFusedK < args.naux) fetch_all(k0 + kFusedK);
-#pragma unroll
-    for (int k = 0; k < kFusedK; k += 4)
-#pragma unroll
-      for (int product = 0; product < (kSameSpin ? 2 : 1); ++product) {
-        // T_ab = Σ B_i[a] B_j[b]; T_ba, held at (a, b), = Σ B_j[a] B_i[b].
-        const double(*left)[kDmmaStride] = panels[product == 0 ? 0 : 2];
-        const double(*right)[kDmmaStride] = panels[product == 0 ? 1 : 3];
-        double a[2], b[4];
-#pragma unroll
-        for (int m = 0; m < 2; ++m) a[m] = left[k + t][rows0 + 8 * m + g];
-#pragma unroll
-        for (int n = 0; n < 4; ++n) b[n] = right[k + t][cols0 + 8 * n + g];
-#pragma unroll
-        for (int m = 0; m < 2; ++m)
-#pragma unroll
-          for (int n = 0; n < 4; ++n) dmma(acc[product][m][n], a[m], b[n]);
-      }
+__device__ __forceinline__ void fetch_panels_dmma(double (&next)[4][4], const FusedArgs<double>& args,
+                                                  const TilePair& at, int k0) {
+  fetch(next[0], args.rows, at.i, args.nvir_a, args.naux, at.A0, k0);
+  fetch(next[1], args.cols, at.j, args.nvir_b, args.naux, at.B0, k0);
+  if constexpr (kSameSpin) {
+    fetch(next[2], args.cols, at.j, args.nvir_b, args.naux, at.A0, k0);
+    fetch(next[3], args.rows, at.i, args.nvir_a, args.naux, at.B0, k0);
   }
-  const double eps_ij = args.eps.eps_i[i] + args.eps.eps_j[j];
-  double os = 0.0, ss = 0.0;
+}
+
+// The warp's fragments of one stage: acc[0] += B_i[a] B_j[b] (T_ab), acc[1] += B_j[a] B_i[b] (T_ba,
+// held at (a, b)), 4 auxiliary functions per mma.
+template <bool kSameSpin>
+__device__ __forceinline__ void multiply_panels_dmma(double (&acc)[2][2][4][2], const DmmaPanels& panels, int rows0,
+                                                     int cols0, int g, int t) {
+#pragma unroll
+  for (int k = 0; k < kFusedK; k += 4)
+#pragma unroll
+    for (int product = 0; product < (kSameSpin ? 2 : 1); ++product) {
+      const double(*left)[kDmmaStride] = panels[product == 0 ? 0 : 2];
+      const double(*right)[kDmmaStride] = panels[product == 0 ? 1 : 3];
+      double a[2], b[4];
+#pragma unroll
+      for (int m = 0; m < 2; ++m) a[m] = left[k + t][rows0 + 8 * m + g];
+#pragma unroll
+      for (int n = 0; n < 4; ++n) b[n] = right[k + t][cols0 + 8 * n + g];
+#pragma unroll
+      for (int m = 0; m < 2; ++m)
+#pragma unroll
+        for (int n = 0; n < 4; ++n) dmma(acc[product][m][n], a[m], b[n]);
+    }
+}
+
+// This thread's share of the tile pair's (os, ss) from its fragments of T_ab and T_ba.
+template <bool kSameSpin>
+__device__ __forceinline__ void reduce_thread_fragments(const double (&acc)[2][2][4][2], const FusedArgs<double>& args,
+                                                        const TilePair& at, int rows0, int cols0, int g, int t,
+                                                        double& os, double& ss) {
+  const double eps_ij = args.eps.eps_i[at.i] + args.eps.eps_j[at.j];
 #pragma unroll
   for (int m = 0; m < 2; ++m)
 #pragma unroll
     for (int n = 0; n < 4; ++n)
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
-        const int a = A0 + rows0 + 8 * m + g, b = B0 + cols0 + 8 * n + 2 * t + e;
+        const int a = at.A0 + rows0 + 8 * m + g, b = at.B0 + cols0 + 8 * n + 2 * t + e;
         if (a >= args.nvir_a || b >= args.nvir_b) continue;
         const double delta = eps_ij - args.eps.eps_a[a] - args.eps.eps_b[b], t_ab = acc[0][m][n][e];
+        // add_same_spin_terms written out: through it ptxas spills 112 bytes here instead of 88 (the
+        // launch bounds cap the kernel at 128 registers).
         if constexpr (kSameSpin) {
           const double t_ba = acc[1][m][n][e];
-          if (A0 == B0) {
+          if (at.A0 == at.B0) {
             os += t_ab * t_ab / delta;
             ss += t_ab * (t_ab - t_ba) / delta;
           } else {
@@ -341,13 +385,28 @@ __global__ void __launch_bounds__(kFusedThreads, 2) fused_pairs_dmma(FusedArgs<d
           os += t_ab * t_ab / delta;
         }
       }
-  block_sum(os, ss);
-  if (threadIdx.x == 0) {
-    const double w = pair_weight(kSameSpin, args.triangular, i, j);
-    const std::size_t slot = 2 * (std::size_t(blockIdx.y) * gridDim.x + blockIdx.x);
-    args.partials[slot] = w * os;
-    args.partials[slot + 1] = w * ss;
+}
+
+template <bool kSameSpin>
+__global__ void __launch_bounds__(kFusedThreads, 2) fused_pairs_dmma(FusedArgs<double> args) {
+  __shared__ __align__(16) DmmaPanels panels;  // B_i[A], B_j[B], B_j[A], B_i[B]
+  const TilePair at = tile_pair_of_block(args);
+  const int warp = threadIdx.x / 32, g = (threadIdx.x % 32) / 4, t = threadIdx.x % 4;
+  const int rows0 = (warp / 2) * 16, cols0 = (warp % 2) * 32;  // the warp's a and b within the tiles
+  double acc[2][2][4][2] = {};  // [T_ab, T_ba][8-row tile][8-column tile][the thread's two]
+  double next[4][4];
+  fetch_panels_dmma<kSameSpin>(next, args, at, 0);
+  for (int k0 = 0; k0 < args.naux; k0 += kFusedK) {
+    __syncthreads();
+#pragma unroll
+    for (int p = 0; p < (kSameSpin ? 4 : 2); ++p) stash_dmma(panels[p], next[p]);
+    __syncthreads();
+    if (k0 + kFusedK < args.naux) fetch_panels_dmma<kSameSpin>(next, args, at, k0 + kFusedK);
+    multiply_panels_dmma<kSameSpin>(acc, panels, rows0, cols0, g, t);
   }
+  double os = 0.0, ss = 0.0;
+  reduce_thread_fragments<kSameSpin>(acc, args, at, rows0, cols0, g, t, os, ss);
+  store_block_sums(args, kSameSpin, at, os, ss);
 }
 
 // ---- the call's total -----------------------------------------------------------------------------

@@ -1,7 +1,6 @@
 // The GPU energy engine: device memory, streams, cuBLAS, uploads and launches (see gpu_energy.hpp).
 #include "kernels/gpu/gpu_energy.hpp"
 
-#include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <unistd.h>
 
@@ -15,6 +14,7 @@
 #include <vector>
 
 #include "kernels/backends.hpp"
+#include "kernels/gpu/cuda_compute_engine.hpp"
 #include "kernels/gpu/energy_kernels.cuh"
 #include "kernels/pair_schedule.hpp"
 
@@ -25,22 +25,6 @@ static_assert(gpu::kFusedEdge == int(kFusedTileEdge));
 
 void check(cudaError_t status, const std::string& what) {
   if (status != cudaSuccess) throw GpuError("GPU: " + what + ": " + cudaGetErrorString(status));
-}
-
-const char* cublas_message(cublasStatus_t status) {
-  switch (status) {
-    case CUBLAS_STATUS_NOT_INITIALIZED: return "cuBLAS not initialised";
-    case CUBLAS_STATUS_ALLOC_FAILED: return "cuBLAS could not allocate device memory";
-    case CUBLAS_STATUS_INVALID_VALUE: return "invalid value";
-    case CUBLAS_STATUS_ARCH_MISMATCH: return "not supported on this GPU";
-    case CUBLAS_STATUS_EXECUTION_FAILED: return "the GPU failed to execute it";
-    default: return "cuBLAS error";
-  }
-}
-
-void check(cublasStatus_t status, const std::string& what) {
-  if (status != CUBLAS_STATUS_SUCCESS)
-    throw GpuError("GPU: " + what + ": " + cublas_message(status) + " (status " + std::to_string(int(status)) + ")");
 }
 
 // Under MPI, ranks on one node share its GPUs round-robin by their node-local rank.
@@ -109,24 +93,6 @@ class Event {
 
  private:
   cudaEvent_t event_ = nullptr;
-};
-
-class Blas {
- public:
-  explicit Blas(cudaStream_t stream = nullptr) {
-    check(cublasCreate(&handle_), "creating the cuBLAS handle");
-    if (const cublasStatus_t status = cublasSetStream(handle_, stream); status != CUBLAS_STATUS_SUCCESS) {
-      cublasDestroy(handle_);
-      check(status, "setting cuBLAS's stream");
-    }
-  }
-  ~Blas() { cublasDestroy(handle_); }
-  Blas(const Blas&) = delete;
-  Blas& operator=(const Blas&) = delete;
-  operator cublasHandle_t() const { return handle_; }
-
- private:
-  cublasHandle_t handle_ = nullptr;
 };
 
 // Host ranges page-locked for the engine's life, so that their copies to the GPU run
@@ -211,11 +177,6 @@ __global__ void fill_random(Real* x, std::size_t n, unsigned seed) {
   }
 }
 
-void gemm_abt(cublasHandle_t blas, std::size_t m, std::size_t n, std::size_t k, const double* A, const double* B,
-              double* C, std::size_t ldc);
-void gemm_abt(cublasHandle_t blas, std::size_t m, std::size_t n, std::size_t k, const float* A, const float* B,
-              float* C, std::size_t ldc);
-
 template <typename Real>
 double time_gemm(std::size_t m, std::size_t n, std::size_t k, int repeats) {
   DeviceMemory A(m * k * sizeof(Real), "the GEMM probe"), B(n * k * sizeof(Real), "the GEMM probe"),
@@ -223,28 +184,19 @@ double time_gemm(std::size_t m, std::size_t n, std::size_t k, int repeats) {
   fill_random<<<1024, 256>>>(A.as<Real>(), m * k, 1u);
   fill_random<<<1024, 256>>>(B.as<Real>(), n * k, 2u);
   check(cudaGetLastError(), "launching the GEMM probe's fill");
-  cublasHandle_t blas = nullptr;
-  check(cublasCreate(&blas), "creating the cuBLAS handle");
-  cudaEvent_t start, stop;
-  cudaEventCreate(&start);
-  cudaEventCreate(&stop);
+  CudaComputeEngine engine;  // on the default stream, as the fills and the events
+  Event start, stop;
   float best = 1e30f;
   for (int r = 0; r <= repeats; ++r) {  // the first is the warm-up
     cudaEventRecord(start);
-    gemm_abt(blas, m, n, k, A.as<Real>(), B.as<Real>(), C.as<Real>(), n);
+    gemm_abt_row_major(engine, Memory::device, m, n, k, A.as<Real>(), k, B.as<Real>(), k, C.as<Real>(), n);
     cudaEventRecord(stop);
     const cudaError_t status = cudaEventSynchronize(stop);
     float ms = 0.0f;
     cudaEventElapsedTime(&ms, start, stop);
-    if (status != cudaSuccess) {
-      cublasDestroy(blas);
-      check(status, "the GEMM probe");
-    }
+    check(status, "the GEMM probe");
     if (r > 0) best = std::min(best, ms);
   }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  cublasDestroy(blas);
   return 2.0 * double(m) * double(n) * double(k) / (1e-3 * double(best)) * 1e-9;
 }
 
@@ -286,7 +238,7 @@ struct GpuEnergyEngine::Impl {
   GpuEnergyPlan plan;
   int device;  // selected first: every CUDA object below lives on it
   Stream compute, copy;
-  Blas blas{compute};
+  CudaComputeEngine engine{compute};  // the loop backend's T_flat GEMMs
   Event reuse{cudaEventDisableTiming};
   std::vector<Slot> slots;
   DeviceMemory workspace, small;
@@ -448,22 +400,6 @@ std::size_t checked_int(std::size_t value, const char* what) {
   return value;
 }
 
-// Row-major C (m × n) = A (m × k) · Bᵀ (B: n × k), as cuBLAS's column-major Cᵀ = B Aᵀ.
-void gemm_abt(cublasHandle_t blas, std::size_t m, std::size_t n, std::size_t k, const double* A, const double* B,
-              double* C, std::size_t ldc) {
-  const double one = 1.0, zero = 0.0;
-  check(cublasDgemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, int(n), int(m), int(k), &one, B, int(k), A, int(k), &zero, C,
-                    int(ldc)),
-        "DGEMM of a T_flat chunk");
-}
-void gemm_abt(cublasHandle_t blas, std::size_t m, std::size_t n, std::size_t k, const float* A, const float* B,
-              float* C, std::size_t ldc) {
-  const float one = 1.0f, zero = 0.0f;
-  check(cublasSgemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, int(n), int(m), int(k), &one, B, int(k), A, int(k), &zero, C,
-                    int(ldc)),
-        "SGEMM of a T_flat chunk");
-}
-
 gpu::PairEnergies device_energies(const SmallArrays& arrays) {
   return {arrays.eps[0], arrays.eps[1], arrays.eps[2], arrays.eps[3]};
 }
@@ -507,8 +443,8 @@ EnergyResult GpuEnergyEngine::Impl::loop(const detail::PairSpace<Real>& pairs, S
     ensure(rows, &rows == &cols ? std::max(c.i1, c.j1) : c.i1);
     if (&rows != &cols) ensure(cols, c.j1);
     check(cudaEventRecord(mark(3 * k), compute), "recording an event");
-    gemm_abt(blas, checked_int(nr * nvir_a, "a T_flat column"), ldt, naux, B_rows + c.i0 * nvir_a * naux,
-             B_cols + c.j0 * nvir_b * naux, T, ldt);
+    gemm_abt_row_major(engine, Memory::device, checked_int(nr * nvir_a, "a T_flat column"), ldt, naux,
+                       B_rows + c.i0 * nvir_a * naux, naux, B_cols + c.j0 * nvir_b * naux, naux, T, ldt);
     check(cudaEventRecord(mark(3 * k + 1), compute), "recording an event");
     const gpu::ChunkArgs<Real> args{T, ldt, int(c.i0), int(c.j0), int(nc), int(nvir_a), int(nvir_b),
                                     device_energies(arrays), pairs.triangular, pairs.same_spin, arrays.partials};

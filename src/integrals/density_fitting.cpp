@@ -8,6 +8,7 @@
 
 #include "kernels/cholesky.hpp"
 #include "kernels/symmetric_eigen.hpp"
+#include "src/common/matrix_view.hpp"
 #include "src/integrals/libint.hpp"
 #include "src/integrals/shell_ranges.hpp"
 
@@ -65,6 +66,9 @@ void CoulombFitting::fit_columns(double* data, std::size_t ncols, std::size_t st
   constexpr std::size_t kBlock = 2048;
   const Eigen::Index naux = factor_.rows();
   using Strided = Eigen::Map<Eigen::MatrixXd, 0, Eigen::OuterStride<>>;
+  using kernels::Op;
+  using kernels::Side;
+  kernels::ComputeEngine& engine = kernels::cpu_engine();
 #pragma omp parallel
   {
     Eigen::MatrixXd fitted;
@@ -73,11 +77,12 @@ void CoulombFitting::fit_columns(double* data, std::size_t ncols, std::size_t st
       const auto rows = static_cast<Eigen::Index>(std::min(kBlock, ncols - first));
       Strided A(data + first, rows, naux, Eigen::OuterStride<>(static_cast<Eigen::Index>(stride)));
       if (cholesky_) {  // M = L⁻¹
-        if (fit) factor_.triangularView<Eigen::Lower>().transpose().solveInPlace<Eigen::OnTheRight>(A);
-        if (transpose) factor_.triangularView<Eigen::Lower>().solveInPlace<Eigen::OnTheRight>(A);
+        if (fit) engine.solve_lower(Side::right, Op::transpose, 1.0, host_view(factor_), host_view(A));
+        if (transpose) engine.solve_lower(Side::right, Op::none, 1.0, host_view(factor_), host_view(A));
       } else {  // M = J^-1/2, symmetric: A M once or twice
+        fitted.resize(rows, naux);
         for (int times = int(fit) + int(transpose); times > 0; --times) {
-          fitted.noalias() = A * factor_;
+          engine.gemm(Op::none, Op::none, 1.0, host_view(A), host_view(factor_), 0.0, host_view(fitted));
           A = fitted;
         }
       }
@@ -90,6 +95,7 @@ void CoulombFitting::apply_to_rows(double* data, std::size_t nrows) const {
   // blocks of x, each with single-threaded BLAS.
   constexpr std::size_t kBlock = 256;
   const Eigen::Index naux = factor_.rows();
+  kernels::ComputeEngine& engine = kernels::cpu_engine();
 #pragma omp parallel
   {
     Eigen::MatrixXd fitted;
@@ -98,9 +104,11 @@ void CoulombFitting::apply_to_rows(double* data, std::size_t nrows) const {
       const auto cols = static_cast<Eigen::Index>(std::min(kBlock, nrows - first));
       Eigen::Map<Eigen::MatrixXd> A(data + first * static_cast<std::size_t>(naux), naux, cols);
       if (cholesky_) {
-        factor_.triangularView<Eigen::Lower>().solveInPlace(A);
+        engine.solve_lower(kernels::Side::left, kernels::Op::none, 1.0, host_view(factor_), host_view(A));
       } else {
-        fitted.noalias() = factor_ * A;
+        fitted.resize(naux, cols);
+        engine.gemm(kernels::Op::none, kernels::Op::none, 1.0, host_view(factor_), host_view(A), 0.0,
+                    host_view(fitted));
         A = fitted;
       }
     }

@@ -7,6 +7,8 @@
 #include <string>
 
 #include "kernels/block_packed.hpp"
+#include "kernels/compute_engine.hpp"
+#include "src/common/matrix_view.hpp"
 #include "src/common/row_store.hpp"
 #include "src/integrals/density_fitting.hpp"
 #include "src/integrals/shell_ranges.hpp"
@@ -153,7 +155,8 @@ FittedTraces first_products(FittedTensorStore& factors, const kernels::BlockPack
           }
           kernels::unpack_symmetric(packed, row, square.data());
           for (const Eigen::MatrixXd& C : densities.occupied) {
-            Eigen::Map<Eigen::MatrixXd>(out, nbf, C.cols()).noalias() = square * C;
+            kernels::cpu_engine().gemm(kernels::Op::none, kernels::Op::none, 1.0, host_view(square), host_view(C), 0.0,
+                                       host_view(Eigen::Map<Eigen::MatrixXd>(out, nbf, C.cols())));
             out += nbf * C.cols();
           }
         }
@@ -199,14 +202,17 @@ Eigen::MatrixXd exchange_sweep(const SeparableDensities& densities, const Coulom
     cC[b.set].read(0, naux, b.first, b.width, X, b.width);
     fit.apply_transpose(X, b.width);
     const auto width = static_cast<Eigen::Index>(b.width);
-    Eigen::Map<Eigen::MatrixXd>(Y, nbf, width / nbf * naux).noalias() =
-        densities.exchange_partners[b.set] * Eigen::Map<const Eigen::MatrixXd>(X, nbf, width / nbf * naux);
+    kernels::ComputeEngine& engine = kernels::cpu_engine();
+    engine.gemm(kernels::Op::none, kernels::Op::none, 1.0, host_view(densities.exchange_partners[b.set]),
+                host_view(Eigen::Map<const Eigen::MatrixXd>(X, nbf, width / nbf * naux)), 0.0,
+                host_view(Eigen::Map<Eigen::MatrixXd>(Y, nbf, width / nbf * naux)));
     const Eigen::Map<const Eigen::MatrixXd> X_columns(X, width, naux), Y_columns(Y, width, naux);
     double exchange_elements = 0.0;
     for (Eigen::Index first = 0; first < naux; first += kExchangeRows) {
       const Eigen::Index count = std::min(kExchangeRows, naux - first);
-      exchange.block(first, 0, count, first + count).noalias() +=
-          Y_columns.middleCols(first, count).transpose() * X_columns.leftCols(first + count);
+      engine.gemm(kernels::Op::transpose, kernels::Op::none, 1.0, host_view(Y_columns.middleCols(first, count)),
+                  host_view(X_columns.leftCols(first + count)), 1.0,
+                  host_view(exchange.block(first, 0, count, first + count)));
       exchange_elements += double(count) * double(first + count);
     }
     cC[b.set].write(0, naux, b.first, b.width, Y, b.width);
@@ -219,6 +225,25 @@ Eigen::MatrixXd exchange_sweep(const SeparableDensities& densities, const Coulom
   comm.allreduce_sum(exchange.data(), static_cast<std::size_t>(exchange.size()));
   for (Eigen::Index Q = 1; Q < naux; ++Q) exchange.col(Q).head(Q) = exchange.row(Q).head(Q).transpose();
   return exchange;
+}
+
+// Γ^P = d_D(P) A + d_A(P) D − Σ_s [Y^P_s C_sᵀ + C_s Y^P_sᵀ], Y^P_s = A_s c^P C_s (row P of cC
+// after the sweep), into `square` (nbf × nbf, column-major).
+void gamma_square(Eigen::Index P, const FittedTraces& t, const SeparableDensities& densities,
+                  const std::vector<RowStore>& cC, double* square) {
+  const Eigen::Index nbf = densities.density.rows();
+  Eigen::Map<Eigen::MatrixXd> gamma_P(square, nbf, nbf);
+  gamma_P = t.d_D(P) * densities.coulomb_partner + t.d_A(P) * densities.density;
+  std::vector<double> buffer;
+  kernels::ComputeEngine& engine = kernels::cpu_engine();
+  for (std::size_t s = 0; s < cC.size(); ++s) {
+    const Eigen::MatrixXd& C = densities.occupied[s];
+    const Eigen::Map<const Eigen::MatrixXd> Y_P(cC[s].row(static_cast<std::size_t>(P), buffer), nbf, C.cols());
+    engine.gemm(kernels::Op::none, kernels::Op::transpose, -1.0, host_view(Y_P), host_view(C), 1.0,
+                host_view(gamma_P));
+    engine.gemm(kernels::Op::none, kernels::Op::transpose, -1.0, host_view(C), host_view(Y_P), 1.0,
+                host_view(gamma_P));
+  }
 }
 
 }  // namespace
@@ -267,18 +292,7 @@ Eigen::MatrixXd density_fitted_two_electron_gradient(const libint2::BasisSet& ob
       square_flops += 4.0 * n * n * o;
     }
   }
-  const Eigen::MatrixXd &D = densities.density, &A = densities.coulomb_partner;
-  const auto gamma = [&](Eigen::Index P, double* square) {
-    Eigen::Map<Eigen::MatrixXd> gamma_P(square, nbf, nbf);
-    gamma_P = t.d_D(P) * A + t.d_A(P) * D;
-    std::vector<double> buffer;
-    for (std::size_t s = 0; s < sets; ++s) {
-      const Eigen::MatrixXd& C = densities.occupied[s];
-      const Eigen::Map<const Eigen::MatrixXd> AcC_P(cC[s].row(static_cast<std::size_t>(P), buffer), nbf, C.cols());
-      gamma_P.noalias() -= AcC_P * C.transpose();
-      gamma_P.noalias() -= C * AcC_P.transpose();
-    }
-  };
+  const auto gamma = [&](Eigen::Index P, double* square) { gamma_square(P, t, densities, cC, square); };
   const Eigen::MatrixXd three_centre = three_centre_gradient_of_squares(
       aux, obs, pairs, screening, mol, gamma, budget, layout.block_bytes, comm, progress, work, square_flops);
   return three_centre + metric_gradient(aux, mol, metric_weights);

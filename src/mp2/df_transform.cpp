@@ -6,16 +6,14 @@
 #include <numeric>
 #include <vector>
 
-#include "kernels/blas.hpp"
 #include "kernels/block_packed.hpp"
+#include "kernels/compute_engine.hpp"
 #include "src/common/row_store.hpp"
 #include "src/integrals/density_fitting.hpp"
 #include "src/integrals/three_index.hpp"
 
 namespace dfmp2 {
 namespace {
-
-using kernels::Transpose;
 
 constexpr std::size_t kChunkBytes = std::size_t(64) << 20;     // (Q|ia) rows transformed before being placed
 constexpr std::size_t kFitBlockBytes = std::size_t(1) << 30;   // (Q|ia) columns fitted at once, through disk
@@ -184,6 +182,7 @@ double OccupiedVirtualTransform::flops_per_row() const {
 
 void OccupiedVirtualTransform::operator()(const double* ao, std::size_t nq, double* out) {
   const std::size_t nbf = layout_.n(), nocc_all = static_cast<std::size_t>(C_occ_all_.cols());
+  kernels::ComputeEngine& engine = kernels::cpu_engine();
 #pragma omp parallel
   {
     const auto t = static_cast<std::size_t>(omp_get_thread_num());
@@ -192,13 +191,16 @@ void OccupiedVirtualTransform::operator()(const double* ao, std::size_t nq, doub
 #pragma omp for schedule(dynamic)
     for (std::size_t q = 0; q < nq; ++q) {
       kernels::unpack_upper(layout_, ao + q * layout_.size(), square);
-      kernels::symm_upper_left(nbf, nocc_all, square, nbf, C_occ_all_.data(), nbf, X, nbf);
+      engine.symm_upper_left(1.0, kernels::host_matrix<const double>(square, nbf, nbf, nbf),
+                             kernels::host_matrix(C_occ_all_.data(), nbf, nocc_all, nbf), 0.0,
+                             kernels::host_matrix(X, nbf, nocc_all, nbf));
       for (std::size_t s = 0; s < spins_.size(); ++s) {
         const Eigen::MatrixXd& C_vir = spins_[s].C_vir;
         const std::size_t nvir = C_vir.cols(), nocc = spins_[s].C_occ.cols();
         // column-major nvir × nocc is row-major [i][a]
-        kernels::gemm(Transpose::yes, Transpose::no, nvir, nocc, nbf, 1.0, C_vir.data(), nbf,
-                      X + nbf * occ_offset_[s], nbf, 0.0, out + q * nov_all_ + ov_offset_[s], nvir);
+        engine.gemm(kernels::Op::transpose, kernels::Op::none, 1.0, kernels::host_matrix(C_vir.data(), nbf, nvir, nbf),
+                    kernels::host_matrix<const double>(X + nbf * occ_offset_[s], nbf, nocc, nbf), 0.0,
+                    kernels::host_matrix(out + q * nov_all_ + ov_offset_[s], nvir, nocc, nvir));
       }
     }
   }
