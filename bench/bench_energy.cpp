@@ -129,7 +129,7 @@ template <typename Real>
 Row run_backend(const b::SyntheticSystem& sys, const std::vector<Real>& B, k::Backend backend, int reps,
                 const k::EnergyOptions& options, int retries, double quiet_wait) {
   const auto& sh = sys.shape;
-  const k::DFTensorView<Real> view{B.data(), sh.nocc, sh.nvir(), sh.naux};
+  const k::BiaView<Real> view{B.data(), sh.nocc, sh.nvir(), sh.naux};
   k::EnergyResult best;
   best.total_seconds = std::numeric_limits<double>::max();
   double best_share = 0.0;

@@ -45,7 +45,7 @@ k::EnergyResult blocked(k::Backend backend, const std::vector<Real>& B, const b:
   const std::size_t nocc = sys.shape.nocc, nvir = sys.shape.nvir(), naux = sys.shape.naux;
   const std::span<const double> eps(sys.eps_occ);
   const auto view = [&](std::size_t first, std::size_t n) {
-    return k::DFTensorView<Real>{B.data() + first * nvir * naux, n, nvir, naux, true};
+    return k::BiaView<Real>{B.data() + first * nvir * naux, n, nvir, naux, true};
   };
   k::EnergyResult sum;
   for (std::size_t i0 = 0; i0 < nocc; i0 += rows) {
@@ -95,7 +95,7 @@ void bench_shape(const b::SyntheticSystem& sys, int reps, bool cpu, std::ostream
   const k::Precision precision = sizeof(Real) == 4 ? k::Precision::fp32 : k::Precision::fp64;
   const std::string prec = k::to_string(precision);
   const std::vector<Real> B(sys.B.begin(), sys.B.end());
-  const k::DFTensorView<Real> view{B.data(), sh.nocc, sh.nvir(), sh.naux, true};
+  const k::BiaView<Real> view{B.data(), sh.nocc, sh.nvir(), sh.naux, true};
   const double flops = k::needed_flops(sh.nocc, sh.nvir(), sh.naux);
   const double all_pairs = k::gpu_gemm_gflops(precision, sh.nocc * sh.nvir(), sh.nocc * sh.nvir(), sh.naux);
   const double one_pair = k::gpu_gemm_gflops(precision, sh.nvir(), sh.nvir(), sh.naux);
@@ -146,7 +146,7 @@ void threshold(std::ostream& json, std::ostream& md) {
   for (std::size_t n = 0; n < sizes.size(); ++n) {
     const b::ShapeSpec spec{"t", 7 * sizes[n], sizes[n], 18 * sizes[n]};
     const b::SyntheticSystem sys = b::make_synthetic(spec);
-    const k::DFTensorView<double> view{sys.B.data(), spec.nocc, spec.nvir(), spec.naux, true};
+    const k::BiaView<double> view{sys.B.data(), spec.nocc, spec.nvir(), spec.naux, true};
     const k::EnergyOptions cpu;
     double cpu_best = 1e30;
     for (int r = 0; r < 3; ++r) {

@@ -19,7 +19,7 @@ namespace dfmp2::kernels::detail {
 // T_ij is nvir_rows × nvir_cols, every (i, j) counts once and only E_OS is summed.
 template <typename Real>
 struct PairSpace {
-  DFTensorView<Real> rows, cols;
+  BiaView<Real> rows, cols;
   std::span<const double> eps_rows, eps_cols;          // occupied
   std::span<const double> eps_vir_rows, eps_vir_cols;  // virtual: a with the rows, b with the columns
   bool triangular = true;

@@ -58,7 +58,7 @@ double needed_flops_unrestricted(std::size_t nocc_alpha, std::size_t nvir_alpha,
 namespace {
 
 template <typename Real>
-void check_block(const char* what, const DFTensorView<Real>& B, std::span<const double> eps_occ,
+void check_block(const char* what, const BiaView<Real>& B, std::span<const double> eps_occ,
                  std::span<const double> eps_vir) {
   const std::string name = what;
   if (eps_occ.size() != B.nocc)
@@ -72,7 +72,7 @@ void check_block(const char* what, const DFTensorView<Real>& B, std::span<const 
 }
 
 template <typename Real>
-void check_same_naux(const char* what, const DFTensorView<Real>& rows, const DFTensorView<Real>& cols) {
+void check_same_naux(const char* what, const BiaView<Real>& rows, const BiaView<Real>& cols) {
   if (rows.naux != cols.naux)
     throw std::invalid_argument(std::string(what) + ": blocks have naux " + std::to_string(rows.naux) + " and " +
                                 std::to_string(cols.naux));
@@ -109,15 +109,15 @@ EnergyResult dispatch(Backend backend, const detail::PairSpace<Real>& pairs, con
 }  // namespace
 
 template <typename Real>
-EnergyResult mp2_energy(Backend backend, const DFTensorView<Real>& B, std::span<const double> eps_occ,
+EnergyResult mp2_energy(Backend backend, const BiaView<Real>& B, std::span<const double> eps_occ,
                         std::span<const double> eps_vir, const EnergyOptions& options) {
   check_block("mp2_energy", B, eps_occ, eps_vir);
   return dispatch<Real>(backend, {B, B, eps_occ, eps_occ, eps_vir, eps_vir, true, true}, options);
 }
 
 template <typename Real>
-EnergyResult mp2_energy_cross(Backend backend, const DFTensorView<Real>& B_I,
-                              std::span<const double> eps_I, const DFTensorView<Real>& B_J,
+EnergyResult mp2_energy_cross(Backend backend, const BiaView<Real>& B_I,
+                              std::span<const double> eps_I, const BiaView<Real>& B_J,
                               std::span<const double> eps_J, std::span<const double> eps_vir,
                               const EnergyOptions& options) {
   check_block("mp2_energy_cross (I)", B_I, eps_I, eps_vir);
@@ -127,9 +127,9 @@ EnergyResult mp2_energy_cross(Backend backend, const DFTensorView<Real>& B_I,
 }
 
 template <typename Real>
-EnergyResult mp2_energy_opposite_spin(Backend backend, const DFTensorView<Real>& B_alpha,
+EnergyResult mp2_energy_opposite_spin(Backend backend, const BiaView<Real>& B_alpha,
                                       std::span<const double> eps_occ_alpha, std::span<const double> eps_vir_alpha,
-                                      const DFTensorView<Real>& B_beta, std::span<const double> eps_occ_beta,
+                                      const BiaView<Real>& B_beta, std::span<const double> eps_occ_beta,
                                       std::span<const double> eps_vir_beta, const EnergyOptions& options) {
   check_block("mp2_energy_opposite_spin (alpha)", B_alpha, eps_occ_alpha, eps_vir_alpha);
   check_block("mp2_energy_opposite_spin (beta)", B_beta, eps_occ_beta, eps_vir_beta);
@@ -139,15 +139,15 @@ EnergyResult mp2_energy_opposite_spin(Backend backend, const DFTensorView<Real>&
 }
 
 #define DFMP2_INSTANTIATE_ENTRY_POINTS(Real)                                                             \
-  template EnergyResult mp2_energy<Real>(Backend, const DFTensorView<Real>&, std::span<const double>,   \
+  template EnergyResult mp2_energy<Real>(Backend, const BiaView<Real>&, std::span<const double>,   \
                                          std::span<const double>, const EnergyOptions&);                \
-  template EnergyResult mp2_energy_cross<Real>(Backend, const DFTensorView<Real>&,                      \
-                                               std::span<const double>, const DFTensorView<Real>&,      \
+  template EnergyResult mp2_energy_cross<Real>(Backend, const BiaView<Real>&,                      \
+                                               std::span<const double>, const BiaView<Real>&,      \
                                                std::span<const double>, std::span<const double>,        \
                                                const EnergyOptions&);                                   \
   template EnergyResult mp2_energy_opposite_spin<Real>(                                                 \
-      Backend, const DFTensorView<Real>&, std::span<const double>, std::span<const double>,             \
-      const DFTensorView<Real>&, std::span<const double>, std::span<const double>, const EnergyOptions&);
+      Backend, const BiaView<Real>&, std::span<const double>, std::span<const double>,             \
+      const BiaView<Real>&, std::span<const double>, std::span<const double>, const EnergyOptions&);
 DFMP2_INSTANTIATE_ENTRY_POINTS(double)
 DFMP2_INSTANTIATE_ENTRY_POINTS(float)
 

@@ -42,7 +42,7 @@ std::string to_string(Precision precision);
 
 // Row-major B_ia^P: element (i, a, P) at data[(i * nvir + a) * naux + P].
 template <typename Real>
-struct DFTensorView {
+struct BiaView {
   const Real* data = nullptr;
   std::size_t nocc = 0, nvir = 0, naux = 0;
   // The rows keep their contents for the whole energy step (B where it lies, not a buffer that is
@@ -113,15 +113,15 @@ double needed_flops_unrestricted(std::size_t nocc_alpha, std::size_t nvir_alpha,
                                  std::size_t nvir_beta, std::size_t naux);
 
 template <typename Real>
-EnergyResult mp2_energy(Backend backend, const DFTensorView<Real>& B, std::span<const double> eps_occ,
+EnergyResult mp2_energy(Backend backend, const BiaView<Real>& B, std::span<const double> eps_occ,
                         std::span<const double> eps_vir, const EnergyOptions& options);
 
 // The pairs between two disjoint blocks of occupied orbitals, I and J (i ∈ I, j ∈ J, each pair
 // counted for (i, j) and (j, i)): with mp2_energy on each block, this splits the pair space
 // across processes, E(I ∪ J) = E(I) + E(J) + mp2_energy_cross(I, J).
 template <typename Real>
-EnergyResult mp2_energy_cross(Backend backend, const DFTensorView<Real>& B_I,
-                              std::span<const double> eps_I, const DFTensorView<Real>& B_J,
+EnergyResult mp2_energy_cross(Backend backend, const BiaView<Real>& B_I,
+                              std::span<const double> eps_I, const BiaView<Real>& B_J,
                               std::span<const double> eps_J, std::span<const double> eps_vir,
                               const EnergyOptions& options);
 
@@ -130,9 +130,9 @@ EnergyResult mp2_energy_cross(Backend backend, const DFTensorView<Real>& B_I,
 //   E_OS = E_αβ = Σ_ij Σ_ab T_ij,ab² / Δ_ij,ab,   T_ij = B^α_i B^β_jᵀ;   e_ss = 0.
 // Blocks of occupied orbitals of either spin add up as for mp2_energy_cross.
 template <typename Real>
-EnergyResult mp2_energy_opposite_spin(Backend backend, const DFTensorView<Real>& B_alpha,
+EnergyResult mp2_energy_opposite_spin(Backend backend, const BiaView<Real>& B_alpha,
                                       std::span<const double> eps_occ_alpha, std::span<const double> eps_vir_alpha,
-                                      const DFTensorView<Real>& B_beta, std::span<const double> eps_occ_beta,
+                                      const BiaView<Real>& B_beta, std::span<const double> eps_occ_beta,
                                       std::span<const double> eps_vir_beta, const EnergyOptions& options);
 
 }  // namespace dfmp2::kernels

@@ -225,7 +225,7 @@ struct HostRows {
   bool stable = false;
 };
 template <typename Real>
-HostRows host_rows(const DFTensorView<Real>& view) {
+HostRows host_rows(const BiaView<Real>& view) {
   return {view.data, view.nocc, view.nvir * view.naux * sizeof(Real), view.stable};
 }
 

@@ -38,7 +38,7 @@
 #include "src/common/parallel.hpp"
 #include "src/common/scratch.hpp"
 #include "src/common/stage_work.hpp"
-#include "src/integrals/df_tensor_store.hpp"
+#include "src/integrals/fitted_tensor_store.hpp"
 #include "src/integrals/shell_pairs.hpp"
 #include "src/integrals/two_electron_derivatives.hpp"
 #include "src/molecule/molecule.hpp"

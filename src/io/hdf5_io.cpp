@@ -484,9 +484,9 @@ void read_df_rows(const std::string& path, std::size_t first, std::size_t count,
 }
 
 // The /df group's sizes and orbital energies; B itself is read later, each rank its rows.
-GivenDFTensor read_df(const Hdf5Reader& in) {
+GivenBiaTensor read_df(const Hdf5Reader& in) {
   std::vector<hsize_t> bdims, odims, vdims;
-  GivenDFTensor df;
+  GivenBiaTensor df;
   {
     const Handle dataset = in.open_dataset("/df/B", 3, H5T_FLOAT, bdims);
     df.nocc = bdims[0];
@@ -642,7 +642,7 @@ void write_scf_iterations(hid_t file, const std::vector<ScfIteration>& iteration
                 iterations.data());
 }
 
-void write_df(hid_t file, const DFTensor& df) {
+void write_df(hid_t file, const BiaTensor& df) {
   check(df.B64.empty() != df.B32.empty(), "the DF tensor must be stored in exactly one precision");
   const std::size_t count = df.nocc * df.nvir * df.naux;
   check((df.B64.empty() ? df.B32.size() : df.B64.size()) == count &&
@@ -742,7 +742,7 @@ void write_hdf5_input(const std::string& path, const Molecule& mol, const std::s
   });
 }
 
-void write_hdf5_df_input(const std::string& path, const DFTensor& df) {
+void write_hdf5_df_input(const std::string& path, const BiaTensor& df) {
   write_file(path, [&](hid_t file) { write_df(file, df); });
 }
 

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "src/mp2/df_tensor.hpp"
+#include "src/mp2/bia_tensor.hpp"
 #include "src/run/run_input.hpp"
 #include "src/run/run_result.hpp"
 
@@ -23,7 +23,7 @@ RunInput read_hdf5_input(const std::string& path);
 void write_hdf5_input(const std::string& path, const Molecule& mol, const std::string& basis,
                       const std::string& df_basis, const std::string& jk_basis);
 // An energy-only input (/df group).
-void write_hdf5_df_input(const std::string& path, const DFTensor& df);
+void write_hdf5_df_input(const std::string& path, const BiaTensor& df);
 
 // Energies, sizes, timings, and the orbitals when there are any.
 void write_hdf5_results(const std::string& path, const RunResult& result);

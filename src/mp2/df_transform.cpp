@@ -229,7 +229,7 @@ void transpose(const double* in, std::size_t nrows, std::size_t ncols, std::size
 
 // The destinations of one spin's (Q|ia) during the pass and of its B.
 struct SpinTarget {
-  DFTensor df;
+  BiaTensor df;
   LargeArray<double> exchange;  // in memory over MPI: [ia][this rank's Q]
   RowStore qia;                 // through disk: [this rank's Q][ia]
 };
@@ -330,7 +330,7 @@ SpinTarget make_target(const DFTransformInput& in, const DFTransformPlan& p, std
   SpinTarget target;
   const Range occ = p.occ_of(s, p.rank);
   const std::size_t nvir = p.spins[s].nvir, nov = p.spins[s].nocc * nvir;
-  DFTensor& df = target.df;
+  BiaTensor& df = target.df;
   df.nocc = occ.size();
   df.occ_begin = occ.begin;
   df.nvir = nvir;
@@ -361,7 +361,7 @@ void run_pass(const DFTransformInput& in, const DFTransformPlan& p, std::vector<
 // its occupied rows over every Q.
 void fit_in_memory(const DFTransformPlan& p, const libint2::BasisSet& aux, std::size_t s, SpinTarget& target,
                    const CoulombFitting& fitting, MemoryBudget& budget, Communicator& comm, StageWork& work) {
-  DFTensor& df = target.df;
+  BiaTensor& df = target.df;
   const std::size_t rows = df.nocc * df.nvir;
   if (p.ranks > 1) {
     df.B64 = budget.allocate<double>(rows * p.naux, "B_ia^P, in memory");
@@ -386,7 +386,7 @@ void fit_in_memory(const DFTransformPlan& p, const libint2::BasisSet& aux, std::
 
 }  // namespace
 
-std::vector<DFTensor> build_df_tensors(const DFTransformInput& in, const DFTransformPlan& plan, MemoryBudget& budget,
+std::vector<BiaTensor> build_bia_tensors(const DFTransformInput& in, const DFTransformPlan& plan, MemoryBudget& budget,
                                        const ScratchDirectory* scratch, const std::function<void(double)>& progress,
                                        Communicator& comm, StageWork& work) {
   const DFTransformPlan& p = plan;
@@ -419,7 +419,7 @@ std::vector<DFTensor> build_df_tensors(const DFTransformInput& in, const DFTrans
     fitted += fitting.flops(targets[s].df.nocc * targets[s].df.nvir);
     if (progress) progress(pass_share + (1.0 - pass_share) * fitted / std::max(1.0, fit_flops));
   }
-  std::vector<DFTensor> tensors;
+  std::vector<BiaTensor> tensors;
   for (SpinTarget& target : targets) tensors.push_back(std::move(target.df));
   return tensors;
 }

@@ -27,7 +27,7 @@
 #include "src/common/stage_work.hpp"
 #include "src/integrals/shell_pairs.hpp"
 #include "src/integrals/shell_ranges.hpp"
-#include "src/mp2/df_tensor.hpp"
+#include "src/mp2/bia_tensor.hpp"
 
 namespace dfmp2 {
 
@@ -99,7 +99,7 @@ struct DFTransformInput {
 
 // Each spin's B in the layout the energy kernels take, row-major [i][a][P], for this rank's share
 // of i (collective). progress(fraction of the work) as it goes; may be empty.
-std::vector<DFTensor> build_df_tensors(const DFTransformInput& in, const DFTransformPlan& plan, MemoryBudget& budget,
+std::vector<BiaTensor> build_bia_tensors(const DFTransformInput& in, const DFTransformPlan& plan, MemoryBudget& budget,
                                        const ScratchDirectory* scratch, const std::function<void(double)>& progress,
                                        Communicator& comm, StageWork& work);
 

@@ -245,8 +245,8 @@ namespace {
 template <typename Real>
 class ShareRows {
  public:
-  ShareRows(const DFTensor& df, const Real* in_place) : df_(df), in_place_(in_place) {}
-  const DFTensor& df() const { return df_; }
+  ShareRows(const BiaTensor& df, const Real* in_place) : df_(df), in_place_(in_place) {}
+  const BiaTensor& df() const { return df_; }
   std::size_t row() const { return df_.nvir * df_.naux; }
   Range all() const { return {0, df_.nocc}; }
   bool in_place() const { return in_place_ != nullptr; }
@@ -272,7 +272,7 @@ class ShareRows {
     return {in_place_ + r.begin * row(), r.size(), row() * sizeof(Real)};
   }
   // Rows used where they lie keep their contents for the step; loaded ones are refilled.
-  kernels::DFTensorView<Real> view(const Real* data, Range r) const {
+  kernels::BiaView<Real> view(const Real* data, Range r) const {
     return {data, r.size(), df_.nvir, df_.naux, in_place()};
   }
   std::span<const double> eps(Range r) const {
@@ -295,7 +295,7 @@ class ShareRows {
     }
   }
 
-  const DFTensor& df_;
+  const BiaTensor& df_;
   const Real* in_place_;
 };
 
@@ -347,7 +347,7 @@ struct Step {
 // Chunk t of the exchange k steps round the ring: sends chunk t of rows `sent` of this rank's
 // share to rank r − k while receiving chunk t of rows `summed` of rank r + k's share.
 template <typename Real>
-kernels::DFTensorView<Real> exchange(Step<Real>& step, const ShareRows<Real>& mine, int k, Range sent, Range summed,
+kernels::BiaView<Real> exchange(Step<Real>& step, const ShareRows<Real>& mine, int k, Range sent, Range summed,
                                      std::size_t t, std::span<const double>& eps_in) {
   const int N = step.comm.size(), r = step.comm.rank();
   const std::size_t nocc_total = mine.df().eps_occ.size(), chunk = chunk_rows(nocc_total, N);
@@ -393,7 +393,7 @@ void against_blocks(Step<Real>& step, const ShareRows<Real>& other, const std::v
 template <typename Real>
 kernels::EnergyResult same_spin_pairs(Step<Real>& step, const ShareRows<Real>& mine) {
   const int N = step.comm.size(), r = step.comm.rank();
-  const DFTensor& df = mine.df();
+  const BiaTensor& df = mine.df();
   const std::size_t nocc_total = df.eps_occ.size(), row = mine.row();
   const std::vector<Range> blocks = blocks_of(df.nocc, step.block);
   kernels::EnergyResult sum;
@@ -447,13 +447,13 @@ kernels::EnergyResult same_spin_pairs(Step<Real>& step, const ShareRows<Real>& m
 template <typename Real>
 kernels::EnergyResult opposite_spin_pairs(Step<Real>& step, const ShareRows<Real>& alpha, const ShareRows<Real>& beta) {
   const int N = step.comm.size();
-  const DFTensor &a = alpha.df(), &b = beta.df();
+  const BiaTensor &a = alpha.df(), &b = beta.df();
   const std::vector<Range> blocks_a = blocks_of(a.nocc, step.block), blocks_b = blocks_of(b.nocc, step.block);
   kernels::EnergyResult sum;
   for (std::size_t k = 0; k < rounds_of(a.eps_occ.size(), step.block, N); ++k) {
     const Range I = k < blocks_a.size() ? blocks_a[k] : Range{a.nocc, a.nocc};
     const Real* B_I = I.size() > 0 ? alpha.load(I, step.buffer_I) : nullptr;
-    const auto pairs_with = [&](const kernels::DFTensorView<Real>& B_beta, std::span<const double> eps_beta) {
+    const auto pairs_with = [&](const kernels::BiaView<Real>& B_beta, std::span<const double> eps_beta) {
       const double f = pair_flops(I.size() * B_beta.nocc, a.nvir, b.nvir, a.naux);
       add(sum, kernels::mp2_energy_opposite_spin<Real>(step.backend, alpha.view(B_I, I), alpha.eps(I), a.eps_vir, B_beta,
                                                        eps_beta, b.eps_vir, step.progress.options_for(step.kernel, f)));
@@ -473,7 +473,7 @@ kernels::EnergyResult opposite_spin_pairs(Step<Real>& step, const ShareRows<Real
 }
 
 // The flops this rank sums, for progress: its share of every pair block's.
-double rank_flops(const DFTensor& alpha, const DFTensor* beta, int ranks) {
+double rank_flops(const BiaTensor& alpha, const BiaTensor* beta, int ranks) {
   const double total = beta ? kernels::needed_flops_unrestricted(alpha.eps_occ.size(), alpha.nvir, beta->eps_occ.size(),
                                                                  beta->nvir, alpha.naux)
                             : kernels::needed_flops(alpha.eps_occ.size(), alpha.nvir, alpha.naux);
@@ -483,7 +483,7 @@ double rank_flops(const DFTensor& alpha, const DFTensor* beta, int ranks) {
 // B in precision Real where the plan uses it in place: as stored, or converted whole into copy;
 // null when the plan loads blocks.
 template <typename Real>
-const Real* b_in_place(const DFTensor& df, const EnergyPlan& plan, MemoryBudget& budget, LargeArray<Real>& copy) {
+const Real* b_in_place(const BiaTensor& df, const EnergyPlan& plan, MemoryBudget& budget, LargeArray<Real>& copy) {
   if (plan.blocks_loaded) return nullptr;
   const auto& stored = [&]() -> const auto& {
     if constexpr (std::is_same_v<Real, double>) return df.B64; else return df.B32;
@@ -512,7 +512,7 @@ void sum_over_ranks(const kernels::EnergyResult& aa, const kernels::EnergyResult
 }
 
 template <typename Real>
-DistributedEnergy run_energy(const DFTensor& alpha, const DFTensor* beta, const EnergyPlan& plan, MemoryBudget& budget,
+DistributedEnergy run_energy(const BiaTensor& alpha, const BiaTensor* beta, const EnergyPlan& plan, MemoryBudget& budget,
                              const std::function<void(double)>& progress, Communicator& comm) {
   const std::size_t row = std::max(alpha.nvir * alpha.naux, beta ? beta->nvir * beta->naux : 0);
   LargeArray<Real> copy_a, copy_b;
@@ -557,7 +557,7 @@ DistributedEnergy run_energy(const DFTensor& alpha, const DFTensor* beta, const 
 
 }  // namespace
 
-DistributedEnergy distributed_mp2_energy(const DFTensor& alpha, const DFTensor* beta, const EnergyPlan& plan,
+DistributedEnergy distributed_mp2_energy(const BiaTensor& alpha, const BiaTensor* beta, const EnergyPlan& plan,
                                          MemoryBudget& budget, const std::function<void(double)>& progress,
                                          Communicator& comm) {
   return plan.precision == Precision::fp32 ? run_energy<float>(alpha, beta, plan, budget, progress, comm)

@@ -25,7 +25,7 @@
 #include "src/common/memory.hpp"
 #include "src/common/memory_plan.hpp"
 #include "src/common/parallel.hpp"
-#include "src/mp2/df_tensor.hpp"
+#include "src/mp2/bia_tensor.hpp"
 
 namespace dfmp2 {
 
@@ -77,7 +77,7 @@ struct DistributedEnergy {
 };
 
 // The energy of one spin's B (RHF) or of UHF's α and β (beta not null), as planned. Collective.
-DistributedEnergy distributed_mp2_energy(const DFTensor& alpha, const DFTensor* beta, const EnergyPlan& plan,
+DistributedEnergy distributed_mp2_energy(const BiaTensor& alpha, const BiaTensor* beta, const EnergyPlan& plan,
                                          MemoryBudget& budget, const std::function<void(double)>& progress,
                                          Communicator& comm);
 

@@ -129,8 +129,8 @@ struct PreparedRun::State {
   std::unique_ptr<MemoryBudget> budget;
   std::unique_ptr<ScratchDirectory> scratch;
   RunResult base;  // everything before the energy step
-  DFTensor df;                      // RHF, or UHF's α
-  std::optional<DFTensor> df_beta;  // UHF's β
+  BiaTensor df;                      // RHF, or UHF's α
+  std::optional<BiaTensor> df_beta;  // UHF's β
   std::optional<EnergyPlan> energy_plan;  // the up-front plan's, for the options' backend and precision
   std::optional<Mp2EnergyParts> gradient_energy;  // --gradient: the MP2 energy its amplitudes gave
   double prepare_seconds = 0.0;

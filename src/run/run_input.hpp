@@ -16,7 +16,7 @@ namespace dfmp2 {
 
 // A DF tensor B_ia^P kept where it is stored (row-major [nocc][nvir][naux]) until the energy
 // step reads the occupied rows each rank needs, under the memory budget.
-struct GivenDFTensor {
+struct GivenBiaTensor {
   std::size_t nocc = 0, nvir = 0, naux = 0;
   bool fp32 = false;  // stored precision
   std::vector<double> eps_occ, eps_vir;
@@ -32,7 +32,7 @@ struct RunInput {
   std::optional<double> e_scf;       // given with them (/scf's e_scf): no Fock build, no JK set
   bool unoccupied = false;  // the orbitals came without occupations (nocc 0): see occupy_by_energy
   std::optional<OrbitalBasis> orbital_basis;  // given with the orbitals (Molden, TREXIO), not named
-  std::optional<GivenDFTensor> df;   // given DF tensor: energy only
+  std::optional<GivenBiaTensor> df;   // given DF tensor: energy only
 };
 
 }  // namespace dfmp2

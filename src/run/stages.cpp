@@ -263,9 +263,9 @@ std::vector<EnergySpin> energy_spins(const std::vector<TransformSizes>& sizes, b
   return spins;
 }
 
-std::vector<EnergySpin> energy_spins(const DFTensor& df, const std::optional<DFTensor>& df_beta) {
+std::vector<EnergySpin> energy_spins(const BiaTensor& df, const std::optional<BiaTensor>& df_beta) {
   std::vector<EnergySpin> spins;
-  for (const DFTensor* t : {&df, df_beta ? &*df_beta : nullptr})
+  for (const BiaTensor* t : {&df, df_beta ? &*df_beta : nullptr})
     if (t != nullptr)
       spins.push_back({t->eps_occ.size(), t->nocc, t->nvir,
                        t->is_on_disk() ? EnergySpin::Stored::disk
@@ -587,7 +587,7 @@ Transformed transform_to_mo(const Problem& problem, const RunPlan& plan, const O
     return p;
   }();
   Transformed t;
-  std::vector<DFTensor> tensors = build_df_tensors(
+  std::vector<BiaTensor> tensors = build_bia_tensors(
       {problem.obs, problem.aux, problem.pairs, spins}, transform_plan, context.budget, &context.scratch,
       [&context](double done) { context.progress.fraction(done); }, context.comm, t.work);
   t.df = std::move(tensors[0]);
@@ -596,8 +596,8 @@ Transformed transform_to_mo(const Problem& problem, const RunPlan& plan, const O
   return t;
 }
 
-DFTensor read_given_tensor(const GivenDFTensor& given, const RunContext& context) {
-  DFTensor df;
+BiaTensor read_given_tensor(const GivenBiaTensor& given, const RunContext& context) {
+  BiaTensor df;
   const Range mine = share_of(given.nocc, context.comm.rank(), context.comm.size());
   df.nocc = mine.size();
   df.occ_begin = mine.begin;
@@ -617,7 +617,7 @@ DFTensor read_given_tensor(const GivenDFTensor& given, const RunContext& context
   return df;
 }
 
-EnergyPlan plan_energy_step(const DFTensor& df, const std::optional<DFTensor>& df_beta, kernels::Backend backend,
+EnergyPlan plan_energy_step(const BiaTensor& df, const std::optional<BiaTensor>& df_beta, kernels::Backend backend,
                             kernels::Precision precision, kernels::Device device, const RunContext& context) {
   RunOptions options = context.options;
   options.backend = backend;
@@ -628,7 +628,7 @@ EnergyPlan plan_energy_step(const DFTensor& df, const std::optional<DFTensor>& d
                      energy_device(options, spins, df.naux, context.comm.size(), context.cpu_rates));
 }
 
-Mp2Energy mp2_energy(const DFTensor& df, const std::optional<DFTensor>& df_beta, const EnergyPlan& plan,
+Mp2Energy mp2_energy(const BiaTensor& df, const std::optional<BiaTensor>& df_beta, const EnergyPlan& plan,
                      const RunContext& context) {
   context.progress.begin("MP2 energy (work)");
   Mp2Energy energy;

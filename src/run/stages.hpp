@@ -22,7 +22,7 @@
 #include "src/integrals/ecp.hpp"
 #include "src/integrals/shell_pairs.hpp"
 #include "src/molecule/basis.hpp"
-#include "src/mp2/df_tensor.hpp"
+#include "src/mp2/bia_tensor.hpp"
 #include "src/mp2/df_transform.hpp"
 #include "src/mp2/distributed_energy.hpp"
 #include "src/run/options.hpp"
@@ -109,8 +109,8 @@ ScfSolution solve_scf(const Problem& problem, Integrals& integrals, const std::o
 // df_transform: B_ia^P over the active orbitals (this rank's occupied block), of each spin for UHF
 // (both from one pass over the integrals), in memory or on disk as planned.
 struct Transformed {
-  DFTensor df;                      // RHF, or UHF's α
-  std::optional<DFTensor> df_beta;  // UHF's β
+  BiaTensor df;                      // RHF, or UHF's α
+  std::optional<BiaTensor> df_beta;  // UHF's β
   StageWork work;
   std::size_t batches = 0;  // of auxiliary shells (more than one when the budget binds)
 };
@@ -118,7 +118,7 @@ Transformed transform_to_mo(const Problem& problem, const RunPlan& plan, const O
                             const RunContext& context);
 
 // The energy-only run's B: this rank's occupied rows read from where they are stored.
-DFTensor read_given_tensor(const GivenDFTensor& given, const RunContext& context);
+BiaTensor read_given_tensor(const GivenBiaTensor& given, const RunContext& context);
 
 // energy: the MP2 energy from B (UHF: the α and β tensors), with the backend and precision asked
 // for.
@@ -137,9 +137,9 @@ struct Mp2Energy {
 EnergyDevice energy_device(const RunOptions& options, const std::vector<EnergySpin>& spins, std::size_t naux,
                            int ranks, const kernels::GemmRates& cpu_rates);
 // The energy step's plan for B as it is held now, for any backend and precision.
-EnergyPlan plan_energy_step(const DFTensor& df, const std::optional<DFTensor>& df_beta, kernels::Backend backend,
+EnergyPlan plan_energy_step(const BiaTensor& df, const std::optional<BiaTensor>& df_beta, kernels::Backend backend,
                             kernels::Precision precision, kernels::Device device, const RunContext& context);
-Mp2Energy mp2_energy(const DFTensor& df, const std::optional<DFTensor>& df_beta, const EnergyPlan& plan,
+Mp2Energy mp2_energy(const BiaTensor& df, const std::optional<BiaTensor>& df_beta, const EnergyPlan& plan,
                      const RunContext& context);
 
 }  // namespace dfmp2

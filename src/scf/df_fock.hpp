@@ -1,5 +1,5 @@
 // Density-fitted two-electron Fock terms from the fitted factors B^Q_μν over the "jk" auxiliary
-// basis (src/integrals/df_tensor_store: the significant shell pairs μ ≥ ν, this rank's Q, in memory
+// basis (src/integrals/fitted_tensor_store: the significant shell pairs μ ≥ ν, this rank's Q, in memory
 // or partly on disk). J and K come from one pass over B per build (kernels/packed_jk):
 //   J_μν = Σ_Q B^Q_μν γ_Q,  γ_Q = Σ_λσ B^Q_λσ D_λσ;   K_μν = Σ_Q (B^Q L)(B^Q R)ᵀ_μν,  D = L Rᵀ
 // UHF's α and β share the pass: J from D_α + D_β, K for each. Over MPI each rank holds the
@@ -18,7 +18,7 @@
 #include "src/common/memory_plan.hpp"
 #include "src/common/parallel.hpp"
 #include "src/common/scratch.hpp"
-#include "src/integrals/df_tensor_store.hpp"
+#include "src/integrals/fitted_tensor_store.hpp"
 #include "src/integrals/shell_pairs.hpp"
 #include "src/scf/fock_builder.hpp"
 

@@ -40,7 +40,7 @@ std::vector<Real> as(const std::vector<double>& x) {
 }
 
 template <typename Real>
-k::DFTensorView<Real> view(const std::vector<Real>& B, const Block& b, std::size_t first = 0, std::size_t rows = 0,
+k::BiaView<Real> view(const std::vector<Real>& B, const Block& b, std::size_t first = 0, std::size_t rows = 0,
                            bool stable = true) {
   return {B.data() + first * b.nvir * b.naux, rows ? rows : b.nocc, b.nvir, b.naux, stable};
 }

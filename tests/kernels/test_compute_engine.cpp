@@ -198,7 +198,7 @@ TEST_CASE("the engine refuses views in the wrong memory, shapes that do not agre
 TEST_CASE("the energy step refuses a compute engine that is not on host memory, before any backend runs",
           "[compute_engine]") {
   const std::vector<double> B(2 * 3 * 4, 0.1), eps_occ{-1.0, -0.5}, eps_vir{0.5, 1.0, 1.5};
-  const k::DFTensorView<double> view{B.data(), 2, 3, 4};
+  const k::BiaView<double> view{B.data(), 2, 3, 4};
   DeviceEngineNeverCalled device;
   k::EnergyOptions options;
   CHECK(options.engine == &k::cpu_engine());

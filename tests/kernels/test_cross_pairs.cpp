@@ -20,9 +20,9 @@ TEST_CASE("block energies plus cross pairs give the whole energy, for every back
   for (double& e : eps_occ) e = occ(rng);
   for (double& e : eps_vir) e = vir(rng);
   const std::span<const double> all_eps(eps_occ);
-  const DFTensorView<double> whole{B.data(), nocc, nvir, naux};
-  const DFTensorView<double> I{B.data(), split, nvir, naux};
-  const DFTensorView<double> J{B.data() + split * nvir * naux, nocc - split, nvir, naux};
+  const BiaView<double> whole{B.data(), nocc, nvir, naux};
+  const BiaView<double> I{B.data(), split, nvir, naux};
+  const BiaView<double> J{B.data() + split * nvir * naux, nocc - split, nvir, naux};
 
   for (Backend backend : {Backend::reference, Backend::loop, Backend::fused, Backend::automatic}) {
     INFO(to_string(backend));
@@ -45,11 +45,11 @@ TEST_CASE("block energies plus cross pairs give the whole energy, for every back
 
 TEST_CASE("cross pairs with an empty block are zero, and mismatched blocks are refused") {
   std::vector<double> B(2 * 3 * 4, 0.1), eps_occ{-1.0, -0.8}, eps_vir{0.2, 0.4, 0.6};
-  const DFTensorView<double> I{B.data(), 2, 3, 4}, empty{B.data(), 0, 3, 4};
+  const BiaView<double> I{B.data(), 2, 3, 4}, empty{B.data(), 0, 3, 4};
   const EnergyResult none =
       mp2_energy_cross(Backend::fused, I, eps_occ, empty, {}, eps_vir, EnergyOptions{});
   CHECK(none.e_os == 0.0);
-  const DFTensorView<double> other_naux{B.data(), 1, 3, 5};
+  const BiaView<double> other_naux{B.data(), 1, 3, 5};
   CHECK_THROWS_AS(mp2_energy_cross(Backend::fused, I, eps_occ, other_naux,
                                    std::span<const double>(eps_occ).first(1), eps_vir,
                                    EnergyOptions{}),

@@ -16,7 +16,7 @@ namespace {
 struct System {
   std::size_t nocc, nvir, naux;
   std::vector<double> B, eps_occ, eps_vir;
-  k::DFTensorView<double> view() const { return {B.data(), nocc, nvir, naux}; }
+  k::BiaView<double> view() const { return {B.data(), nocc, nvir, naux}; }
 };
 
 System random_system(std::size_t nocc, std::size_t nvir, std::size_t naux, unsigned seed) {
@@ -128,7 +128,7 @@ TEST_CASE("all backends agree with reference on awkward shapes, budgets and thre
 TEST_CASE("fp32 agrees with fp64 to 1e-5 relative (fp64 accumulation)", "[kernels]") {
   const System s = random_system(12, 90, 200, 42);
   const std::vector<float> Bf(s.B.begin(), s.B.end());
-  const k::DFTensorView<float> view{Bf.data(), s.nocc, s.nvir, s.naux};
+  const k::BiaView<float> view{Bf.data(), s.nocc, s.nvir, s.naux};
   const auto ref = run(k::Backend::reference, s);
   for (auto backend : kConcrete) {
     INFO(k::to_string(backend));

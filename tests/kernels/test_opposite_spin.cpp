@@ -29,7 +29,7 @@ struct Spin {
     for (double& e : eps_occ) e = occ(rng);
     for (double& e : eps_vir) e = vir(rng);
   }
-  DFTensorView<double> view() const { return {B.data(), nocc, nvir, naux}; }
+  BiaView<double> view() const { return {B.data(), nocc, nvir, naux}; }
   // (ia|jb) with j, b from `other`.
   double T(std::size_t i, std::size_t a, const Spin& other, std::size_t j, std::size_t b) const {
     double t = 0.0;

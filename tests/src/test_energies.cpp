@@ -206,7 +206,7 @@ TEST_CASE("energy-only runs take B and orbital energies from /df") {
   std::mt19937 rng(7);
   std::normal_distribution<double> normal(0.0, 0.1);
   for (std::size_t k = 0; k < nocc * nvir * naux; ++k) B.push_back(normal(rng));
-  GivenDFTensor df{nocc, nvir, naux, false, {-1.2, -0.6}, {0.2, 0.5, 0.9}, {}};
+  GivenBiaTensor df{nocc, nvir, naux, false, {-1.2, -0.6}, {0.2, 0.5, 0.9}, {}};
   df.read_rows = [&](std::size_t first, std::size_t count, void* out) {
     std::copy(B.begin() + first * nvir * naux, B.begin() + (first + count) * nvir * naux, static_cast<double*>(out));
   };

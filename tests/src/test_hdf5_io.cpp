@@ -98,8 +98,8 @@ MemoryBudget& test_budget() {
   return budget;
 }
 
-DFTensor small_df(bool single_precision) {
-  DFTensor df;
+BiaTensor small_df(bool single_precision) {
+  BiaTensor df;
   df.nocc = 2;
   df.nvir = 3;
   df.naux = 4;
@@ -257,7 +257,7 @@ TEST_CASE("DF inputs round-trip in the precision they were stored in") {
   TempDir dir;
   for (const bool single : {false, true}) {
     const std::string path = dir.path(single ? "df32.h5" : "df64.h5");
-    const DFTensor df = small_df(single);
+    const BiaTensor df = small_df(single);
     write_hdf5_df_input(path, df);
     const RunInput input = read_hdf5_input(path);
     CHECK_FALSE(input.molecule);
@@ -385,7 +385,7 @@ TEST_CASE("bad HDF5 inputs are rejected with one line naming the file and the pr
                       Catch::Contains("attribute 'nocc' on /scf is 3, outside 1..2"));
   }
   SECTION("eps_occ length does not match B") {
-    DFTensor df = small_df(false);
+    BiaTensor df = small_df(false);
     const std::string path = dir.path("epsocc.h5");
     {
       RawFile f(path);
@@ -400,14 +400,14 @@ TEST_CASE("bad HDF5 inputs are rejected with one line naming the file and the pr
                           Catch::Contains("/df/eps_occ has length 3, but /df/B has nocc 2"));
   }
   SECTION("NaN in B, float64 and float32") {
-    DFTensor df = small_df(false);
+    BiaTensor df = small_df(false);
     df.B64[5] = std::numeric_limits<double>::quiet_NaN();
     write_hdf5_df_input(dir.path("nan64.h5"), df);
     const RunInput input64 = read_hdf5_input(dir.path("nan64.h5"));  // B is checked as it is read
     std::vector<double> rows64(df.B64.size());
     CHECK_THROWS_WITH(input64.df->read_rows(0, 2, rows64.data()),
                       Catch::Contains("/df/B holds a non-finite value") && Catch::Contains("flat index 5"));
-    DFTensor df32 = small_df(true);
+    BiaTensor df32 = small_df(true);
     df32.B32[7] = std::numeric_limits<float>::infinity();
     write_hdf5_df_input(dir.path("inf32.h5"), df32);
     const RunInput input32 = read_hdf5_input(dir.path("inf32.h5"));
@@ -422,7 +422,7 @@ TEST_CASE("bad HDF5 inputs are rejected with one line naming the file and the pr
 TEST_CASE("a failed write, as an output file, throws InputError naming it and leaves nothing") {
   TempDir dir;
   // Failing inside the writer (inconsistent tensor): the reason HDF5 writing gave is passed on.
-  DFTensor bad = small_df(false);
+  BiaTensor bad = small_df(false);
   bad.eps_occ.push_back(0.0);
   const std::string path = dir.path("bad.h5");
   CHECK_THROWS_WITH(write_output_file(path, [&](const std::string& file) { write_hdf5_df_input(file, bad); }),

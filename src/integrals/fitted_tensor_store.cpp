@@ -1,4 +1,4 @@
-#include "src/integrals/df_tensor_store.hpp"
+#include "src/integrals/fitted_tensor_store.hpp"
 
 #include <algorithm>
 

@@ -12,7 +12,7 @@ namespace dfmp2 {
 // Row-major [nocc][nvir][naux]: in memory in one precision (B64 or B32 is filled), or in fp64 on
 // disk (on_disk, when it did not fit the memory plan). Over MPI a rank holds the occupied orbitals
 // occ_begin … occ_begin + nocc − 1 of eps_occ.size().
-struct DFTensor {
+struct BiaTensor {
   std::size_t nocc = 0, nvir = 0, naux = 0;
   std::size_t occ_begin = 0;
   LargeArray<double> B64;
