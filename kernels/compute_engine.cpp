@@ -37,8 +37,11 @@ void check_view(const char* call, const char* name, MatrixView<Real>& view, Memo
   view.ld = std::max<std::size_t>(view.ld, 1);
 }
 
-void check_agree(const char* call, bool agree, const std::string& shapes) {
-  if (!agree) refuse(call, "the shapes do not agree: " + shapes);
+// shapes() builds the message only when they do not agree: the checks run on every product, and the
+// fused backend's many small GEMMs must not allocate.
+template <typename Shapes>
+void check_agree(const char* call, bool agree, const Shapes& shapes) {
+  if (!agree) refuse(call, "the shapes do not agree: " + shapes());
 }
 
 // Each returns whether there is anything to compute (C not empty).
@@ -50,8 +53,10 @@ bool check_gemm(Memory engine, Op op_a, Op op_b, MatrixView<const Real>& A, Matr
   check_view("gemm", "C", C, engine);
   check_agree("gemm",
               op_rows(op_a, A) == C.rows && op_cols(op_b, B) == C.cols && op_cols(op_a, A) == op_rows(op_b, B),
-              "op(A) " + shape(op_rows(op_a, A), op_cols(op_a, A)) + ", op(B) " +
-                  shape(op_rows(op_b, B), op_cols(op_b, B)) + ", C " + shape(C.rows, C.cols));
+              [&] {
+                return "op(A) " + shape(op_rows(op_a, A), op_cols(op_a, A)) + ", op(B) " +
+                       shape(op_rows(op_b, B), op_cols(op_b, B)) + ", C " + shape(C.rows, C.cols);
+              });
   return C.rows > 0 && C.cols > 0;
 }
 
@@ -60,7 +65,7 @@ bool check_syrk(Memory engine, Op op_x, MatrixView<const Real>& X, MatrixView<Re
   check_view("syrk_lower", "X", X, engine);
   check_view("syrk_lower", "C", C, engine);
   check_agree("syrk_lower", C.rows == C.cols && op_rows(op_x, X) == C.rows,
-              "op(X) " + shape(op_rows(op_x, X), op_cols(op_x, X)) + ", C " + shape(C.rows, C.cols));
+              [&] { return "op(X) " + shape(op_rows(op_x, X), op_cols(op_x, X)) + ", C " + shape(C.rows, C.cols); });
   return C.rows > 0;
 }
 
@@ -70,7 +75,7 @@ bool check_symm(Memory engine, MatrixView<const Real>& A, MatrixView<const Real>
   check_view("symm_upper_left", "B", B, engine);
   check_view("symm_upper_left", "C", C, engine);
   check_agree("symm_upper_left", A.rows == A.cols && A.rows == C.rows && B.rows == C.rows && B.cols == C.cols,
-              "A " + shape(A.rows, A.cols) + ", B " + shape(B.rows, B.cols) + ", C " + shape(C.rows, C.cols));
+              [&] { return "A " + shape(A.rows, A.cols) + ", B " + shape(B.rows, B.cols) + ", C " + shape(C.rows, C.cols); });
   return C.rows > 0 && C.cols > 0;
 }
 
@@ -80,8 +85,10 @@ bool check_solve(Memory engine, Side side, MatrixView<const Real>& L, MatrixView
   check_view("solve_lower", "B", B, engine);
   const std::size_t n = side == Side::left ? B.rows : B.cols;
   check_agree("solve_lower", L.rows == n && L.cols == n,
-              "L " + shape(L.rows, L.cols) + (side == Side::left ? " on the left of B " : " on the right of B ") +
-                  shape(B.rows, B.cols));
+              [&] {
+                return "L " + shape(L.rows, L.cols) + (side == Side::left ? " on the left of B " : " on the right of B ") +
+                       shape(B.rows, B.cols);
+              });
   return B.rows > 0 && B.cols > 0;
 }
 
