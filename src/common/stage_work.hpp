@@ -23,6 +23,11 @@ struct StageWork {
     gpu_seconds += other.gpu_seconds;
     return *this;
   }
+  // The work done between two readings of a running count (later − earlier).
+  StageWork operator-(const StageWork& earlier) const {
+    return {flops_fp64 - earlier.flops_fp64, flops_fp32 - earlier.flops_fp32, libint_seconds - earlier.libint_seconds,
+            gpu_seconds - earlier.gpu_seconds};
+  }
   double floor_seconds(const kernels::GemmRates& rates) const {
     return flops_fp64 / (rates.fp64_gflops * 1e9) + flops_fp32 / (rates.fp32_gflops * 1e9) +
            libint_seconds + gpu_seconds;

@@ -49,11 +49,7 @@ class ResponseFromBuilds : public FockResponse {
     const StageWork before = fock_.work();
     Sets G = fock_.fock(densities, precision);
     for (std::size_t s = 0; s < G.size(); ++s) G[s] = factor * (G[s] * C_occ_[s]);
-    const StageWork& after = fock_.work();
-    work_.flops_fp64 += after.flops_fp64 - before.flops_fp64;
-    work_.flops_fp32 += after.flops_fp32 - before.flops_fp32;
-    work_.libint_seconds += after.libint_seconds - before.libint_seconds;
-    work_.gpu_seconds += after.gpu_seconds - before.gpu_seconds;
+    work_ += fock_.work() - before;
     return G;
   }
 
