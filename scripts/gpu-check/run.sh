@@ -3,7 +3,7 @@
 # (bundle.sh made it): the GPU tests, compute-sanitizer's memcheck and racecheck on the small ones,
 # the energy-step benchmarks beside cuBLAS and PyTorch, and whole runs with the energy step on the
 # CPU threads and on the GPU. Logs and results go to $OUT (what comes back: at most 8 files).
-#   scripts/gpu-check/run.sh [all|tests|racecheck|bench|torch|runs|ncu]...     (default: all)
+#   scripts/gpu-check/run.sh [all|tests|racecheck|bench|torch|runs|whole|scaling|ncu]...   (default: all)
 set -uo pipefail
 root=$(pwd)
 out=${OUT:-$root/gpu-check-out}
@@ -58,6 +58,16 @@ if wants runs; then
   step "amdahl" 400 python3 scripts/gpu-check/amdahl_runs.py "$bin/dfmp2_amdahl" "$out/amdahl_gpu.json" \
     ${DFMP2_GPU_MOLECULES:-water15 c20h42 water25}
 fi
+if wants whole; then  # end to end on each device: every stage runs again on the GPU's side
+  step "whole runs" 300 python3 scripts/gpu-check/whole_runs.py "$bin/dfmp2" "$out/whole_runs.json" \
+    --devices cpu,gpu ${DFMP2_WHOLE_MOLECULES:-water25}
+  [ -n "${DFMP2_GPU_ONLY_MOLECULES:-}" ] && step "whole runs, GPU only" 200 python3 scripts/gpu-check/whole_runs.py \
+    "$bin/dfmp2" "$out/whole_runs_gpu.json" --devices gpu $DFMP2_GPU_ONLY_MOLECULES
+fi
+if wants scaling; then  # the CPU path's thread scaling on this machine, every stage
+  step "thread scaling" 240 python3 scripts/gpu-check/whole_runs.py "$bin/dfmp2" "$out/thread_scaling.json" \
+    --devices cpu --threads 1,2,4,8,16 ${DFMP2_SCALING_MOLECULE:-water15}
+fi
 if wants ncu; then  # what the hardware counters say of the kernels on the medium shape
   medium=("$bin/bench_energy_gpu" --shapes medium --precisions fp64 --reps 1 --out /tmp/ncu-bench.json)
   step "ncu fused" 120 ncu --clock-control none --kernel-name regex:fused --launch-count 1 \
@@ -66,4 +76,6 @@ if wants ncu; then  # what the hardware counters say of the kernels on the mediu
   step "ncu loop" 120 ncu --clock-control none --kernel-name regex:"gemm|reduce_pairs" --launch-skip 8 \
     --launch-count 2 --section SpeedOfLight --section Occupancy "${medium[@]}"
 fi
+# What comes back is at most 8 files: the results in one archive beside the log and env.txt.
+(cd "$out" && shopt -s nullglob && files=(*.json *.md) && ((${#files[@]})) && tar -czf results.tar.gz --remove-files "${files[@]}")
 grep -E "^===|passed|failed|ERROR SUMMARY|RACECHECK SUMMARY|error|^\| " "$log" | tail -80

@@ -1,0 +1,54 @@
+#!/usr/bin/env python3
+"""Whole runs of dfmp2 on the GPU machine, each stage timed from the run's JSON: every molecule with
+every device and thread count given, end to end (setup, integrals, SCF, DF transform and energy all
+run again each time). Used for the GPU's whole-run speedup and for the CPU path's thread scaling.
+Writes the runs into one JSON file (rewritten after each run: a run cut short keeps the rest) and
+prints one table row per run.
+
+    whole_runs.py DFMP2 OUT.json --devices cpu,gpu --threads 16 MOLECULE...   (MOLECULE: water15, ...)
+"""
+import argparse
+import json
+import subprocess
+import tempfile
+import time
+
+STAGES = ("setup", "integrals", "scf", "df_transform", "energy", "total")
+
+
+def run(exe, molecule, device, threads):
+    with tempfile.NamedTemporaryFile(suffix=".json") as f:
+        started = time.monotonic()
+        subprocess.run([exe, f"inputs/scale/{molecule}.xyz", "--basis", "cc-pvdz", "--device", device,
+                        "--threads", str(threads), "--json", f.name, "--quiet"], check=True)
+        r = json.load(open(f.name))
+        r["wall_seconds"] = time.monotonic() - started
+        r["molecule_name"] = molecule
+        return r
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("exe")
+    parser.add_argument("out")
+    parser.add_argument("molecules", nargs="+")
+    parser.add_argument("--devices", default="cpu,gpu")
+    parser.add_argument("--threads", default="16")
+    args = parser.parse_args()
+    runs = []
+    print("| molecule | nbf | device | threads | " + " | ".join(STAGES) + " | wall | E_corr |", flush=True)
+    for molecule in args.molecules:
+        for device in args.devices.split(","):
+            for threads in (int(t) for t in args.threads.split(",")):
+                r = run(args.exe, molecule, device, threads)
+                runs.append(r)
+                with open(args.out, "w") as f:
+                    json.dump(runs, f, indent=1)
+                t = r["timings"]
+                print(f"| {molecule} | {r['nbf']} | {device} | {threads} | " +
+                      " | ".join(f"{t.get(s, 0.0):.2f}" for s in STAGES) +
+                      f" | {r['wall_seconds']:.2f} | {r['e_corr']:.12f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
