@@ -1,6 +1,7 @@
 // The GPU energy step's kernels (device code only; the engine in gpu_energy.cu launches them).
-//   reduce_pairs: the loop backend's reduction over a T_flat chunk, one block per pair, strip-tiled
-//                 in 32 × 32 tiles with T_ba staged through shared memory (T read once, coalesced).
+//   reduce_pairs: the loop backend's reduction over a T_flat chunk, each pair's 32 × 32 tile pairs
+//                 shared out over several blocks, T_ba staged through shared memory (T read once,
+//                 coalesced).
 //   fused_pairs:  one block per (pair, tile pair (A ≤ B)): T_ij[A,B] and T_ij[B,A] formed in
 //                 registers from B_i and B_j panels staged in shared memory, then reduced; T is
 //                 never written. Opposite spin: one tile T_ij[A,B], no exchange term. fp32 on
@@ -62,59 +63,107 @@ __device__ __forceinline__ void add_same_spin_terms(double t_ab, double t_ba, do
 }
 
 // ---- loop: reduction of one T_flat chunk ---------------------------------------------------------
+// Each pair's tiles are shared out over `groups` blocks (blockIdx.y): one block per pair left a
+// chunk of 16 pairs on 16 SMs, each block walking its whole T_ij one dependent load after another
+// (ncu: 1 % SM throughput; every chunk's reduction took one block's latency, ~0.4 ms).
 
 template <typename Real>
 struct ChunkArgs {
   const Real* T;            // T_flat[(i − i0)·nvir_a + a][(j − j0)·nvir_b + b] = T_ij,ab
   std::size_t ldt;
-  int i0, j0, ncols;        // pair p of the launch is (i0 + p / ncols, j0 + p % ncols)
+  int i0, j0, ncols;        // pair p = blockIdx.x of the launch is (i0 + p / ncols, j0 + p % ncols)
   int nvir_a, nvir_b;
   PairEnergies eps;
   bool triangular, same_spin;
-  double* partials;         // (os, ss) per pair, weighted
+  int groups;               // blocks per pair (gridDim.y); block g takes the pair's tiles g, g + groups, …
+  double* partials;         // (os, ss) per block, weighted, at p·groups + g
 };
 
-constexpr int kReduceTile = 32, kReduceRows = 8;  // 32 × 8 threads per pair
+constexpr int kReduceTile = 32, kReduceRows = 8;  // 32 × 8 threads per block
+constexpr int kReduceSteps = kReduceTile / kReduceRows;
+
+// Tile pair q of the list A ≤ B over `tiles` tile rows, row by row.
+__device__ __forceinline__ int2 upper_tile_pair(int q, int tiles) {
+  int A = 0;
+  while (q >= tiles - A) q -= tiles - A++;
+  return {A, A + q};
+}
+
+// One same-spin tile pair (A ≤ B) of T_ij (n × n, row stride ldt): T_ab read straight into
+// registers, T_ba staged through `tile`; both loads issued before the barrier.
+template <typename Real>
+__device__ __forceinline__ void reduce_tile_pair(const Real* Tij, std::size_t ldt, int n, int2 AB, double eps_ij,
+                                                 const PairEnergies& eps, Real (&tile)[kReduceTile][kReduceTile + 1],
+                                                 double& os, double& ss) {
+  const int tx = threadIdx.x, ty = threadIdx.y, A0 = AB.x * kReduceTile, B0 = AB.y * kReduceTile;
+  Real t_ab[kReduceSteps];
+  __syncthreads();  // the previous tile pair's reads of `tile` are done
+#pragma unroll
+  for (int s = 0; s < kReduceSteps; ++s) {
+    const int r = ty + s * kReduceRows;
+    tile[r][tx] = B0 + r < n && A0 + tx < n ? Tij[std::size_t(B0 + r) * ldt + A0 + tx] : Real(0);
+    t_ab[s] = A0 + r < n && B0 + tx < n ? Tij[std::size_t(A0 + r) * ldt + B0 + tx] : Real(0);
+  }
+  __syncthreads();
+#pragma unroll
+  for (int s = 0; s < kReduceSteps; ++s) {
+    const int a = A0 + ty + s * kReduceRows, b = B0 + tx;
+    if (a >= n || b >= n) continue;
+    const double delta = eps_ij - eps.eps_a[a] - eps.eps_b[b];
+    add_same_spin_terms(t_ab[s], tile[tx][ty + s * kReduceRows], delta, AB.x == AB.y, os, ss);
+  }
+}
+
+// One opposite-spin tile (A, B) of T_ij (nvir_a × nvir_b): os only.
+template <typename Real>
+__device__ __forceinline__ void reduce_tile(const Real* Tij, const ChunkArgs<Real>& args, int2 AB, double eps_ij,
+                                            double& os) {
+  const int tx = threadIdx.x, ty = threadIdx.y, b = AB.y * kReduceTile + tx;
+  Real t[kReduceSteps];
+#pragma unroll
+  for (int s = 0; s < kReduceSteps; ++s) {
+    const int a = AB.x * kReduceTile + ty + s * kReduceRows;
+    t[s] = a < args.nvir_a && b < args.nvir_b ? Tij[std::size_t(a) * args.ldt + b] : Real(0);
+  }
+#pragma unroll
+  for (int s = 0; s < kReduceSteps; ++s) {
+    const int a = AB.x * kReduceTile + ty + s * kReduceRows;
+    if (a < args.nvir_a && b < args.nvir_b) {
+      const double tt = t[s];
+      os += tt * tt / (eps_ij - args.eps.eps_a[a] - args.eps.eps_b[b]);
+    }
+  }
+}
+
+// Tiles (same spin: tile pairs A ≤ B) of one pair's T_ij, shared out over a launch's groups.
+__host__ __device__ inline int reduce_tiles(int nvir_a, int nvir_b, bool same_spin) {
+  const int ta = (nvir_a + kReduceTile - 1) / kReduceTile, tb = (nvir_b + kReduceTile - 1) / kReduceTile;
+  return same_spin ? ta * (ta + 1) / 2 : ta * tb;
+}
 
 template <typename Real>
 __global__ void __launch_bounds__(kReduceTile * kReduceRows) reduce_pairs(ChunkArgs<Real> args) {
-  const int p = blockIdx.x, i = args.i0 + p / args.ncols, j = args.j0 + p % args.ncols;
-  const int tx = threadIdx.x, ty = threadIdx.y;
+  __shared__ Real tile[kReduceTile][kReduceTile + 1];  // T[B0 + r][A0 + c]: T_ba of the tile pair
+  const int p = blockIdx.x, g = blockIdx.y, i = args.i0 + p / args.ncols, j = args.j0 + p % args.ncols;
   double os = 0.0, ss = 0.0;
   if (!(args.triangular && j > i)) {  // above the diagonal: T_ji = T_ijᵀ is summed as (j, i)
     const Real* Tij = args.T + std::size_t(i - args.i0) * args.nvir_a * args.ldt + std::size_t(j - args.j0) * args.nvir_b;
     const double eps_ij = args.eps.eps_i[i] + args.eps.eps_j[j];
-    if (args.same_spin) {
-      __shared__ Real tile[kReduceTile][kReduceTile + 1];  // T[B0 + r][A0 + c]: T_ba for the tile pair
-      const int n = args.nvir_a, tiles = (n + kReduceTile - 1) / kReduceTile;
-      for (int A = 0; A < tiles; ++A)
-        for (int B = A; B < tiles; ++B) {
-          const int A0 = A * kReduceTile, B0 = B * kReduceTile;
-          __syncthreads();
-          for (int r = ty; r < kReduceTile; r += kReduceRows)
-            tile[r][tx] = B0 + r < n && A0 + tx < n ? Tij[std::size_t(B0 + r) * args.ldt + A0 + tx] : Real(0);
-          __syncthreads();
-          for (int r = ty; r < kReduceTile; r += kReduceRows) {
-            const int a = A0 + r, b = B0 + tx;
-            if (a >= n || b >= n) continue;
-            const double t_ab = Tij[std::size_t(a) * args.ldt + b], t_ba = tile[tx][r];
-            const double delta = eps_ij - args.eps.eps_a[a] - args.eps.eps_b[b];
-            add_same_spin_terms(t_ab, t_ba, delta, A == B, os, ss);
-          }
-        }
-    } else {
-      for (int a = ty; a < args.nvir_a; a += kReduceRows)
-        for (int b = tx; b < args.nvir_b; b += kReduceTile) {
-          const double t = Tij[std::size_t(a) * args.ldt + b];
-          os += t * t / (eps_ij - args.eps.eps_a[a] - args.eps.eps_b[b]);
-        }
+    const int tiles = reduce_tiles(args.nvir_a, args.nvir_b, args.same_spin);
+    const int tb = (args.nvir_b + kReduceTile - 1) / kReduceTile;
+    for (int q = g; q < tiles; q += args.groups) {  // uniform over the block: its barriers are safe
+      if (args.same_spin)
+        reduce_tile_pair(Tij, args.ldt, args.nvir_a, upper_tile_pair(q, tb), eps_ij, args.eps, tile, os, ss);
+      else
+        reduce_tile(Tij, args, int2{q / tb, q % tb}, eps_ij, os);
     }
   }
   block_sum(os, ss);
-  if (tx == 0 && ty == 0) {
+  if (threadIdx.x == 0 && threadIdx.y == 0) {
     const double w = pair_weight(args.same_spin, args.triangular, i, j);
-    args.partials[2 * std::size_t(p)] = w * os;
-    args.partials[2 * std::size_t(p) + 1] = w * ss;
+    const std::size_t slot = 2 * (std::size_t(p) * args.groups + g);
+    args.partials[slot] = w * os;
+    args.partials[slot + 1] = w * ss;
   }
 }
 

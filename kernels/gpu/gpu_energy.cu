@@ -236,6 +236,7 @@ int select_device(int index) {
 
 struct GpuEnergyEngine::Impl {
   GpuEnergyPlan plan;
+  GpuProperties properties;  // of the GPU used
   int device;  // selected first: every CUDA object below lives on it
   Stream compute, copy;
   CudaComputeEngine engine{compute};  // the loop backend's T_flat GEMMs
@@ -268,7 +269,8 @@ struct GpuEnergyEngine::Impl {
   EnergyResult fused(const detail::PairSpace<Real>& pairs, Slot& rows, Slot& cols, const EnergyOptions& options);
 };
 
-GpuEnergyEngine::Impl::Impl(const GpuEnergyPlan& p) : plan(p), device(select_device(gpu_properties().index)) {
+GpuEnergyEngine::Impl::Impl(const GpuEnergyPlan& p)
+    : plan(p), properties(gpu_properties()), device(select_device(properties.index)) {
   slots.reserve(plan.slots);
   for (std::size_t s = 0; s < plan.slots; ++s) slots.emplace_back(plan.slot_bytes);
   workspace = DeviceMemory(plan.workspace_bytes, "T_flat (the loop backend's workspace)");
@@ -404,6 +406,14 @@ gpu::PairEnergies device_energies(const SmallArrays& arrays) {
   return {arrays.eps[0], arrays.eps[1], arrays.eps[2], arrays.eps[3]};
 }
 
+// Blocks per pair of a reduction launch: about four waves over the GPU (its 256-thread blocks run
+// about four to an SM), at most one per tile (pair) and within the partial sums' array.
+int reduce_groups(std::size_t pairs, int tiles, std::size_t partial_sums, int multiprocessors) {
+  const std::size_t wanted = 16 * std::size_t(std::max(multiprocessors, 1));
+  const std::size_t most = std::min<std::size_t>({std::size_t(std::max(tiles, 1)), partial_sums / pairs, 65535});
+  return int(std::clamp<std::size_t>((wanted + pairs - 1) / pairs, 1, std::max<std::size_t>(most, 1)));
+}
+
 }  // namespace
 
 namespace {
@@ -446,11 +456,14 @@ EnergyResult GpuEnergyEngine::Impl::loop(const detail::PairSpace<Real>& pairs, S
     gemm_abt_row_major(engine, Memory::device, checked_int(nr * nvir_a, "a T_flat column"), ldt, naux,
                        B_rows + c.i0 * nvir_a * naux, naux, B_cols + c.j0 * nvir_b * naux, naux, T, ldt);
     check(cudaEventRecord(mark(3 * k + 1), compute), "recording an event");
+    const int groups = reduce_groups(nr * nc, gpu::reduce_tiles(int(nvir_a), int(nvir_b), pairs.same_spin),
+                                     plan.partial_sums, properties.multiprocessors);
     const gpu::ChunkArgs<Real> args{T, ldt, int(c.i0), int(c.j0), int(nc), int(nvir_a), int(nvir_b),
-                                    device_energies(arrays), pairs.triangular, pairs.same_spin, arrays.partials};
-    gpu::reduce_pairs<Real><<<unsigned(nr * nc), dim3(gpu::kReduceTile, gpu::kReduceRows), 0, compute>>>(args);
+                                    device_energies(arrays), pairs.triangular, pairs.same_spin, groups, arrays.partials};
+    gpu::reduce_pairs<Real><<<dim3(unsigned(nr * nc), unsigned(groups)), dim3(gpu::kReduceTile, gpu::kReduceRows), 0,
+                              compute>>>(args);
     check(cudaGetLastError(), "launching the pair reduction");
-    gpu::sum_partials<<<1, gpu::kSumThreads, 0, compute>>>(arrays.partials, nr * nc, arrays.total);
+    gpu::sum_partials<<<1, gpu::kSumThreads, 0, compute>>>(arrays.partials, nr * nc * groups, arrays.total);
     check(cudaGetLastError(), "launching the energy sum");
     check(cudaEventRecord(mark(3 * k + 2), compute), "recording an event");
     r.workspace_bytes = std::max(r.workspace_bytes, nr * nc * pair_bytes);
