@@ -120,6 +120,30 @@ TEST_CASE("the GPU's loop and fused backends equal the CPU reference on RHF, cro
   }
 }
 
+TEST_CASE("a T_flat of three pairs per slot: many chunks take turns in the two slots, long rows split", "[gpu]") {
+  const std::uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  std::mt19937_64 rng(seed);
+  const Block a = random_block(rng, 23, 70, 91);
+  // Two spins' worth of B slots, so that a cross pair space's rows and columns each have one.
+  k::GpuEnergyPlan plan = k::plan_gpu_energy({{a.nocc, a.nvir}, {a.nocc, a.nvir}}, a.naux, k::Backend::loop,
+                                             k::Precision::fp64, std::size_t(1) << 30);
+  const std::size_t pair_bytes = a.nvir * a.nvir * sizeof(double);
+  plan.workspace_bytes = k::kTFlatSlots * ((3 * pair_bytes + 255) / 256 * 256);  // under 4 pairs per slot
+  k::GpuEnergyEngine engine(plan);
+  k::EnergyOptions on_gpu, on_cpu;
+  on_gpu.gpu = &engine;
+  check_close(k::mp2_energy(k::Backend::loop, view(a.B, a), a.eps_occ, a.eps_vir, on_gpu),
+              k::mp2_energy(k::Backend::reference, view(a.B, a), a.eps_occ, a.eps_vir, on_cpu), false);
+  const std::size_t h = 9;
+  const std::span<const double> eps(a.eps_occ);
+  check_close(k::mp2_energy_cross(k::Backend::loop, view(a.B, a, 0, h), eps.first(h), view(a.B, a, h, a.nocc - h),
+                                  eps.subspan(h), a.eps_vir, on_gpu),
+              k::mp2_energy_cross(k::Backend::reference, view(a.B, a, 0, h), eps.first(h), view(a.B, a, h, a.nocc - h),
+                                  eps.subspan(h), a.eps_vir, on_cpu),
+              false);
+}
+
 TEST_CASE("B streamed through small GPU slots gives the resident energy, kept copies or not", "[gpu][sanitize]") {
   const std::uint64_t seed = fresh_seed();
   INFO("seed " << seed);
