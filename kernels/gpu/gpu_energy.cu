@@ -475,7 +475,8 @@ EnergyResult GpuEnergyEngine::Impl::loop(const detail::PairSpace<Real>& pairs, S
   const std::size_t nvir_a = pairs.rows.nvir, nvir_b = pairs.cols.nvir, naux = pairs.rows.naux;
   const std::size_t pair_bytes = nvir_a * nvir_b * sizeof(Real), t_slot = plan.t_flat_slot_bytes();
   const auto chunks = detail::plan_loop_chunks(detail::PairShape{pairs.rows.nocc, pairs.cols.nocc, pairs.triangular},
-                                               pair_bytes, std::min(t_slot, plan.partial_sums * pair_bytes));
+                                               pair_bytes, std::min(t_slot, plan.partial_sums * pair_bytes),
+                                               gpu_least_chunk_rows(nvir_a));
   std::size_t total_pairs = 0;
   for (const auto& c : chunks) total_pairs += pairs.pairs_needed(c.i0, c.i1, c.j0, c.j1);
   detail::ProgressCounter progress(options.progress, total_pairs);

@@ -28,7 +28,8 @@ std::size_t wanted_t_flat(const std::vector<GpuSpin>& spins, std::size_t block, 
   const auto consider = [&](detail::PairShape shape, std::size_t nvir_rows, std::size_t nvir_cols) {
     const std::size_t pair = nvir_rows * nvir_cols * elem;
     if (pair == 0) return;
-    most = std::max(most, detail::loop_chunk_pairs(shape, pair, kGpuMaxPartialSums * pair) * pair);
+    most = std::max(most, detail::loop_chunk_pairs(shape, pair, kGpuMaxPartialSums * pair,
+                                                   gpu_least_chunk_rows(nvir_rows)) * pair);
   };
   for (const GpuSpin& s : spins) {
     const std::size_t rows = std::min(block, s.nocc);
@@ -41,6 +42,11 @@ std::size_t wanted_t_flat(const std::vector<GpuSpin>& spins, std::size_t block, 
 }
 
 }  // namespace
+
+std::size_t gpu_least_chunk_rows(std::size_t nvir) {
+  constexpr std::size_t kLeastGemmRows = 1536;
+  return (kLeastGemmRows + nvir - 1) / std::max<std::size_t>(nvir, 1);
+}
 
 std::string format_gib(std::size_t bytes) {
   return std::to_string(double(bytes) / double(1 << 30)).substr(0, 5) + " GiB";

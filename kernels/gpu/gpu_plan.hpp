@@ -58,6 +58,12 @@ inline constexpr std::size_t kGpuMaxPartialSums = std::size_t(1) << 18;
 // The fused kernel's tile edge (virtuals) in each precision.
 inline constexpr std::size_t kFusedTileEdge = 64;
 
+// Rows a triangular loop chunk may have on the GPU, for `nvir` virtuals (plan_loop_chunks'
+// least_rows): its GEMM at least 1536 rows (m = rows·nvir), so that even a first chunk (n = m)
+// has 24 × 12 = 288 of cuBLAS's 64 × 128 tiles, a wave at two per SM on 132 SMs (ncu, H200);
+// blocks of 16 rows would otherwise run 1-row chunks of 448 × 448·i GEMMs.
+std::size_t gpu_least_chunk_rows(std::size_t nvir);
+
 // Bytes as GiB with three decimals ("1.500 GiB"), for the GPU's error lines.
 std::string format_gib(std::size_t bytes);
 

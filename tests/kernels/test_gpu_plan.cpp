@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "kernels/gpu/gpu_plan.hpp"
+#include "kernels/pair_schedule.hpp"
 
 namespace k = dfmp2::kernels;
 
@@ -83,4 +84,18 @@ TEST_CASE("allyl's UHF tensors (12 × 55 and 11 × 56, naux 238) stream through 
       CHECK_FALSE(plan.resident);
       CHECK(plan.device_bytes() <= std::size_t(5) << 20);
     }
+}
+
+TEST_CASE("the GPU's loop chunks of a streamed 16-row block have 4 rows (GEMMs of 1792 rows), the CPU's 1") {
+  constexpr std::size_t pair = std::size_t(448) * 448 * 8, lots = std::size_t(1) << 40;
+  CHECK(k::gpu_least_chunk_rows(448) == 4);  // the resident medium shape's 64/16 rows: unchanged
+  CHECK(k::gpu_least_chunk_rows(672) == 3);  // the large shape's 96/16 = 6 rows stay
+  const auto gpu = k::detail::plan_loop_chunks({16, 16, true}, pair, lots, k::gpu_least_chunk_rows(448));
+  REQUIRE(gpu.size() == 4);
+  for (const auto& c : gpu) {
+    CHECK(c.i1 - c.i0 == 4);
+    CHECK(c.j0 == 0);
+    CHECK(c.j1 == c.i1);  // the trapezoid j < i1
+  }
+  CHECK(k::detail::plan_loop_chunks({16, 16, true}, pair, lots).size() == 16);
 }
