@@ -93,6 +93,13 @@ template <typename Real>
 k::EnergyResult blocked_energy(k::Backend backend, const std::vector<Real>& B, const Block& a, std::size_t rows,
                                bool stable, const k::EnergyOptions& options) {
   const std::span<const double> eps(a.eps_occ);
+  // The block the next call needs travels while this one computes (as bench_energy_gpu's blocks).
+  const auto with_next = [&](std::size_t first) {
+    k::EnergyOptions o = options;
+    if (stable && first < a.nocc)
+      o.gpu_next = {B.data() + first * a.nvir * a.naux, std::min(rows, a.nocc - first), a.nvir * a.naux * sizeof(Real)};
+    return o;
+  };
   k::EnergyResult sum;
   for (std::size_t i0 = 0; i0 < a.nocc; i0 += rows) {
     const std::size_t ni = std::min(rows, a.nocc - i0);
@@ -100,12 +107,11 @@ k::EnergyResult blocked_energy(k::Backend backend, const std::vector<Real>& B, c
       sum.e_os += e.e_os;
       sum.e_ss += e.e_ss;
     };
-    add(k::mp2_energy(backend, view(B, a, i0, ni, stable), eps.subspan(i0, ni), a.eps_vir, options));
+    add(k::mp2_energy(backend, view(B, a, i0, ni, stable), eps.subspan(i0, ni), a.eps_vir,
+                      with_next(i0 > 0 ? 0 : i0 + rows)));
     for (std::size_t j0 = 0; j0 < i0; j0 += rows) {
-      k::EnergyOptions with_next = options;  // the next block travels while this pair computes
-      if (stable && j0 + rows < i0) with_next.gpu_next = {B.data() + (j0 + rows) * a.nvir * a.naux, rows, a.nvir * a.naux * sizeof(Real)};
       add(k::mp2_energy_cross(backend, view(B, a, i0, ni, stable), eps.subspan(i0, ni), view(B, a, j0, rows, stable),
-                              eps.subspan(j0, rows), a.eps_vir, with_next));
+                              eps.subspan(j0, rows), a.eps_vir, with_next(j0 + rows < i0 ? j0 + rows : i0 + rows)));
     }
   }
   return sum;
