@@ -348,10 +348,24 @@ __global__ void __launch_bounds__(kFusedThreads) fused_pairs(FusedArgs<Real> arg
 // of T_ij[B,A]ᵀ with mma.sync m8n8k4 (fp64, 2 × 4 tiles of 8 × 8 each), so that a thread holds T_ab
 // and T_ba of the same (a, b) for the reduction. Fragments (PTX ISA, m8n8k4 .f64): A row g = lane/4,
 // column (k) t = lane%4; B row (k) t, column g; C rows g, columns 2t and 2t + 1.
+// The panels' stages are copied global → shared with cp.async into two buffers: stage s + 1 travels
+// while stage s computes, without registers (a register prefetch spilled: 88 bytes, 1.16e9 local
+// memory requests on the medium shape, ncu).
 
-// A k-slice of a panel: kFusedEdge rows and 4 padding doubles (≡ 4 mod 16), so that a fragment's
-// four k-rows fall on different banks.
-constexpr int kDmmaStride = kFusedEdge + 4;
+// A panel's stage in shared memory: kFusedEdge rows (virtuals) of kFusedK auxiliary functions,
+// rows kDmmaStride doubles apart: 160 bytes, 16-byte aligned for cp.async, and ≡ 4 mod 16 doubles,
+// so that a fragment's reads (half a warp: rows g = 0..3, columns t = 0..3) meet 32 banks.
+constexpr int kDmmaStride = kFusedK + 4;
+constexpr int kDmmaPanelDoubles = kFusedEdge * kDmmaStride;
+
+// Panels per stage: B_i[A], B_j[B], and for same spin B_j[A], B_i[B].
+__host__ __device__ constexpr int dmma_panels(bool same_spin) { return same_spin ? 4 : 2; }
+// fused_pairs_dmma's dynamic shared memory: two stages, the one read and the one filled.
+__host__ __device__ constexpr std::size_t dmma_shared_bytes(bool same_spin) {
+  return 2 * std::size_t(dmma_panels(same_spin)) * kDmmaPanelDoubles * sizeof(double);
+}
+
+static_assert(kFusedEdge * kFusedK / 2 % kFusedThreads == 0 && kFusedEdge * kFusedK % kFusedThreads == 0);
 
 __device__ __forceinline__ void dmma(double (&d)[2], double a, double b) {
   asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};\n"
@@ -359,49 +373,97 @@ __device__ __forceinline__ void dmma(double (&d)[2], double a, double b) {
                : "d"(a), "d"(b));
 }
 
-__device__ __forceinline__ void stash_dmma(double (*panel)[kDmmaStride], const double (&in)[4]) {
-#pragma unroll
-  for (int q = 0; q < 4; ++q) {
-    const int idx = threadIdx.x + q * kFusedThreads;
-    panel[idx % kFusedK][idx / kFusedK] = in[q];
+// cp.async (sm_80 and newer): `bytes` (16 or 8) from global src to shared dst, or zeros where
+// !valid (source size 0: nothing is read); each thread's copies complete by commit groups.
+template <int kBytes>
+__device__ __forceinline__ void copy_async(double* dst, const double* src, bool valid) {
+  const unsigned to = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  if constexpr (kBytes == 16)
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(to), "l"(src), "r"(valid ? 16 : 0) : "memory");
+  else
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(to), "l"(src), "r"(valid ? 8 : 0) : "memory");
+}
+__device__ __forceinline__ void copy_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+// Waits until at most kPending of this thread's newest groups are still in flight.
+template <int kPending>
+__device__ __forceinline__ void copy_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
+}
+
+// This thread's share of one panel's stage: rows row0.. of orbital `orbital` (nvir rows each) of
+// `tensor`, auxiliary functions k0.., zeros past the ends. In 16-byte pieces only when naux is even
+// (every row then starts 16-byte aligned: the tensor is a cudaMalloc'd slot), else element by element.
+template <int kBytes>
+__device__ __forceinline__ void copy_panel(double* panel, const double* tensor, int orbital, int nvir, int naux, int row0,
+                                           int k0) {
+  constexpr int kPer = kBytes / int(sizeof(double)), kPieces = kFusedK / kPer;  // per row of the stage
+  const double* base = tensor + std::size_t(orbital) * nvir * naux;
+  // Element by element not unrolled: its 16 addresses a stage held live cost 8 bytes of spill.
+#pragma unroll(kBytes == 16 ? kFusedEdge * kPieces / kFusedThreads : 1)
+  for (int q = 0; q < kFusedEdge * kPieces / kFusedThreads; ++q) {
+    const int idx = threadIdx.x + q * kFusedThreads, row = idx / kPieces, k = kPer * (idx % kPieces);
+    const bool valid = row0 + row < nvir && k0 + k < naux;
+    copy_async<kBytes>(panel + row * kDmmaStride + k, valid ? base + std::size_t(row0 + row) * naux + k0 + k : tensor,
+                       valid);
   }
 }
 
-// The DMMA kernel's panels: B_i[A], B_j[B], B_j[A], B_i[B].
-using DmmaPanels = double[4][kFusedK][kDmmaStride];
-
-template <bool kSameSpin>
-__device__ __forceinline__ void fetch_panels_dmma(double (&next)[4][4], const FusedArgs<double>& args,
-                                                  const TilePair& at, int k0) {
-  fetch(next[0], args.rows, at.i, args.nvir_a, args.naux, at.A0, k0);
-  fetch(next[1], args.cols, at.j, args.nvir_b, args.naux, at.B0, k0);
+// Stage k0.. of the block's panels into `stage`, as one commit group.
+template <bool kSameSpin, int kBytes>
+__device__ __forceinline__ void copy_stage(double* stage, const FusedArgs<double>& args, const TilePair& at, int k0) {
+  copy_panel<kBytes>(stage, args.rows, at.i, args.nvir_a, args.naux, at.A0, k0);
+  copy_panel<kBytes>(stage + kDmmaPanelDoubles, args.cols, at.j, args.nvir_b, args.naux, at.B0, k0);
   if constexpr (kSameSpin) {
-    fetch(next[2], args.cols, at.j, args.nvir_b, args.naux, at.A0, k0);
-    fetch(next[3], args.rows, at.i, args.nvir_a, args.naux, at.B0, k0);
+    copy_panel<kBytes>(stage + 2 * kDmmaPanelDoubles, args.cols, at.j, args.nvir_b, args.naux, at.A0, k0);
+    copy_panel<kBytes>(stage + 3 * kDmmaPanelDoubles, args.rows, at.i, args.nvir_a, args.naux, at.B0, k0);
   }
+  copy_async_commit();
 }
 
 // The warp's fragments of one stage: acc[0] += B_i[a] B_j[b] (T_ab), acc[1] += B_j[a] B_i[b] (T_ba,
 // held at (a, b)), 4 auxiliary functions per mma.
 template <bool kSameSpin>
-__device__ __forceinline__ void multiply_panels_dmma(double (&acc)[2][2][4][2], const DmmaPanels& panels, int rows0,
-                                                     int cols0, int g, int t) {
+__device__ __forceinline__ void multiply_stage_dmma(double (&acc)[2][2][4][2], const double* stage, int rows0, int cols0,
+                                                    int g, int t) {
 #pragma unroll
   for (int k = 0; k < kFusedK; k += 4)
 #pragma unroll
     for (int product = 0; product < (kSameSpin ? 2 : 1); ++product) {
-      const double(*left)[kDmmaStride] = panels[product == 0 ? 0 : 2];
-      const double(*right)[kDmmaStride] = panels[product == 0 ? 1 : 3];
+      const double* left = stage + 2 * product * kDmmaPanelDoubles;         // B_i[A], B_j[A]
+      const double* right = stage + (2 * product + 1) * kDmmaPanelDoubles;  // B_j[B], B_i[B]
       double a[2], b[4];
 #pragma unroll
-      for (int m = 0; m < 2; ++m) a[m] = left[k + t][rows0 + 8 * m + g];
+      for (int m = 0; m < 2; ++m) a[m] = left[(rows0 + 8 * m + g) * kDmmaStride + k + t];
 #pragma unroll
-      for (int n = 0; n < 4; ++n) b[n] = right[k + t][cols0 + 8 * n + g];
+      for (int n = 0; n < 4; ++n) b[n] = right[(cols0 + 8 * n + g) * kDmmaStride + k + t];
 #pragma unroll
       for (int m = 0; m < 2; ++m)
 #pragma unroll
         for (int n = 0; n < 4; ++n) dmma(acc[product][m][n], a[m], b[n]);
     }
+}
+
+// The block's T_ab (and T_ba) fragments over all auxiliary functions, two stages in flight:
+// step s fills the buffer of stage s + 1 — read at step s − 1 and released by its closing barrier —
+// then waits for its own copies of stage s (an empty group on the last step keeps the count) and
+// for everyone's at the barrier.
+template <bool kSameSpin, int kBytes>
+__device__ __forceinline__ void accumulate_dmma(double (&acc)[2][2][4][2], double* stages, const FusedArgs<double>& args,
+                                                const TilePair& at, int rows0, int cols0, int g, int t) {
+  constexpr int kStageDoubles = dmma_panels(kSameSpin) * kDmmaPanelDoubles;
+  const int steps = (args.naux + kFusedK - 1) / kFusedK;
+  copy_stage<kSameSpin, kBytes>(stages, args, at, 0);
+  for (int s = 0; s < steps; ++s) {
+    if (s + 1 < steps)
+      copy_stage<kSameSpin, kBytes>(stages + (s + 1) % 2 * kStageDoubles, args, at, (s + 1) * kFusedK);
+    else
+      copy_async_commit();
+    copy_async_wait<1>();
+    __syncthreads();
+    multiply_stage_dmma<kSameSpin>(acc, stages + s % 2 * kStageDoubles, rows0, cols0, g, t);
+    __syncthreads();
+  }
+  copy_async_wait<0>();  // nothing left in flight at exit (naux = 0 included)
 }
 
 // This thread's share of the tile pair's (os, ss) from its fragments of T_ab and T_ba.
@@ -419,40 +481,23 @@ __device__ __forceinline__ void reduce_thread_fragments(const double (&acc)[2][2
         const int a = at.A0 + rows0 + 8 * m + g, b = at.B0 + cols0 + 8 * n + 2 * t + e;
         if (a >= args.nvir_a || b >= args.nvir_b) continue;
         const double delta = eps_ij - args.eps.eps_a[a] - args.eps.eps_b[b], t_ab = acc[0][m][n][e];
-        // add_same_spin_terms written out: through it ptxas spills 112 bytes here instead of 88 (the
-        // launch bounds cap the kernel at 128 registers).
-        if constexpr (kSameSpin) {
-          const double t_ba = acc[1][m][n][e];
-          if (at.A0 == at.B0) {
-            os += t_ab * t_ab / delta;
-            ss += t_ab * (t_ab - t_ba) / delta;
-          } else {
-            os += (t_ab * t_ab + t_ba * t_ba) / delta;
-            ss += (t_ab - t_ba) * (t_ab - t_ba) / delta;
-          }
-        } else {
+        if constexpr (kSameSpin)
+          add_same_spin_terms(t_ab, acc[1][m][n][e], delta, at.A0 == at.B0, os, ss);
+        else
           os += t_ab * t_ab / delta;
-        }
       }
 }
 
-template <bool kSameSpin>
+// kBytes: cp.async's piece, 16 where naux is even, else 8 (one kernel each: both paths in one kernel
+// left ptxas 8 bytes of spill under the 128 registers of its launch bounds).
+template <bool kSameSpin, int kBytes>
 __global__ void __launch_bounds__(kFusedThreads, 2) fused_pairs_dmma(FusedArgs<double> args) {
-  __shared__ __align__(16) DmmaPanels panels;  // B_i[A], B_j[B], B_j[A], B_i[B]
+  extern __shared__ __align__(16) double dmma_stages[];  // [2][dmma_panels][kFusedEdge][kDmmaStride]
   const TilePair at = tile_pair_of_block(args);
   const int warp = threadIdx.x / 32, g = (threadIdx.x % 32) / 4, t = threadIdx.x % 4;
   const int rows0 = (warp / 2) * 16, cols0 = (warp % 2) * 32;  // the warp's a and b within the tiles
   double acc[2][2][4][2] = {};  // [T_ab, T_ba][8-row tile][8-column tile][the thread's two]
-  double next[4][4];
-  fetch_panels_dmma<kSameSpin>(next, args, at, 0);
-  for (int k0 = 0; k0 < args.naux; k0 += kFusedK) {
-    __syncthreads();
-#pragma unroll
-    for (int p = 0; p < (kSameSpin ? 4 : 2); ++p) stash_dmma(panels[p], next[p]);
-    __syncthreads();
-    if (k0 + kFusedK < args.naux) fetch_panels_dmma<kSameSpin>(next, args, at, k0 + kFusedK);
-    multiply_panels_dmma<kSameSpin>(acc, panels, rows0, cols0, g, t);
-  }
+  accumulate_dmma<kSameSpin, kBytes>(acc, dmma_stages, args, at, rows0, cols0, g, t);
   double os = 0.0, ss = 0.0;
   reduce_thread_fragments<kSameSpin>(acc, args, at, rows0, cols0, g, t, os, ss);
   store_block_sums(args, kSameSpin, at, os, ss);

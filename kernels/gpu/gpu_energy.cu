@@ -434,11 +434,22 @@ int reduce_groups(std::size_t pairs, int tiles, std::size_t partial_sums, int mu
 namespace {
 
 // fp64 on the tensor cores, fp32 on the FMA units (fp32 has no tensor-core path without TF32).
+// The DMMA kernel's two stages take more than the default 48 KiB of shared memory (same spin: 80
+// KiB), and two blocks an SM need the largest shared-memory carveout.
 void launch_fused(const gpu::FusedArgs<double>& args, dim3 grid, bool same_spin, cudaStream_t stream) {
+  const auto launch = [&](void (*kernel)(gpu::FusedArgs<double>), std::size_t shared) {
+    check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)),
+          "allowing the fused kernel its shared memory");
+    check(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared),
+          "preferring shared memory for the fused kernel");
+    kernel<<<grid, gpu::kFusedThreads, shared, stream>>>(args);
+  };
+  // 16-byte copies need every row of B 16-byte aligned: an even naux.
+  const bool pieces16 = args.naux % 2 == 0;
   if (same_spin)
-    gpu::fused_pairs_dmma<true><<<grid, gpu::kFusedThreads, 0, stream>>>(args);
+    launch(pieces16 ? gpu::fused_pairs_dmma<true, 16> : gpu::fused_pairs_dmma<true, 8>, gpu::dmma_shared_bytes(true));
   else
-    gpu::fused_pairs_dmma<false><<<grid, gpu::kFusedThreads, 0, stream>>>(args);
+    launch(pieces16 ? gpu::fused_pairs_dmma<false, 16> : gpu::fused_pairs_dmma<false, 8>, gpu::dmma_shared_bytes(false));
 }
 void launch_fused(const gpu::FusedArgs<float>& args, dim3 grid, bool same_spin, cudaStream_t stream) {
   if (same_spin)
