@@ -344,10 +344,14 @@ __global__ void __launch_bounds__(kFusedThreads) fused_pairs(FusedArgs<Real> arg
 }
 
 // ---- fused in fp64 on the tensor cores (DMMA) -----------------------------------------------------
-// The same tile pair as fused_pairs, each of the 8 warps forming a 16 × 32 region of T_ij[A,B] and
-// of T_ij[B,A]ᵀ with mma.sync m8n8k4 (fp64, 2 × 4 tiles of 8 × 8 each), so that a thread holds T_ab
-// and T_ba of the same (a, b) for the reduction. Fragments (PTX ISA, m8n8k4 .f64): A row g = lane/4,
-// column (k) t = lane%4; B row (k) t, column g; C rows g, columns 2t and 2t + 1.
+// The same tile pair as fused_pairs with mma.sync m8n8k4 (fp64). Same spin: warps 0-3 form T_ij[A,B]
+// and warps 4-7 T_ij[B,A]ᵀ (T_ba held at (a, b)), each a 32 × 32 region (4 × 4 tiles of 8 × 8: 8
+// shared loads per 16 mma, against 12 when every warp formed 16 × 32 of both); the T_ba warps'
+// fragments then pass through shared memory to the T_ab warps, which reduce. On a diagonal tile
+// (A = B) T_ba is T_ab transposed: the T_ba warps idle and the T_ab warps read their own fragments
+// transposed (each such product was 1/8 of the medium shape's work). Opposite spin: T_ab only,
+// each warp 16 × 32 (2 × 4 tiles). Fragments (PTX ISA, m8n8k4 .f64): A row g = lane/4, column (k)
+// t = lane%4; B row (k) t, column g; C rows g, columns 2t and 2t + 1.
 // The panels' stages are copied global → shared with cp.async into two buffers: stage s + 1 travels
 // while stage s computes, without registers (a register prefetch spilled: 88 bytes, 1.16e9 local
 // memory requests on the medium shape, ncu).
@@ -408,48 +412,50 @@ __device__ __forceinline__ void copy_panel(double* panel, const double* tensor, 
   }
 }
 
-// Stage k0.. of the block's panels into `stage`, as one commit group.
+// Stage k0.. of the block's panels into `stage`, as one commit group (a diagonal tile's B_j[A] and
+// B_i[B] are not needed: its T_ba warps idle).
 template <bool kSameSpin, int kBytes>
 __device__ __forceinline__ void copy_stage(double* stage, const FusedArgs<double>& args, const TilePair& at, int k0) {
   copy_panel<kBytes>(stage, args.rows, at.i, args.nvir_a, args.naux, at.A0, k0);
   copy_panel<kBytes>(stage + kDmmaPanelDoubles, args.cols, at.j, args.nvir_b, args.naux, at.B0, k0);
   if constexpr (kSameSpin) {
-    copy_panel<kBytes>(stage + 2 * kDmmaPanelDoubles, args.cols, at.j, args.nvir_b, args.naux, at.A0, k0);
-    copy_panel<kBytes>(stage + 3 * kDmmaPanelDoubles, args.rows, at.i, args.nvir_a, args.naux, at.B0, k0);
+    if (at.A0 != at.B0) {
+      copy_panel<kBytes>(stage + 2 * kDmmaPanelDoubles, args.cols, at.j, args.nvir_b, args.naux, at.A0, k0);
+      copy_panel<kBytes>(stage + 3 * kDmmaPanelDoubles, args.rows, at.i, args.nvir_a, args.naux, at.B0, k0);
+    }
   }
   copy_async_commit();
 }
 
-// The warp's fragments of one stage: acc[0] += B_i[a] B_j[b] (T_ab), acc[1] += B_j[a] B_i[b] (T_ba,
-// held at (a, b)), 4 auxiliary functions per mma.
-template <bool kSameSpin>
-__device__ __forceinline__ void multiply_stage_dmma(double (&acc)[2][2][4][2], const double* stage, int rows0, int cols0,
-                                                    int g, int t) {
+// The warp's region of one stage's product: kM × 4 tiles of 8 × 8, 4 auxiliary functions per mma;
+// product 0: B_i[A] B_j[B]ᵀ (T_ab), 1: B_j[A] B_i[B]ᵀ (T_ba at (a, b)).
+template <int kM>
+__device__ __forceinline__ void multiply_stage_dmma(double (&acc)[kM][4][2], const double* stage, int product, int rows0,
+                                                    int cols0, int g, int t) {
+  const double* left = stage + 2 * product * kDmmaPanelDoubles;  // B_i[A] or B_j[A]
+  const double* right = left + kDmmaPanelDoubles;                 // B_j[B] or B_i[B]
 #pragma unroll
-  for (int k = 0; k < kFusedK; k += 4)
+  for (int k = 0; k < kFusedK; k += 4) {
+    double a[kM], b[4];
 #pragma unroll
-    for (int product = 0; product < (kSameSpin ? 2 : 1); ++product) {
-      const double* left = stage + 2 * product * kDmmaPanelDoubles;         // B_i[A], B_j[A]
-      const double* right = stage + (2 * product + 1) * kDmmaPanelDoubles;  // B_j[B], B_i[B]
-      double a[2], b[4];
+    for (int m = 0; m < kM; ++m) a[m] = left[(rows0 + 8 * m + g) * kDmmaStride + k + t];
 #pragma unroll
-      for (int m = 0; m < 2; ++m) a[m] = left[(rows0 + 8 * m + g) * kDmmaStride + k + t];
+    for (int n = 0; n < 4; ++n) b[n] = right[(cols0 + 8 * n + g) * kDmmaStride + k + t];
 #pragma unroll
-      for (int n = 0; n < 4; ++n) b[n] = right[(cols0 + 8 * n + g) * kDmmaStride + k + t];
+    for (int m = 0; m < kM; ++m)
 #pragma unroll
-      for (int m = 0; m < 2; ++m)
-#pragma unroll
-        for (int n = 0; n < 4; ++n) dmma(acc[product][m][n], a[m], b[n]);
-    }
+      for (int n = 0; n < 4; ++n) dmma(acc[m][n], a[m], b[n]);
+  }
 }
 
-// The block's T_ab (and T_ba) fragments over all auxiliary functions, two stages in flight:
-// step s fills the buffer of stage s + 1 — read at step s − 1 and released by its closing barrier —
-// then waits for its own copies of stage s (an empty group on the last step keeps the count) and
-// for everyone's at the barrier.
-template <bool kSameSpin, int kBytes>
-__device__ __forceinline__ void accumulate_dmma(double (&acc)[2][2][4][2], double* stages, const FusedArgs<double>& args,
-                                                const TilePair& at, int rows0, int cols0, int g, int t) {
+// The warp's fragments over all auxiliary functions, two stages in flight: step s fills the buffer
+// of stage s + 1 — read at step s − 1 and released by its closing barrier — then waits for its own
+// copies of stage s (an empty group on the last step keeps the count) and for everyone's at the
+// barrier. An idle warp (a diagonal tile's T_ba) copies and meets the barriers only.
+template <bool kSameSpin, int kBytes, int kM>
+__device__ __forceinline__ void accumulate_dmma(double (&acc)[kM][4][2], double* stages, const FusedArgs<double>& args,
+                                                const TilePair& at, int product, bool idle, int rows0, int cols0, int g,
+                                                int t) {
   constexpr int kStageDoubles = dmma_panels(kSameSpin) * kDmmaPanelDoubles;
   const int steps = (args.naux + kFusedK - 1) / kFusedK;
   copy_stage<kSameSpin, kBytes>(stages, args, at, 0);
@@ -460,31 +466,50 @@ __device__ __forceinline__ void accumulate_dmma(double (&acc)[2][2][4][2], doubl
       copy_async_commit();
     copy_async_wait<1>();
     __syncthreads();
-    multiply_stage_dmma<kSameSpin>(acc, stages + s % 2 * kStageDoubles, rows0, cols0, g, t);
+    if (!idle) multiply_stage_dmma<kM>(acc, stages + s % 2 * kStageDoubles, product, rows0, cols0, g, t);
     __syncthreads();
   }
   copy_async_wait<0>();  // nothing left in flight at exit (naux = 0 included)
 }
 
-// This thread's share of the tile pair's (os, ss) from its fragments of T_ab and T_ba.
-template <bool kSameSpin>
-__device__ __forceinline__ void reduce_thread_fragments(const double (&acc)[2][2][4][2], const FusedArgs<double>& args,
-                                                        const TilePair& at, int rows0, int cols0, int g, int t,
-                                                        double& os, double& ss) {
-  const double eps_ij = args.eps.eps_i[at.i] + args.eps.eps_j[at.j];
+// Same spin: fragments staged in shared memory at their (a − A0, b − B0), rows kStagedStride doubles
+// apart (≡ 8 mod 16: a quarter warp's 16-byte accesses, rows g and g + 1, meet 32 banks).
+constexpr int kStagedStride = kFusedEdge + 8;
+static_assert(kFusedEdge * kStagedStride <= 2 * 4 * kDmmaPanelDoubles, "the staged fragments reuse the stages");
+
+__device__ __forceinline__ void stage_fragments(const double (&acc)[4][4][2], double* staged, int rows0, int cols0, int g,
+                                                int t) {
 #pragma unroll
-  for (int m = 0; m < 2; ++m)
+  for (int m = 0; m < 4; ++m)
+#pragma unroll
+    for (int n = 0; n < 4; ++n)
+      *reinterpret_cast<double2*>(staged + (rows0 + 8 * m + g) * kStagedStride + cols0 + 8 * n + 2 * t) =
+          make_double2(acc[m][n][0], acc[m][n][1]);
+}
+
+// This thread's share of the tile pair's (os, ss) from its kM × 4 fragments of T_ab; same spin with
+// T_ba of each (a, b) from `staged` (on a diagonal tile T_ab's own, transposed).
+template <int kM, bool kSameSpin>
+__device__ __forceinline__ void reduce_fragments(const double (&acc)[kM][4][2], const double* staged,
+                                                 const FusedArgs<double>& args, const TilePair& at, int rows0, int cols0,
+                                                 int g, int t, double& os, double& ss) {
+  const double eps_ij = args.eps.eps_i[at.i] + args.eps.eps_j[at.j];
+  const bool diagonal = at.A0 == at.B0;
+#pragma unroll
+  for (int m = 0; m < kM; ++m)
 #pragma unroll
     for (int n = 0; n < 4; ++n)
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
-        const int a = at.A0 + rows0 + 8 * m + g, b = at.B0 + cols0 + 8 * n + 2 * t + e;
+        const int ra = rows0 + 8 * m + g, cb = cols0 + 8 * n + 2 * t + e, a = at.A0 + ra, b = at.B0 + cb;
         if (a >= args.nvir_a || b >= args.nvir_b) continue;
-        const double delta = eps_ij - args.eps.eps_a[a] - args.eps.eps_b[b], t_ab = acc[0][m][n][e];
-        if constexpr (kSameSpin)
-          add_same_spin_terms(t_ab, acc[1][m][n][e], delta, at.A0 == at.B0, os, ss);
-        else
+        const double delta = eps_ij - args.eps.eps_a[a] - args.eps.eps_b[b], t_ab = acc[m][n][e];
+        if constexpr (kSameSpin) {
+          const double t_ba = staged[diagonal ? cb * kStagedStride + ra : ra * kStagedStride + cb];
+          add_same_spin_terms(t_ab, t_ba, delta, diagonal, os, ss);
+        } else {
           os += t_ab * t_ab / delta;
+        }
       }
 }
 
@@ -493,13 +518,20 @@ __device__ __forceinline__ void reduce_thread_fragments(const double (&acc)[2][2
 template <bool kSameSpin, int kBytes>
 __global__ void __launch_bounds__(kFusedThreads, 2) fused_pairs_dmma(FusedArgs<double> args) {
   extern __shared__ __align__(16) double dmma_stages[];  // [2][dmma_panels][kFusedEdge][kDmmaStride]
+  constexpr int kM = kSameSpin ? 4 : 2;                  // the warp's region: 8·kM rows × 32 columns
   const TilePair at = tile_pair_of_block(args);
   const int warp = threadIdx.x / 32, g = (threadIdx.x % 32) / 4, t = threadIdx.x % 4;
-  const int rows0 = (warp / 2) * 16, cols0 = (warp % 2) * 32;  // the warp's a and b within the tiles
-  double acc[2][2][4][2] = {};  // [T_ab, T_ba][8-row tile][8-column tile][the thread's two]
-  accumulate_dmma<kSameSpin, kBytes>(acc, dmma_stages, args, at, rows0, cols0, g, t);
+  const int product = kSameSpin ? warp / 4 : 0, region = kSameSpin ? warp % 4 : warp;
+  const int rows0 = (region / 2) * 8 * kM, cols0 = (region % 2) * 32;  // within the tiles
+  const bool diagonal = kSameSpin && at.A0 == at.B0;
+  double acc[kM][4][2] = {};  // [8-row tile][8-column tile][the thread's two]
+  accumulate_dmma<kSameSpin, kBytes>(acc, dmma_stages, args, at, product, product == 1 && diagonal, rows0, cols0, g, t);
+  if constexpr (kSameSpin) {  // the stages are read (accumulate_dmma's last barrier): T_ba's fragments go there
+    if (product == (diagonal ? 0 : 1)) stage_fragments(acc, dmma_stages, rows0, cols0, g, t);
+    __syncthreads();
+  }
   double os = 0.0, ss = 0.0;
-  reduce_thread_fragments<kSameSpin>(acc, args, at, rows0, cols0, g, t, os, ss);
+  if (product == 0) reduce_fragments<kM, kSameSpin>(acc, dmma_stages, args, at, rows0, cols0, g, t, os, ss);
   store_block_sums(args, kSameSpin, at, os, ss);
 }
 

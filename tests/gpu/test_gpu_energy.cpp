@@ -172,6 +172,28 @@ TEST_CASE("B streamed through small GPU slots gives the resident energy, kept co
   }
 }
 
+TEST_CASE("a rerun on the GPU gives the same bits, loop and fused, both spins' kernels", "[gpu]") {
+  std::mt19937_64 rng(fresh_seed());
+  const Block a = random_block(rng, 17, 150, 260), b = random_block(rng, 9, 133, 260);
+  for (const k::Backend backend : {k::Backend::loop, k::Backend::fused}) {
+    INFO(k::to_string(backend));
+    k::GpuEnergyEngine engine(k::plan_gpu_energy({{a.nocc, a.nvir}, {b.nocc, b.nvir}}, a.naux, backend,
+                                                 k::Precision::fp64, std::size_t(1) << 30));
+    k::EnergyOptions on_gpu;
+    on_gpu.gpu = &engine;
+    const auto same = [&](const auto& run) {
+      const k::EnergyResult first = run(), second = run();
+      CHECK(first.e_os == second.e_os);
+      CHECK(first.e_ss == second.e_ss);
+    };
+    same([&] { return k::mp2_energy(backend, view(a.B, a), a.eps_occ, a.eps_vir, on_gpu); });
+    same([&] {
+      return k::mp2_energy_opposite_spin(backend, view(a.B, a), a.eps_occ, a.eps_vir, view(b.B, b), b.eps_occ, b.eps_vir,
+                                         on_gpu);
+    });
+  }
+}
+
 TEST_CASE("a stable B stays on the GPU between calls, a refilled one is copied again", "[gpu][sanitize]") {
   std::mt19937_64 rng(fresh_seed());
   const Block a = random_block(rng, 10, 50, 64);
