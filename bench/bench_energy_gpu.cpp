@@ -47,17 +47,25 @@ k::EnergyResult blocked(k::Backend backend, const std::vector<Real>& B, const b:
   const auto view = [&](std::size_t first, std::size_t n) {
     return k::BiaView<Real>{B.data() + first * nvir * naux, n, nvir, naux, true};
   };
+  // The block the next call needs travels while this call computes: the first earlier block during
+  // a block's own pairs (the next row block when there is none), the next one during each cross
+  // pair, and after the last the next row block.
+  const auto with_next = [&](std::size_t first) {
+    k::EnergyOptions o = options;
+    if (first < nocc) o.gpu_next = {B.data() + first * nvir * naux, std::min(rows, nocc - first), nvir * naux * sizeof(Real)};
+    return o;
+  };
   k::EnergyResult sum;
   for (std::size_t i0 = 0; i0 < nocc; i0 += rows) {
     const std::size_t ni = std::min(rows, nocc - i0);
-    const k::EnergyResult own = k::mp2_energy(backend, view(i0, ni), eps.subspan(i0, ni), sys.eps_vir, options);
+    const k::EnergyResult own =
+        k::mp2_energy(backend, view(i0, ni), eps.subspan(i0, ni), sys.eps_vir, with_next(i0 > 0 ? 0 : i0 + rows));
     sum.e_os += own.e_os;
     sum.e_ss += own.e_ss;
     for (std::size_t j0 = 0; j0 < i0; j0 += rows) {
-      k::EnergyOptions with_next = options;  // the next block travels while this pair computes
-      if (j0 + rows < i0) with_next.gpu_next = {B.data() + (j0 + rows) * nvir * naux, rows, nvir * naux * sizeof(Real)};
-      const k::EnergyResult cross = k::mp2_energy_cross(backend, view(i0, ni), eps.subspan(i0, ni), view(j0, rows),
-                                                        eps.subspan(j0, rows), sys.eps_vir, with_next);
+      const k::EnergyResult cross =
+          k::mp2_energy_cross(backend, view(i0, ni), eps.subspan(i0, ni), view(j0, rows), eps.subspan(j0, rows),
+                              sys.eps_vir, with_next(j0 + rows < i0 ? j0 + rows : i0 + rows));
       sum.e_os += cross.e_os;
       sum.e_ss += cross.e_ss;
     }

@@ -14,16 +14,17 @@ namespace {
 std::size_t budget_pairs(std::size_t pair_bytes, std::size_t memory_bytes) {
   return std::max<std::size_t>(1, memory_bytes / std::max<std::size_t>(1, pair_bytes));
 }
-std::size_t max_chunk_rows(const PairShape& shape) {
+std::size_t max_chunk_rows(const PairShape& shape, std::size_t least_rows) {
   constexpr std::size_t kMinChunks = 16;
-  return shape.triangular ? std::max<std::size_t>(1, shape.nrows / kMinChunks) : shape.nrows;
+  return shape.triangular ? std::max<std::size_t>({1, shape.nrows / kMinChunks, least_rows}) : shape.nrows;
 }
 
 }  // namespace
 
-std::vector<PairBlock> plan_loop_chunks(const PairShape& shape, std::size_t pair_bytes, std::size_t memory_bytes) {
+std::vector<PairBlock> plan_loop_chunks(const PairShape& shape, std::size_t pair_bytes, std::size_t memory_bytes,
+                                        std::size_t least_rows) {
   std::vector<PairBlock> chunks;
-  const std::size_t budget = budget_pairs(pair_bytes, memory_bytes), max_rows = max_chunk_rows(shape);
+  const std::size_t budget = budget_pairs(pair_bytes, memory_bytes), max_rows = max_chunk_rows(shape, least_rows);
   for (std::size_t i0 = 0; i0 < shape.nrows;) {
     std::size_t rows = 1;  // largest row count whose pair blocks fit the budget
     while (i0 + rows < shape.nrows && rows < max_rows && (rows + 1) * shape.cols_below(i0 + rows + 1) <= budget)
@@ -39,8 +40,10 @@ std::vector<PairBlock> plan_loop_chunks(const PairShape& shape, std::size_t pair
   return chunks;
 }
 
-std::size_t loop_chunk_pairs(const PairShape& shape, std::size_t pair_bytes, std::size_t memory_bytes) {
-  return std::min(budget_pairs(pair_bytes, memory_bytes), max_chunk_rows(shape) * std::max<std::size_t>(1, shape.ncols));
+std::size_t loop_chunk_pairs(const PairShape& shape, std::size_t pair_bytes, std::size_t memory_bytes,
+                             std::size_t least_rows) {
+  return std::min(budget_pairs(pair_bytes, memory_bytes),
+                  max_chunk_rows(shape, least_rows) * std::max<std::size_t>(1, shape.ncols));
 }
 
 std::size_t pair_block_edge(const PairShape& shape, std::size_t nvir, int nthreads) {

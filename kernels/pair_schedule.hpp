@@ -46,13 +46,16 @@ PairEnergy sum_pairs(const PairBlock& block, Needed needed, Pair pair) {
 
 // Loop backend: occupied row chunks I and, against them, columns 0..j1 (triangular: the trapezoid
 // j < i1), sized so that T_flat, |I|·|J| pair tiles T_ij of pair_bytes each, fits in memory_bytes,
-// and, when triangular, with at most nrows/16 rows so that little work above the diagonal is done.
+// and, when triangular, with at most max(nrows/16, least_rows) rows so that little work above the
+// diagonal is done (the GPU asks for more rows: its GEMMs need a few thousand rows to fill it).
 // A chunk has at least one row; if one row against all its columns still does not fit, its j range
 // is split.
-std::vector<PairBlock> plan_loop_chunks(const PairShape& shape, std::size_t pair_bytes, std::size_t memory_bytes);
+std::vector<PairBlock> plan_loop_chunks(const PairShape& shape, std::size_t pair_bytes, std::size_t memory_bytes,
+                                        std::size_t least_rows = 1);
 // The most pairs one of those chunks holds (its T_flat is that many T_ij tiles), without listing
 // the chunks.
-std::size_t loop_chunk_pairs(const PairShape& shape, std::size_t pair_bytes, std::size_t memory_bytes);
+std::size_t loop_chunk_pairs(const PairShape& shape, std::size_t pair_bytes, std::size_t memory_bytes,
+                             std::size_t least_rows = 1);
 
 // Fused backend: square pair blocks of bs × bs occupied orbitals, bs chosen so that each GEMM has
 // an edge of a few hundred (near-peak single-threaded BLAS) while leaving enough blocks for

@@ -1,6 +1,7 @@
 // The GPU energy step's kernels (device code only; the engine in gpu_energy.cu launches them).
-//   reduce_pairs: the loop backend's reduction over a T_flat chunk, one block per pair, strip-tiled
-//                 in 32 × 32 tiles with T_ba staged through shared memory (T read once, coalesced).
+//   reduce_pairs: the loop backend's reduction over a T_flat chunk, each pair's 32 × 32 tile pairs
+//                 shared out over several blocks, T_ba staged through shared memory (T read once,
+//                 coalesced).
 //   fused_pairs:  one block per (pair, tile pair (A ≤ B)): T_ij[A,B] and T_ij[B,A] formed in
 //                 registers from B_i and B_j panels staged in shared memory, then reduced; T is
 //                 never written. Opposite spin: one tile T_ij[A,B], no exchange term. fp32 on
@@ -62,59 +63,107 @@ __device__ __forceinline__ void add_same_spin_terms(double t_ab, double t_ba, do
 }
 
 // ---- loop: reduction of one T_flat chunk ---------------------------------------------------------
+// Each pair's tiles are shared out over `groups` blocks (blockIdx.y): one block per pair left a
+// chunk of 16 pairs on 16 SMs, each block walking its whole T_ij one dependent load after another
+// (ncu: 1 % SM throughput; every chunk's reduction took one block's latency, ~0.4 ms).
 
 template <typename Real>
 struct ChunkArgs {
   const Real* T;            // T_flat[(i − i0)·nvir_a + a][(j − j0)·nvir_b + b] = T_ij,ab
   std::size_t ldt;
-  int i0, j0, ncols;        // pair p of the launch is (i0 + p / ncols, j0 + p % ncols)
+  int i0, j0, ncols;        // pair p = blockIdx.x of the launch is (i0 + p / ncols, j0 + p % ncols)
   int nvir_a, nvir_b;
   PairEnergies eps;
   bool triangular, same_spin;
-  double* partials;         // (os, ss) per pair, weighted
+  int groups;               // blocks per pair (gridDim.y); block g takes the pair's tiles g, g + groups, …
+  double* partials;         // (os, ss) per block, weighted, at p·groups + g
 };
 
-constexpr int kReduceTile = 32, kReduceRows = 8;  // 32 × 8 threads per pair
+constexpr int kReduceTile = 32, kReduceRows = 8;  // 32 × 8 threads per block
+constexpr int kReduceSteps = kReduceTile / kReduceRows;
+
+// Tile pair q of the list A ≤ B over `tiles` tile rows, row by row.
+__device__ __forceinline__ int2 upper_tile_pair(int q, int tiles) {
+  int A = 0;
+  while (q >= tiles - A) q -= tiles - A++;
+  return {A, A + q};
+}
+
+// One same-spin tile pair (A ≤ B) of T_ij (n × n, row stride ldt): T_ab read straight into
+// registers, T_ba staged through `tile`; both loads issued before the barrier.
+template <typename Real>
+__device__ __forceinline__ void reduce_tile_pair(const Real* Tij, std::size_t ldt, int n, int2 AB, double eps_ij,
+                                                 const PairEnergies& eps, Real (&tile)[kReduceTile][kReduceTile + 1],
+                                                 double& os, double& ss) {
+  const int tx = threadIdx.x, ty = threadIdx.y, A0 = AB.x * kReduceTile, B0 = AB.y * kReduceTile;
+  Real t_ab[kReduceSteps];
+  __syncthreads();  // the previous tile pair's reads of `tile` are done
+#pragma unroll
+  for (int s = 0; s < kReduceSteps; ++s) {
+    const int r = ty + s * kReduceRows;
+    tile[r][tx] = B0 + r < n && A0 + tx < n ? Tij[std::size_t(B0 + r) * ldt + A0 + tx] : Real(0);
+    t_ab[s] = A0 + r < n && B0 + tx < n ? Tij[std::size_t(A0 + r) * ldt + B0 + tx] : Real(0);
+  }
+  __syncthreads();
+#pragma unroll
+  for (int s = 0; s < kReduceSteps; ++s) {
+    const int a = A0 + ty + s * kReduceRows, b = B0 + tx;
+    if (a >= n || b >= n) continue;
+    const double delta = eps_ij - eps.eps_a[a] - eps.eps_b[b];
+    add_same_spin_terms(t_ab[s], tile[tx][ty + s * kReduceRows], delta, AB.x == AB.y, os, ss);
+  }
+}
+
+// One opposite-spin tile (A, B) of T_ij (nvir_a × nvir_b): os only.
+template <typename Real>
+__device__ __forceinline__ void reduce_tile(const Real* Tij, const ChunkArgs<Real>& args, int2 AB, double eps_ij,
+                                            double& os) {
+  const int tx = threadIdx.x, ty = threadIdx.y, b = AB.y * kReduceTile + tx;
+  Real t[kReduceSteps];
+#pragma unroll
+  for (int s = 0; s < kReduceSteps; ++s) {
+    const int a = AB.x * kReduceTile + ty + s * kReduceRows;
+    t[s] = a < args.nvir_a && b < args.nvir_b ? Tij[std::size_t(a) * args.ldt + b] : Real(0);
+  }
+#pragma unroll
+  for (int s = 0; s < kReduceSteps; ++s) {
+    const int a = AB.x * kReduceTile + ty + s * kReduceRows;
+    if (a < args.nvir_a && b < args.nvir_b) {
+      const double tt = t[s];
+      os += tt * tt / (eps_ij - args.eps.eps_a[a] - args.eps.eps_b[b]);
+    }
+  }
+}
+
+// Tiles (same spin: tile pairs A ≤ B) of one pair's T_ij, shared out over a launch's groups.
+__host__ __device__ inline int reduce_tiles(int nvir_a, int nvir_b, bool same_spin) {
+  const int ta = (nvir_a + kReduceTile - 1) / kReduceTile, tb = (nvir_b + kReduceTile - 1) / kReduceTile;
+  return same_spin ? ta * (ta + 1) / 2 : ta * tb;
+}
 
 template <typename Real>
 __global__ void __launch_bounds__(kReduceTile * kReduceRows) reduce_pairs(ChunkArgs<Real> args) {
-  const int p = blockIdx.x, i = args.i0 + p / args.ncols, j = args.j0 + p % args.ncols;
-  const int tx = threadIdx.x, ty = threadIdx.y;
+  __shared__ Real tile[kReduceTile][kReduceTile + 1];  // T[B0 + r][A0 + c]: T_ba of the tile pair
+  const int p = blockIdx.x, g = blockIdx.y, i = args.i0 + p / args.ncols, j = args.j0 + p % args.ncols;
   double os = 0.0, ss = 0.0;
   if (!(args.triangular && j > i)) {  // above the diagonal: T_ji = T_ijᵀ is summed as (j, i)
     const Real* Tij = args.T + std::size_t(i - args.i0) * args.nvir_a * args.ldt + std::size_t(j - args.j0) * args.nvir_b;
     const double eps_ij = args.eps.eps_i[i] + args.eps.eps_j[j];
-    if (args.same_spin) {
-      __shared__ Real tile[kReduceTile][kReduceTile + 1];  // T[B0 + r][A0 + c]: T_ba for the tile pair
-      const int n = args.nvir_a, tiles = (n + kReduceTile - 1) / kReduceTile;
-      for (int A = 0; A < tiles; ++A)
-        for (int B = A; B < tiles; ++B) {
-          const int A0 = A * kReduceTile, B0 = B * kReduceTile;
-          __syncthreads();
-          for (int r = ty; r < kReduceTile; r += kReduceRows)
-            tile[r][tx] = B0 + r < n && A0 + tx < n ? Tij[std::size_t(B0 + r) * args.ldt + A0 + tx] : Real(0);
-          __syncthreads();
-          for (int r = ty; r < kReduceTile; r += kReduceRows) {
-            const int a = A0 + r, b = B0 + tx;
-            if (a >= n || b >= n) continue;
-            const double t_ab = Tij[std::size_t(a) * args.ldt + b], t_ba = tile[tx][r];
-            const double delta = eps_ij - args.eps.eps_a[a] - args.eps.eps_b[b];
-            add_same_spin_terms(t_ab, t_ba, delta, A == B, os, ss);
-          }
-        }
-    } else {
-      for (int a = ty; a < args.nvir_a; a += kReduceRows)
-        for (int b = tx; b < args.nvir_b; b += kReduceTile) {
-          const double t = Tij[std::size_t(a) * args.ldt + b];
-          os += t * t / (eps_ij - args.eps.eps_a[a] - args.eps.eps_b[b]);
-        }
+    const int tiles = reduce_tiles(args.nvir_a, args.nvir_b, args.same_spin);
+    const int tb = (args.nvir_b + kReduceTile - 1) / kReduceTile;
+    for (int q = g; q < tiles; q += args.groups) {  // uniform over the block: its barriers are safe
+      if (args.same_spin)
+        reduce_tile_pair(Tij, args.ldt, args.nvir_a, upper_tile_pair(q, tb), eps_ij, args.eps, tile, os, ss);
+      else
+        reduce_tile(Tij, args, int2{q / tb, q % tb}, eps_ij, os);
     }
   }
   block_sum(os, ss);
-  if (tx == 0 && ty == 0) {
+  if (threadIdx.x == 0 && threadIdx.y == 0) {
     const double w = pair_weight(args.same_spin, args.triangular, i, j);
-    args.partials[2 * std::size_t(p)] = w * os;
-    args.partials[2 * std::size_t(p) + 1] = w * ss;
+    const std::size_t slot = 2 * (std::size_t(p) * args.groups + g);
+    args.partials[slot] = w * os;
+    args.partials[slot + 1] = w * ss;
   }
 }
 
@@ -295,14 +344,32 @@ __global__ void __launch_bounds__(kFusedThreads) fused_pairs(FusedArgs<Real> arg
 }
 
 // ---- fused in fp64 on the tensor cores (DMMA) -----------------------------------------------------
-// The same tile pair as fused_pairs, each of the 8 warps forming a 16 × 32 region of T_ij[A,B] and
-// of T_ij[B,A]ᵀ with mma.sync m8n8k4 (fp64, 2 × 4 tiles of 8 × 8 each), so that a thread holds T_ab
-// and T_ba of the same (a, b) for the reduction. Fragments (PTX ISA, m8n8k4 .f64): A row g = lane/4,
-// column (k) t = lane%4; B row (k) t, column g; C rows g, columns 2t and 2t + 1.
+// The same tile pair as fused_pairs with mma.sync m8n8k4 (fp64). Same spin: warps 0-3 form T_ij[A,B]
+// and warps 4-7 T_ij[B,A]ᵀ (T_ba held at (a, b)), each a 32 × 32 region (4 × 4 tiles of 8 × 8: 8
+// shared loads per 16 mma, against 12 when every warp formed 16 × 32 of both); the T_ba warps'
+// fragments then pass through shared memory to the T_ab warps, which reduce. On a diagonal tile
+// (A = B) T_ba is T_ab transposed: the T_ba warps idle and the T_ab warps read their own fragments
+// transposed (each such product was 1/8 of the medium shape's work). Opposite spin: T_ab only,
+// each warp 16 × 32 (2 × 4 tiles). Fragments (PTX ISA, m8n8k4 .f64): A row g = lane/4, column (k)
+// t = lane%4; B row (k) t, column g; C rows g, columns 2t and 2t + 1.
+// The panels' stages are copied global → shared with cp.async into two buffers: stage s + 1 travels
+// while stage s computes, without registers (a register prefetch spilled: 88 bytes, 1.16e9 local
+// memory requests on the medium shape, ncu).
 
-// A k-slice of a panel: kFusedEdge rows and 4 padding doubles (≡ 4 mod 16), so that a fragment's
-// four k-rows fall on different banks.
-constexpr int kDmmaStride = kFusedEdge + 4;
+// A panel's stage in shared memory: kFusedEdge rows (virtuals) of kFusedK auxiliary functions,
+// rows kDmmaStride doubles apart: 160 bytes, 16-byte aligned for cp.async, and ≡ 4 mod 16 doubles,
+// so that a fragment's reads (half a warp: rows g = 0..3, columns t = 0..3) meet 32 banks.
+constexpr int kDmmaStride = kFusedK + 4;
+constexpr int kDmmaPanelDoubles = kFusedEdge * kDmmaStride;
+
+// Panels per stage: B_i[A], B_j[B], and for same spin B_j[A], B_i[B].
+__host__ __device__ constexpr int dmma_panels(bool same_spin) { return same_spin ? 4 : 2; }
+// fused_pairs_dmma's dynamic shared memory: two stages, the one read and the one filled.
+__host__ __device__ constexpr std::size_t dmma_shared_bytes(bool same_spin) {
+  return 2 * std::size_t(dmma_panels(same_spin)) * kDmmaPanelDoubles * sizeof(double);
+}
+
+static_assert(kFusedEdge * kFusedK / 2 % kFusedThreads == 0 && kFusedEdge * kFusedK % kFusedThreads == 0);
 
 __device__ __forceinline__ void dmma(double (&d)[2], double a, double b) {
   asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};\n"
@@ -310,102 +377,161 @@ __device__ __forceinline__ void dmma(double (&d)[2], double a, double b) {
                : "d"(a), "d"(b));
 }
 
-__device__ __forceinline__ void stash_dmma(double (*panel)[kDmmaStride], const double (&in)[4]) {
-#pragma unroll
-  for (int q = 0; q < 4; ++q) {
-    const int idx = threadIdx.x + q * kFusedThreads;
-    panel[idx % kFusedK][idx / kFusedK] = in[q];
+// cp.async (sm_80 and newer): `bytes` (16 or 8) from global src to shared dst, or zeros where
+// !valid (source size 0: nothing is read); each thread's copies complete by commit groups.
+template <int kBytes>
+__device__ __forceinline__ void copy_async(double* dst, const double* src, bool valid) {
+  const unsigned to = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  if constexpr (kBytes == 16)
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(to), "l"(src), "r"(valid ? 16 : 0) : "memory");
+  else
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(to), "l"(src), "r"(valid ? 8 : 0) : "memory");
+}
+__device__ __forceinline__ void copy_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+// Waits until at most kPending of this thread's newest groups are still in flight.
+template <int kPending>
+__device__ __forceinline__ void copy_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
+}
+
+// This thread's share of one panel's stage: rows row0.. of orbital `orbital` (nvir rows each) of
+// `tensor`, auxiliary functions k0.., zeros past the ends. In 16-byte pieces only when naux is even
+// (every row then starts 16-byte aligned: the tensor is a cudaMalloc'd slot), else element by element.
+template <int kBytes>
+__device__ __forceinline__ void copy_panel(double* panel, const double* tensor, int orbital, int nvir, int naux, int row0,
+                                           int k0) {
+  constexpr int kPer = kBytes / int(sizeof(double)), kPieces = kFusedK / kPer;  // per row of the stage
+  const double* base = tensor + std::size_t(orbital) * nvir * naux;
+  // Element by element not unrolled: its 16 addresses a stage held live cost 8 bytes of spill.
+#pragma unroll(kBytes == 16 ? kFusedEdge * kPieces / kFusedThreads : 1)
+  for (int q = 0; q < kFusedEdge * kPieces / kFusedThreads; ++q) {
+    const int idx = threadIdx.x + q * kFusedThreads, row = idx / kPieces, k = kPer * (idx % kPieces);
+    const bool valid = row0 + row < nvir && k0 + k < naux;
+    copy_async<kBytes>(panel + row * kDmmaStride + k, valid ? base + std::size_t(row0 + row) * naux + k0 + k : tensor,
+                       valid);
   }
 }
 
-// The DMMA kernel's panels: B_i[A], B_j[B], B_j[A], B_i[B].
-using DmmaPanels = double[4][kFusedK][kDmmaStride];
-
-template <bool kSameSpin>
-__device__ __forceinline__ void fetch_panels_dmma(double (&next)[4][4], const FusedArgs<double>& args,
-                                                  const TilePair& at, int k0) {
-  fetch(next[0], args.rows, at.i, args.nvir_a, args.naux, at.A0, k0);
-  fetch(next[1], args.cols, at.j, args.nvir_b, args.naux, at.B0, k0);
+// Stage k0.. of the block's panels into `stage`, as one commit group (a diagonal tile's B_j[A] and
+// B_i[B] are not needed: its T_ba warps idle).
+template <bool kSameSpin, int kBytes>
+__device__ __forceinline__ void copy_stage(double* stage, const FusedArgs<double>& args, const TilePair& at, int k0) {
+  copy_panel<kBytes>(stage, args.rows, at.i, args.nvir_a, args.naux, at.A0, k0);
+  copy_panel<kBytes>(stage + kDmmaPanelDoubles, args.cols, at.j, args.nvir_b, args.naux, at.B0, k0);
   if constexpr (kSameSpin) {
-    fetch(next[2], args.cols, at.j, args.nvir_b, args.naux, at.A0, k0);
-    fetch(next[3], args.rows, at.i, args.nvir_a, args.naux, at.B0, k0);
+    if (at.A0 != at.B0) {
+      copy_panel<kBytes>(stage + 2 * kDmmaPanelDoubles, args.cols, at.j, args.nvir_b, args.naux, at.A0, k0);
+      copy_panel<kBytes>(stage + 3 * kDmmaPanelDoubles, args.rows, at.i, args.nvir_a, args.naux, at.B0, k0);
+    }
+  }
+  copy_async_commit();
+}
+
+// The warp's region of one stage's product: kM × 4 tiles of 8 × 8, 4 auxiliary functions per mma;
+// product 0: B_i[A] B_j[B]ᵀ (T_ab), 1: B_j[A] B_i[B]ᵀ (T_ba at (a, b)).
+template <int kM>
+__device__ __forceinline__ void multiply_stage_dmma(double (&acc)[kM][4][2], const double* stage, int product, int rows0,
+                                                    int cols0, int g, int t) {
+  const double* left = stage + 2 * product * kDmmaPanelDoubles;  // B_i[A] or B_j[A]
+  const double* right = left + kDmmaPanelDoubles;                 // B_j[B] or B_i[B]
+#pragma unroll
+  for (int k = 0; k < kFusedK; k += 4) {
+    double a[kM], b[4];
+#pragma unroll
+    for (int m = 0; m < kM; ++m) a[m] = left[(rows0 + 8 * m + g) * kDmmaStride + k + t];
+#pragma unroll
+    for (int n = 0; n < 4; ++n) b[n] = right[(cols0 + 8 * n + g) * kDmmaStride + k + t];
+#pragma unroll
+    for (int m = 0; m < kM; ++m)
+#pragma unroll
+      for (int n = 0; n < 4; ++n) dmma(acc[m][n], a[m], b[n]);
   }
 }
 
-// The warp's fragments of one stage: acc[0] += B_i[a] B_j[b] (T_ab), acc[1] += B_j[a] B_i[b] (T_ba,
-// held at (a, b)), 4 auxiliary functions per mma.
-template <bool kSameSpin>
-__device__ __forceinline__ void multiply_panels_dmma(double (&acc)[2][2][4][2], const DmmaPanels& panels, int rows0,
-                                                     int cols0, int g, int t) {
-#pragma unroll
-  for (int k = 0; k < kFusedK; k += 4)
-#pragma unroll
-    for (int product = 0; product < (kSameSpin ? 2 : 1); ++product) {
-      const double(*left)[kDmmaStride] = panels[product == 0 ? 0 : 2];
-      const double(*right)[kDmmaStride] = panels[product == 0 ? 1 : 3];
-      double a[2], b[4];
-#pragma unroll
-      for (int m = 0; m < 2; ++m) a[m] = left[k + t][rows0 + 8 * m + g];
-#pragma unroll
-      for (int n = 0; n < 4; ++n) b[n] = right[k + t][cols0 + 8 * n + g];
-#pragma unroll
-      for (int m = 0; m < 2; ++m)
-#pragma unroll
-        for (int n = 0; n < 4; ++n) dmma(acc[product][m][n], a[m], b[n]);
-    }
+// The warp's fragments over all auxiliary functions, two stages in flight: step s fills the buffer
+// of stage s + 1 — read at step s − 1 and released by its closing barrier — then waits for its own
+// copies of stage s (an empty group on the last step keeps the count) and for everyone's at the
+// barrier. An idle warp (a diagonal tile's T_ba) copies and meets the barriers only.
+template <bool kSameSpin, int kBytes, int kM>
+__device__ __forceinline__ void accumulate_dmma(double (&acc)[kM][4][2], double* stages, const FusedArgs<double>& args,
+                                                const TilePair& at, int product, bool idle, int rows0, int cols0, int g,
+                                                int t) {
+  constexpr int kStageDoubles = dmma_panels(kSameSpin) * kDmmaPanelDoubles;
+  const int steps = (args.naux + kFusedK - 1) / kFusedK;
+  copy_stage<kSameSpin, kBytes>(stages, args, at, 0);
+  for (int s = 0; s < steps; ++s) {
+    if (s + 1 < steps)
+      copy_stage<kSameSpin, kBytes>(stages + (s + 1) % 2 * kStageDoubles, args, at, (s + 1) * kFusedK);
+    else
+      copy_async_commit();
+    copy_async_wait<1>();
+    __syncthreads();
+    if (!idle) multiply_stage_dmma<kM>(acc, stages + s % 2 * kStageDoubles, product, rows0, cols0, g, t);
+    __syncthreads();
+  }
+  copy_async_wait<0>();  // nothing left in flight at exit (naux = 0 included)
 }
 
-// This thread's share of the tile pair's (os, ss) from its fragments of T_ab and T_ba.
-template <bool kSameSpin>
-__device__ __forceinline__ void reduce_thread_fragments(const double (&acc)[2][2][4][2], const FusedArgs<double>& args,
-                                                        const TilePair& at, int rows0, int cols0, int g, int t,
-                                                        double& os, double& ss) {
-  const double eps_ij = args.eps.eps_i[at.i] + args.eps.eps_j[at.j];
+// Same spin: fragments staged in shared memory at their (a − A0, b − B0), rows kStagedStride doubles
+// apart (≡ 8 mod 16: a quarter warp's 16-byte accesses, rows g and g + 1, meet 32 banks).
+constexpr int kStagedStride = kFusedEdge + 8;
+static_assert(kFusedEdge * kStagedStride <= 2 * 4 * kDmmaPanelDoubles, "the staged fragments reuse the stages");
+
+__device__ __forceinline__ void stage_fragments(const double (&acc)[4][4][2], double* staged, int rows0, int cols0, int g,
+                                                int t) {
 #pragma unroll
-  for (int m = 0; m < 2; ++m)
+  for (int m = 0; m < 4; ++m)
+#pragma unroll
+    for (int n = 0; n < 4; ++n)
+      *reinterpret_cast<double2*>(staged + (rows0 + 8 * m + g) * kStagedStride + cols0 + 8 * n + 2 * t) =
+          make_double2(acc[m][n][0], acc[m][n][1]);
+}
+
+// This thread's share of the tile pair's (os, ss) from its kM × 4 fragments of T_ab; same spin with
+// T_ba of each (a, b) from `staged` (on a diagonal tile T_ab's own, transposed).
+template <int kM, bool kSameSpin>
+__device__ __forceinline__ void reduce_fragments(const double (&acc)[kM][4][2], const double* staged,
+                                                 const FusedArgs<double>& args, const TilePair& at, int rows0, int cols0,
+                                                 int g, int t, double& os, double& ss) {
+  const double eps_ij = args.eps.eps_i[at.i] + args.eps.eps_j[at.j];
+  const bool diagonal = at.A0 == at.B0;
+#pragma unroll
+  for (int m = 0; m < kM; ++m)
 #pragma unroll
     for (int n = 0; n < 4; ++n)
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
-        const int a = at.A0 + rows0 + 8 * m + g, b = at.B0 + cols0 + 8 * n + 2 * t + e;
+        const int ra = rows0 + 8 * m + g, cb = cols0 + 8 * n + 2 * t + e, a = at.A0 + ra, b = at.B0 + cb;
         if (a >= args.nvir_a || b >= args.nvir_b) continue;
-        const double delta = eps_ij - args.eps.eps_a[a] - args.eps.eps_b[b], t_ab = acc[0][m][n][e];
-        // add_same_spin_terms written out: through it ptxas spills 112 bytes here instead of 88 (the
-        // launch bounds cap the kernel at 128 registers).
+        const double delta = eps_ij - args.eps.eps_a[a] - args.eps.eps_b[b], t_ab = acc[m][n][e];
         if constexpr (kSameSpin) {
-          const double t_ba = acc[1][m][n][e];
-          if (at.A0 == at.B0) {
-            os += t_ab * t_ab / delta;
-            ss += t_ab * (t_ab - t_ba) / delta;
-          } else {
-            os += (t_ab * t_ab + t_ba * t_ba) / delta;
-            ss += (t_ab - t_ba) * (t_ab - t_ba) / delta;
-          }
+          const double t_ba = staged[diagonal ? cb * kStagedStride + ra : ra * kStagedStride + cb];
+          add_same_spin_terms(t_ab, t_ba, delta, diagonal, os, ss);
         } else {
           os += t_ab * t_ab / delta;
         }
       }
 }
 
-template <bool kSameSpin>
+// kBytes: cp.async's piece, 16 where naux is even, else 8 (one kernel each: both paths in one kernel
+// left ptxas 8 bytes of spill under the 128 registers of its launch bounds).
+template <bool kSameSpin, int kBytes>
 __global__ void __launch_bounds__(kFusedThreads, 2) fused_pairs_dmma(FusedArgs<double> args) {
-  __shared__ __align__(16) DmmaPanels panels;  // B_i[A], B_j[B], B_j[A], B_i[B]
+  extern __shared__ __align__(16) double dmma_stages[];  // [2][dmma_panels][kFusedEdge][kDmmaStride]
+  constexpr int kM = kSameSpin ? 4 : 2;                  // the warp's region: 8·kM rows × 32 columns
   const TilePair at = tile_pair_of_block(args);
   const int warp = threadIdx.x / 32, g = (threadIdx.x % 32) / 4, t = threadIdx.x % 4;
-  const int rows0 = (warp / 2) * 16, cols0 = (warp % 2) * 32;  // the warp's a and b within the tiles
-  double acc[2][2][4][2] = {};  // [T_ab, T_ba][8-row tile][8-column tile][the thread's two]
-  double next[4][4];
-  fetch_panels_dmma<kSameSpin>(next, args, at, 0);
-  for (int k0 = 0; k0 < args.naux; k0 += kFusedK) {
+  const int product = kSameSpin ? warp / 4 : 0, region = kSameSpin ? warp % 4 : warp;
+  const int rows0 = (region / 2) * 8 * kM, cols0 = (region % 2) * 32;  // within the tiles
+  const bool diagonal = kSameSpin && at.A0 == at.B0;
+  double acc[kM][4][2] = {};  // [8-row tile][8-column tile][the thread's two]
+  accumulate_dmma<kSameSpin, kBytes>(acc, dmma_stages, args, at, product, product == 1 && diagonal, rows0, cols0, g, t);
+  if constexpr (kSameSpin) {  // the stages are read (accumulate_dmma's last barrier): T_ba's fragments go there
+    if (product == (diagonal ? 0 : 1)) stage_fragments(acc, dmma_stages, rows0, cols0, g, t);
     __syncthreads();
-#pragma unroll
-    for (int p = 0; p < (kSameSpin ? 4 : 2); ++p) stash_dmma(panels[p], next[p]);
-    __syncthreads();
-    if (k0 + kFusedK < args.naux) fetch_panels_dmma<kSameSpin>(next, args, at, k0 + kFusedK);
-    multiply_panels_dmma<kSameSpin>(acc, panels, rows0, cols0, g, t);
   }
   double os = 0.0, ss = 0.0;
-  reduce_thread_fragments<kSameSpin>(acc, args, at, rows0, cols0, g, t, os, ss);
+  if (product == 0) reduce_fragments<kM, kSameSpin>(acc, dmma_stages, args, at, rows0, cols0, g, t, os, ss);
   store_block_sums(args, kSameSpin, at, os, ss);
 }
 

@@ -69,6 +69,9 @@ class DeviceMemory {
 class Stream {
  public:
   Stream() { check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "creating a stream"); }
+  explicit Stream(int priority) {
+    check(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, priority), "creating a stream");
+  }
   ~Stream() {
     cudaStreamSynchronize(stream_);
     cudaStreamDestroy(stream_);
@@ -234,17 +237,27 @@ int select_device(int index) {
   return index;
 }
 
+int highest_stream_priority() {
+  int least = 0, greatest = 0;
+  check(cudaDeviceGetStreamPriorityRange(&least, &greatest), "reading the stream priorities");
+  return greatest;
+}
+
 struct GpuEnergyEngine::Impl {
   GpuEnergyPlan plan;
+  GpuProperties properties;  // of the GPU used
   int device;  // selected first: every CUDA object below lives on it
   Stream compute, copy;
+  // The loop backend's reductions, beside its GEMMs on `compute`; first to the SMs, so that a
+  // T_flat slot is free again soon for the GEMM after next.
+  Stream reduce{highest_stream_priority()};
   CudaComputeEngine engine{compute};  // the loop backend's T_flat GEMMs
   Event reuse{cudaEventDisableTiming};
   std::vector<Slot> slots;
   DeviceMemory workspace, small;
   SmallArrays arrays;
   PinnedRanges pinned;
-  std::vector<Event> marks;  // per chunk or batch: start, after GEMM, end
+  std::vector<Event> marks;  // loop, per chunk: GEMM start and end, reduction start and end; fused: batch end
   unsigned long long calls = 0;
   std::size_t uploaded = 0;
 
@@ -263,12 +276,15 @@ struct GpuEnergyEngine::Impl {
   void finish(EnergyResult& r);
 
   template <typename Real>
+  void reduce_chunk(const detail::PairSpace<Real>& pairs, const detail::PairBlock& c, const Real* T, std::size_t ldt);
+  template <typename Real>
   EnergyResult loop(const detail::PairSpace<Real>& pairs, Slot& rows, Slot& cols, const EnergyOptions& options);
   template <typename Real>
   EnergyResult fused(const detail::PairSpace<Real>& pairs, Slot& rows, Slot& cols, const EnergyOptions& options);
 };
 
-GpuEnergyEngine::Impl::Impl(const GpuEnergyPlan& p) : plan(p), device(select_device(gpu_properties().index)) {
+GpuEnergyEngine::Impl::Impl(const GpuEnergyPlan& p)
+    : plan(p), properties(gpu_properties()), device(select_device(properties.index)) {
   slots.reserve(plan.slots);
   for (std::size_t s = 0; s < plan.slots; ++s) slots.emplace_back(plan.slot_bytes);
   workspace = DeviceMemory(plan.workspace_bytes, "T_flat (the loop backend's workspace)");
@@ -280,6 +296,7 @@ GpuEnergyEngine::Impl::Impl(const GpuEnergyPlan& p) : plan(p), device(select_dev
 GpuEnergyEngine::Impl::~Impl() {
   cudaStreamSynchronize(copy);
   cudaStreamSynchronize(compute);
+  cudaStreamSynchronize(reduce);
 }
 
 void GpuEnergyEngine::Impl::carve_small() {
@@ -404,16 +421,35 @@ gpu::PairEnergies device_energies(const SmallArrays& arrays) {
   return {arrays.eps[0], arrays.eps[1], arrays.eps[2], arrays.eps[3]};
 }
 
+// Blocks per pair of a reduction launch: about four waves over the GPU (its 256-thread blocks run
+// about four to an SM), at most one per tile (pair) and within the partial sums' array.
+int reduce_groups(std::size_t pairs, int tiles, std::size_t partial_sums, int multiprocessors) {
+  const std::size_t wanted = 16 * std::size_t(std::max(multiprocessors, 1));
+  const std::size_t most = std::min<std::size_t>({std::size_t(std::max(tiles, 1)), partial_sums / pairs, 65535});
+  return int(std::clamp<std::size_t>((wanted + pairs - 1) / pairs, 1, std::max<std::size_t>(most, 1)));
+}
+
 }  // namespace
 
 namespace {
 
 // fp64 on the tensor cores, fp32 on the FMA units (fp32 has no tensor-core path without TF32).
+// The DMMA kernel's two stages take more than the default 48 KiB of shared memory (same spin: 80
+// KiB), and two blocks an SM need the largest shared-memory carveout.
 void launch_fused(const gpu::FusedArgs<double>& args, dim3 grid, bool same_spin, cudaStream_t stream) {
+  const auto launch = [&](void (*kernel)(gpu::FusedArgs<double>), std::size_t shared) {
+    check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)),
+          "allowing the fused kernel its shared memory");
+    check(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared),
+          "preferring shared memory for the fused kernel");
+    kernel<<<grid, gpu::kFusedThreads, shared, stream>>>(args);
+  };
+  // 16-byte copies need every row of B 16-byte aligned: an even naux.
+  const bool pieces16 = args.naux % 2 == 0;
   if (same_spin)
-    gpu::fused_pairs_dmma<true><<<grid, gpu::kFusedThreads, 0, stream>>>(args);
+    launch(pieces16 ? gpu::fused_pairs_dmma<true, 16> : gpu::fused_pairs_dmma<true, 8>, gpu::dmma_shared_bytes(true));
   else
-    gpu::fused_pairs_dmma<false><<<grid, gpu::kFusedThreads, 0, stream>>>(args);
+    launch(pieces16 ? gpu::fused_pairs_dmma<false, 16> : gpu::fused_pairs_dmma<false, 8>, gpu::dmma_shared_bytes(false));
 }
 void launch_fused(const gpu::FusedArgs<float>& args, dim3 grid, bool same_spin, cudaStream_t stream) {
   if (same_spin)
@@ -424,46 +460,68 @@ void launch_fused(const gpu::FusedArgs<float>& args, dim3 grid, bool same_spin, 
 
 }  // namespace
 
+// Chunk c's reduction and its sum into the call's total, on the reduce stream.
+template <typename Real>
+void GpuEnergyEngine::Impl::reduce_chunk(const detail::PairSpace<Real>& pairs, const detail::PairBlock& c, const Real* T,
+                                         std::size_t ldt) {
+  const std::size_t nvir_a = pairs.rows.nvir, nvir_b = pairs.cols.nvir, chunk_pairs = (c.i1 - c.i0) * (c.j1 - c.j0);
+  const int groups = reduce_groups(chunk_pairs, gpu::reduce_tiles(int(nvir_a), int(nvir_b), pairs.same_spin),
+                                   plan.partial_sums, properties.multiprocessors);
+  const gpu::ChunkArgs<Real> args{T, ldt, int(c.i0), int(c.j0), int(c.j1 - c.j0), int(nvir_a), int(nvir_b),
+                                  device_energies(arrays), pairs.triangular, pairs.same_spin, groups, arrays.partials};
+  gpu::reduce_pairs<Real><<<dim3(unsigned(chunk_pairs), unsigned(groups)), dim3(gpu::kReduceTile, gpu::kReduceRows), 0,
+                            reduce>>>(args);
+  check(cudaGetLastError(), "launching the pair reduction");
+  gpu::sum_partials<<<1, gpu::kSumThreads, 0, reduce>>>(arrays.partials, chunk_pairs * groups, arrays.total);
+  check(cudaGetLastError(), "launching the energy sum");
+}
+
+// Chunk k's GEMM into T_flat slot k % 2 on the compute stream, its reduction on the reduce stream
+// (marks 4k .. 4k + 3), so that chunk k + 1's GEMM runs while chunk k is reduced. The GEMM waits
+// for the reduction that last read its slot (chunk k − 2); the reductions wait for their GEMM, and
+// so for the call's orbital energies and zeroed total queued before it on the compute stream.
 template <typename Real>
 EnergyResult GpuEnergyEngine::Impl::loop(const detail::PairSpace<Real>& pairs, Slot& rows, Slot& cols,
                                          const EnergyOptions& options) {
   const std::size_t nvir_a = pairs.rows.nvir, nvir_b = pairs.cols.nvir, naux = pairs.rows.naux;
-  const std::size_t pair_bytes = nvir_a * nvir_b * sizeof(Real);
-  const auto chunks = detail::plan_loop_chunks(detail::PairShape{pairs.rows.nocc, pairs.cols.nocc, pairs.triangular}, pair_bytes,
-                                               std::min(workspace.bytes(), plan.partial_sums * pair_bytes));
+  const std::size_t pair_bytes = nvir_a * nvir_b * sizeof(Real), t_slot = plan.t_flat_slot_bytes();
+  const auto chunks = detail::plan_loop_chunks(detail::PairShape{pairs.rows.nocc, pairs.cols.nocc, pairs.triangular},
+                                               pair_bytes, std::min(t_slot, plan.partial_sums * pair_bytes),
+                                               gpu_least_chunk_rows(nvir_a));
   std::size_t total_pairs = 0;
   for (const auto& c : chunks) total_pairs += pairs.pairs_needed(c.i0, c.i1, c.j0, c.j1);
   detail::ProgressCounter progress(options.progress, total_pairs);
   EnergyResult r;
-  Real* T = workspace.as<Real>();
   const Real *B_rows = rows.memory.as<Real>(), *B_cols = cols.memory.as<Real>();
   for (std::size_t k = 0; k < chunks.size(); ++k) {
     const detail::PairBlock& c = chunks[k];
     const std::size_t nr = c.i1 - c.i0, nc = c.j1 - c.j0, ldt = checked_int(nc * nvir_b, "a T_flat row");
+    Real* T = reinterpret_cast<Real*>(workspace.as<char>() + (k % kTFlatSlots) * t_slot);
     ensure(rows, &rows == &cols ? std::max(c.i1, c.j1) : c.i1);
     if (&rows != &cols) ensure(cols, c.j1);
-    check(cudaEventRecord(mark(3 * k), compute), "recording an event");
+    if (k >= kTFlatSlots)
+      check(cudaStreamWaitEvent(compute, mark(4 * (k - kTFlatSlots) + 3), 0), "ordering the compute stream");
+    check(cudaEventRecord(mark(4 * k), compute), "recording an event");
     gemm_abt_row_major(engine, Memory::device, checked_int(nr * nvir_a, "a T_flat column"), ldt, naux,
                        B_rows + c.i0 * nvir_a * naux, naux, B_cols + c.j0 * nvir_b * naux, naux, T, ldt);
-    check(cudaEventRecord(mark(3 * k + 1), compute), "recording an event");
-    const gpu::ChunkArgs<Real> args{T, ldt, int(c.i0), int(c.j0), int(nc), int(nvir_a), int(nvir_b),
-                                    device_energies(arrays), pairs.triangular, pairs.same_spin, arrays.partials};
-    gpu::reduce_pairs<Real><<<unsigned(nr * nc), dim3(gpu::kReduceTile, gpu::kReduceRows), 0, compute>>>(args);
-    check(cudaGetLastError(), "launching the pair reduction");
-    gpu::sum_partials<<<1, gpu::kSumThreads, 0, compute>>>(arrays.partials, nr * nc, arrays.total);
-    check(cudaGetLastError(), "launching the energy sum");
-    check(cudaEventRecord(mark(3 * k + 2), compute), "recording an event");
+    check(cudaEventRecord(mark(4 * k + 1), compute), "recording an event");
+    check(cudaStreamWaitEvent(reduce, mark(4 * k + 1), 0), "ordering the reduce stream");
+    check(cudaEventRecord(mark(4 * k + 2), reduce), "recording an event");
+    reduce_chunk(pairs, c, T, ldt);
+    check(cudaEventRecord(mark(4 * k + 3), reduce), "recording an event");
     r.workspace_bytes = std::max(r.workspace_bytes, nr * nc * pair_bytes);
     if (k > 0) {  // one chunk behind, so the GPU always has the next one queued
-      check(cudaEventSynchronize(mark(3 * k - 1)), "the energy step's kernels");
+      check(cudaEventSynchronize(mark(4 * k - 1)), "the energy step's kernels");
       progress.add(pairs.pairs_needed(chunks[k - 1].i0, chunks[k - 1].i1, chunks[k - 1].j0, chunks[k - 1].j1));
       progress.report();
     }
   }
+  // The last reduction before finish() reads the total and before the next call's work.
+  if (!chunks.empty()) check(cudaStreamWaitEvent(compute, mark(4 * chunks.size() - 1), 0), "ordering the compute stream");
   finish(r);
   for (std::size_t k = 0; k < chunks.size(); ++k) {
-    r.gemm_seconds += elapsed(mark(3 * k), mark(3 * k + 1));
-    r.reduce_seconds += elapsed(mark(3 * k + 1), mark(3 * k + 2));
+    r.gemm_seconds += elapsed(mark(4 * k), mark(4 * k + 1));
+    r.reduce_seconds += elapsed(mark(4 * k + 2), mark(4 * k + 3));
   }
   progress.finish();
   return r;

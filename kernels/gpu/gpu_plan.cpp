@@ -8,7 +8,7 @@
 namespace dfmp2::kernels {
 namespace {
 
-// T_flat beyond this buys no GEMM speed (m and n are already thousands) and only holds memory.
+// A T_flat slot beyond this buys no GEMM speed (m and n are already thousands) and only holds memory.
 constexpr std::size_t kMostTFlatBytes = std::size_t(8) << 30;
 
 std::size_t element_bytes(Precision precision) { return precision == Precision::fp32 ? sizeof(float) : sizeof(double); }
@@ -28,7 +28,8 @@ std::size_t wanted_t_flat(const std::vector<GpuSpin>& spins, std::size_t block, 
   const auto consider = [&](detail::PairShape shape, std::size_t nvir_rows, std::size_t nvir_cols) {
     const std::size_t pair = nvir_rows * nvir_cols * elem;
     if (pair == 0) return;
-    most = std::max(most, detail::loop_chunk_pairs(shape, pair, kGpuMaxPartialSums * pair) * pair);
+    most = std::max(most, detail::loop_chunk_pairs(shape, pair, kGpuMaxPartialSums * pair,
+                                                   gpu_least_chunk_rows(nvir_rows)) * pair);
   };
   for (const GpuSpin& s : spins) {
     const std::size_t rows = std::min(block, s.nocc);
@@ -42,11 +43,18 @@ std::size_t wanted_t_flat(const std::vector<GpuSpin>& spins, std::size_t block, 
 
 }  // namespace
 
+std::size_t gpu_least_chunk_rows(std::size_t nvir) {
+  constexpr std::size_t kLeastGemmRows = 1536;
+  return (kLeastGemmRows + nvir - 1) / std::max<std::size_t>(nvir, 1);
+}
+
 std::string format_gib(std::size_t bytes) {
   return std::to_string(double(bytes) / double(1 << 30)).substr(0, 5) + " GiB";
 }
 
 Backend gpu_automatic_backend(Precision) { return Backend::loop; }
+
+std::size_t GpuEnergyPlan::t_flat_slot_bytes() const { return workspace_bytes / kTFlatSlots; }
 
 GpuEnergyPlan plan_gpu_blocks(const std::vector<GpuSpin>& spins, std::size_t naux, Backend backend,
                               Precision precision, std::size_t device_bytes, std::size_t block_occ,
@@ -71,9 +79,10 @@ GpuEnergyPlan plan_gpu_blocks(const std::vector<GpuSpin>& spins, std::size_t nau
   if (backend == Backend::loop) {
     const std::size_t beside = plan.slots * plan.slot_bytes + plan.small_bytes;
     const std::size_t rest = device_bytes > beside ? device_bytes - beside : 0;
-    // At least a few pair tiles, so that a chunk's GEMM is not a sliver.
+    // Each slot at least a few pair tiles, so that a chunk's GEMM is not a sliver.
     const std::size_t least = 8 * plan.nvir_max * plan.nvir_max * elem;
-    plan.workspace_bytes = aligned(std::max(least, std::min(rest, wanted_t_flat(spins, plan.block_occ, elem))));
+    plan.workspace_bytes =
+        kTFlatSlots * aligned(std::max(least, std::min(rest / kTFlatSlots, wanted_t_flat(spins, plan.block_occ, elem))));
   }
   return plan;
 }

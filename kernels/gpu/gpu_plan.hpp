@@ -42,16 +42,27 @@ struct GpuEnergyPlan {
   std::size_t slots = 2;            // 1 for a resident RHF tensor, 3 when streamed
   std::size_t block_occ = 0;        // occupied rows a slot holds
   std::size_t slot_bytes = 0;       // each slot
-  std::size_t workspace_bytes = 0;  // loop: T_flat
+  std::size_t workspace_bytes = 0;  // loop: T_flat, kTFlatSlots slots of t_flat_slot_bytes()
   std::size_t partial_sums = 0;     // per-pair (loop) or per-tile (fused) energy sums per launch
   std::size_t small_bytes = 0;      // orbital energies, pair and tile lists, the partial sums
   std::size_t device_bytes() const { return slots * slot_bytes + workspace_bytes + small_bytes; }
+  std::size_t t_flat_slot_bytes() const;
 };
+
+// The loop backend's T_flat slots: chunk k + 1's GEMM writes one while chunk k's reduction reads
+// the other on a second stream.
+inline constexpr std::size_t kTFlatSlots = 2;
 
 // Most blocks one fused launch or pairs one loop chunk sum (their partial sums' array).
 inline constexpr std::size_t kGpuMaxPartialSums = std::size_t(1) << 18;
 // The fused kernel's tile edge (virtuals) in each precision.
 inline constexpr std::size_t kFusedTileEdge = 64;
+
+// Rows a triangular loop chunk may have on the GPU, for `nvir` virtuals (plan_loop_chunks'
+// least_rows): its GEMM at least 1536 rows (m = rows·nvir), so that even a first chunk (n = m)
+// has 24 × 12 = 288 of cuBLAS's 64 × 128 tiles, a wave at two per SM on 132 SMs (ncu, H200);
+// blocks of 16 rows would otherwise run 1-row chunks of 448 × 448·i GEMMs.
+std::size_t gpu_least_chunk_rows(std::size_t nvir);
 
 // Bytes as GiB with three decimals ("1.500 GiB"), for the GPU's error lines.
 std::string format_gib(std::size_t bytes);

@@ -371,9 +371,10 @@ std::size_t chunks_of(const ShareRows<Real>& rows, int N) {
 }
 
 // Sums `pairs(I data, J data, J rows)` of block I against every block of `other` (this rank's),
-// each loaded while the one before is summed.
+// each loaded while the one before is summed; on a GPU, `then` travels during the last.
 template <typename Real, typename Pairs>
-void against_blocks(Step<Real>& step, const ShareRows<Real>& other, const std::vector<Range>& blocks, Pairs pairs) {
+void against_blocks(Step<Real>& step, const ShareRows<Real>& other, const std::vector<Range>& blocks, Pairs pairs,
+                    kernels::GpuNextBlock then = {}) {
   if (blocks.empty()) return;
   std::future<const Real*> next =
       std::async(std::launch::deferred, [&] { return other.load(blocks[0], step.buffer_J[0]); });
@@ -383,10 +384,38 @@ void against_blocks(Step<Real>& step, const ShareRows<Real>& other, const std::v
       next = std::async(other.in_place() ? std::launch::deferred : std::launch::async,
                         [&, j] { return other.load(blocks[j + 1], step.buffer_J[(j + 1) % 2]); });
     // On a GPU, block j + 1 travels while this pair computes.
-    step.kernel.gpu_next = j + 1 < blocks.size() ? other.next_block(blocks[j + 1]) : kernels::GpuNextBlock{};
+    step.kernel.gpu_next = j + 1 < blocks.size() ? other.next_block(blocks[j + 1]) : then;
     pairs(data, blocks[j]);
     step.kernel.gpu_next = {};
   }
+}
+
+// Block k's own pairs and its pairs with every earlier block of this rank. On a GPU the next
+// call's new block travels while each call computes: the first earlier block during the own pairs,
+// after the last earlier one block k + 1 (on one rank, where no visiting chunks come between).
+template <typename Real>
+void own_block_pairs(Step<Real>& step, const ShareRows<Real>& mine, const std::vector<Range>& blocks, std::size_t k,
+                     const Real* B_I, kernels::EnergyResult& sum) {
+  const BiaTensor& df = mine.df();
+  const Range I = blocks[k];
+  const kernels::GpuNextBlock next_I =
+      step.comm.size() == 1 && k + 1 < blocks.size() ? mine.next_block(blocks[k + 1]) : kernels::GpuNextBlock{};
+  step.kernel.gpu_next = k > 0 ? mine.next_block(blocks[0]) : next_I;
+  const double flops = pair_flops(I.size() * (I.size() + 1) / 2, df.nvir, df.nvir, df.naux);
+  add(sum, kernels::mp2_energy<Real>(step.backend, mine.view(B_I, I), mine.eps(I), df.eps_vir,
+                                     step.progress.options_for(step.kernel, flops)));
+  step.kernel.gpu_next = {};
+  step.progress.finished(flops);
+  const std::vector<Range> earlier(blocks.begin(), blocks.begin() + static_cast<long>(k));
+  against_blocks(
+      step, mine, earlier,
+      [&](const Real* B_J, Range J) {
+        const double f = pair_flops(I.size() * J.size(), df.nvir, df.nvir, df.naux);
+        add(sum, kernels::mp2_energy_cross<Real>(step.backend, mine.view(B_I, I), mine.eps(I), mine.view(B_J, J),
+                                                 mine.eps(J), df.eps_vir, step.progress.options_for(step.kernel, f)));
+        step.progress.finished(f);
+      },
+      next_I);
 }
 
 // One spin's same-spin pairs (see distributed_energy.hpp).
@@ -400,19 +429,7 @@ kernels::EnergyResult same_spin_pairs(Step<Real>& step, const ShareRows<Real>& m
   for (std::size_t k = 0; k < rounds_of(nocc_total, step.block, N); ++k) {
     const Range I = k < blocks.size() ? blocks[k] : Range{df.nocc, df.nocc};
     const Real* B_I = I.size() > 0 ? mine.load(I, step.buffer_I) : nullptr;
-    if (I.size() > 0) {
-      const double flops = pair_flops(I.size() * (I.size() + 1) / 2, df.nvir, df.nvir, df.naux);
-      add(sum, kernels::mp2_energy<Real>(step.backend, mine.view(B_I, I), mine.eps(I), df.eps_vir,
-                                         step.progress.options_for(step.kernel, flops)));
-      step.progress.finished(flops);
-      const std::vector<Range> earlier(blocks.begin(), blocks.begin() + static_cast<long>(k));
-      against_blocks(step, mine, earlier, [&](const Real* B_J, Range J) {
-        const double f = pair_flops(I.size() * J.size(), df.nvir, df.nvir, df.naux);
-        add(sum, kernels::mp2_energy_cross<Real>(step.backend, mine.view(B_I, I), mine.eps(I), mine.view(B_J, J),
-                                                 mine.eps(J), df.eps_vir, step.progress.options_for(step.kernel, f)));
-        step.progress.finished(f);
-      });
-    }
+    if (I.size() > 0) own_block_pairs(step, mine, blocks, k, B_I, sum);
     for (int k2 = 1; k2 <= N / 2; ++k2) {
       // Rows of my share I send, rows of the visitor's share I sum against, and my rows in them.
       Range sent = mine.all(), summed{0, share_of(nocc_total, (r + k2) % N, N).size()}, own = mine.all();

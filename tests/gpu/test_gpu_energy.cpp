@@ -93,6 +93,13 @@ template <typename Real>
 k::EnergyResult blocked_energy(k::Backend backend, const std::vector<Real>& B, const Block& a, std::size_t rows,
                                bool stable, const k::EnergyOptions& options) {
   const std::span<const double> eps(a.eps_occ);
+  // The block the next call needs travels while this one computes (as bench_energy_gpu's blocks).
+  const auto with_next = [&](std::size_t first) {
+    k::EnergyOptions o = options;
+    if (stable && first < a.nocc)
+      o.gpu_next = {B.data() + first * a.nvir * a.naux, std::min(rows, a.nocc - first), a.nvir * a.naux * sizeof(Real)};
+    return o;
+  };
   k::EnergyResult sum;
   for (std::size_t i0 = 0; i0 < a.nocc; i0 += rows) {
     const std::size_t ni = std::min(rows, a.nocc - i0);
@@ -100,12 +107,11 @@ k::EnergyResult blocked_energy(k::Backend backend, const std::vector<Real>& B, c
       sum.e_os += e.e_os;
       sum.e_ss += e.e_ss;
     };
-    add(k::mp2_energy(backend, view(B, a, i0, ni, stable), eps.subspan(i0, ni), a.eps_vir, options));
+    add(k::mp2_energy(backend, view(B, a, i0, ni, stable), eps.subspan(i0, ni), a.eps_vir,
+                      with_next(i0 > 0 ? 0 : i0 + rows)));
     for (std::size_t j0 = 0; j0 < i0; j0 += rows) {
-      k::EnergyOptions with_next = options;  // the next block travels while this pair computes
-      if (stable && j0 + rows < i0) with_next.gpu_next = {B.data() + (j0 + rows) * a.nvir * a.naux, rows, a.nvir * a.naux * sizeof(Real)};
       add(k::mp2_energy_cross(backend, view(B, a, i0, ni, stable), eps.subspan(i0, ni), view(B, a, j0, rows, stable),
-                              eps.subspan(j0, rows), a.eps_vir, with_next));
+                              eps.subspan(j0, rows), a.eps_vir, with_next(j0 + rows < i0 ? j0 + rows : i0 + rows)));
     }
   }
   return sum;
@@ -118,6 +124,30 @@ TEST_CASE("the GPU's loop and fused backends equal the CPU reference on RHF, cro
     check_pair_spaces<double>(backend);
     check_pair_spaces<float>(backend);
   }
+}
+
+TEST_CASE("a T_flat of three pairs per slot: many chunks take turns in the two slots, long rows split", "[gpu]") {
+  const std::uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  std::mt19937_64 rng(seed);
+  const Block a = random_block(rng, 23, 70, 91);
+  // Two spins' worth of B slots, so that a cross pair space's rows and columns each have one.
+  k::GpuEnergyPlan plan = k::plan_gpu_energy({{a.nocc, a.nvir}, {a.nocc, a.nvir}}, a.naux, k::Backend::loop,
+                                             k::Precision::fp64, std::size_t(1) << 30);
+  const std::size_t pair_bytes = a.nvir * a.nvir * sizeof(double);
+  plan.workspace_bytes = k::kTFlatSlots * ((3 * pair_bytes + 255) / 256 * 256);  // under 4 pairs per slot
+  k::GpuEnergyEngine engine(plan);
+  k::EnergyOptions on_gpu, on_cpu;
+  on_gpu.gpu = &engine;
+  check_close(k::mp2_energy(k::Backend::loop, view(a.B, a), a.eps_occ, a.eps_vir, on_gpu),
+              k::mp2_energy(k::Backend::reference, view(a.B, a), a.eps_occ, a.eps_vir, on_cpu), false);
+  const std::size_t h = 9;
+  const std::span<const double> eps(a.eps_occ);
+  check_close(k::mp2_energy_cross(k::Backend::loop, view(a.B, a, 0, h), eps.first(h), view(a.B, a, h, a.nocc - h),
+                                  eps.subspan(h), a.eps_vir, on_gpu),
+              k::mp2_energy_cross(k::Backend::reference, view(a.B, a, 0, h), eps.first(h), view(a.B, a, h, a.nocc - h),
+                                  eps.subspan(h), a.eps_vir, on_cpu),
+              false);
 }
 
 TEST_CASE("B streamed through small GPU slots gives the resident energy, kept copies or not", "[gpu][sanitize]") {
@@ -139,6 +169,28 @@ TEST_CASE("B streamed through small GPU slots gives the resident energy, kept co
       INFO(k::to_string(backend) << (stable ? ", copies kept" : ", every block copied again"));
       check_close(blocked_energy(backend, a.B, a, 6, stable, on_gpu), cpu, false);
     }
+  }
+}
+
+TEST_CASE("a rerun on the GPU gives the same bits, loop and fused, both spins' kernels", "[gpu]") {
+  std::mt19937_64 rng(fresh_seed());
+  const Block a = random_block(rng, 17, 150, 260), b = random_block(rng, 9, 133, 260);
+  for (const k::Backend backend : {k::Backend::loop, k::Backend::fused}) {
+    INFO(k::to_string(backend));
+    k::GpuEnergyEngine engine(k::plan_gpu_energy({{a.nocc, a.nvir}, {b.nocc, b.nvir}}, a.naux, backend,
+                                                 k::Precision::fp64, std::size_t(1) << 30));
+    k::EnergyOptions on_gpu;
+    on_gpu.gpu = &engine;
+    const auto same = [&](const auto& run) {
+      const k::EnergyResult first = run(), second = run();
+      CHECK(first.e_os == second.e_os);
+      CHECK(first.e_ss == second.e_ss);
+    };
+    same([&] { return k::mp2_energy(backend, view(a.B, a), a.eps_occ, a.eps_vir, on_gpu); });
+    same([&] {
+      return k::mp2_energy_opposite_spin(backend, view(a.B, a), a.eps_occ, a.eps_vir, view(b.B, b), b.eps_occ, b.eps_vir,
+                                         on_gpu);
+    });
   }
 }
 

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "kernels/gpu/gpu_plan.hpp"
+#include "kernels/pair_schedule.hpp"
 
 namespace k = dfmp2::kernels;
 
@@ -16,15 +17,17 @@ constexpr std::size_t kMediumAux = 1536, kMediumBytes = std::size_t(64) * 448 * 
 
 }  // namespace
 
-TEST_CASE("B fits the GPU: one slot holds it whole and T_flat takes the rows the loop backend wants") {
+TEST_CASE("B fits the GPU: one slot holds it whole and each of T_flat's two slots takes the rows the loop backend wants") {
   const k::GpuEnergyPlan plan = k::plan_gpu_energy(kMedium, kMediumAux, k::Backend::loop, k::Precision::fp64, 40 * GiB);
   CHECK(plan.resident);
   CHECK(plan.slots == 1);
   CHECK(plan.block_occ == 64);
   CHECK(plan.slot_bytes >= kMediumBytes);
   CHECK(plan.slot_bytes < kMediumBytes + 256);
-  // The loop backend's chunks: 64/16 = 4 rows against their trapezoid, 4 × 64 pair tiles of 448².
-  CHECK(plan.workspace_bytes == std::size_t(4) * 64 * 448 * 448 * 8);
+  // The loop backend's chunks: 64/16 = 4 rows against their trapezoid, 4 × 64 pair tiles of 448²,
+  // in each of the two slots (one GEMM writes while the other chunk is reduced).
+  CHECK(plan.t_flat_slot_bytes() == std::size_t(4) * 64 * 448 * 448 * 8);
+  CHECK(plan.workspace_bytes == 2 * plan.t_flat_slot_bytes());
   CHECK(plan.device_bytes() <= 40 * GiB);
 }
 
@@ -38,6 +41,10 @@ TEST_CASE("B larger than the GPU's memory: the largest blocks whose three slots 
     CHECK(plan.block_occ >= 1);
     CHECK(plan.block_occ < 11);  // three slots of a sixth of B would not leave room for the rest
     CHECK(plan.device_bytes() <= budget);
+    if (backend == k::Backend::loop) {  // two T_flat slots of at least 8 pair tiles each
+      CHECK(plan.workspace_bytes == 2 * plan.t_flat_slot_bytes());
+      CHECK(plan.t_flat_slot_bytes() >= std::size_t(8) * 448 * 448 * 8);
+    }
     const k::GpuEnergyPlan larger =
         k::plan_gpu_blocks(kMedium, kMediumAux, backend, k::Precision::fp64, budget, plan.block_occ + 1);
     CHECK(larger.device_bytes() > budget);
@@ -77,4 +84,18 @@ TEST_CASE("allyl's UHF tensors (12 × 55 and 11 × 56, naux 238) stream through 
       CHECK_FALSE(plan.resident);
       CHECK(plan.device_bytes() <= std::size_t(5) << 20);
     }
+}
+
+TEST_CASE("the GPU's loop chunks of a streamed 16-row block have 4 rows (GEMMs of 1792 rows), the CPU's 1") {
+  constexpr std::size_t pair = std::size_t(448) * 448 * 8, lots = std::size_t(1) << 40;
+  CHECK(k::gpu_least_chunk_rows(448) == 4);  // the resident medium shape's 64/16 rows: unchanged
+  CHECK(k::gpu_least_chunk_rows(672) == 3);  // the large shape's 96/16 = 6 rows stay
+  const auto gpu = k::detail::plan_loop_chunks({16, 16, true}, pair, lots, k::gpu_least_chunk_rows(448));
+  REQUIRE(gpu.size() == 4);
+  for (const auto& c : gpu) {
+    CHECK(c.i1 - c.i0 == 4);
+    CHECK(c.j0 == 0);
+    CHECK(c.j1 == c.i1);  // the trapezoid j < i1
+  }
+  CHECK(k::detail::plan_loop_chunks({16, 16, true}, pair, lots).size() == 16);
 }
