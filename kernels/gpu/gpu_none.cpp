@@ -1,7 +1,8 @@
-// A build without CUDA: the GPU energy step is not there, and says so in one line.
+// A build without CUDA: the GPU energy step and J/K builds are not there, and say so in one line.
 #include <stdexcept>
 
 #include "kernels/gpu/gpu_energy.hpp"
+#include "kernels/gpu/gpu_jk.hpp"
 
 namespace dfmp2::kernels {
 
@@ -26,5 +27,14 @@ EnergyResult GpuEnergyEngine::energy(Backend, const detail::PairSpace<Real>&, co
 }
 template EnergyResult GpuEnergyEngine::energy<double>(Backend, const detail::PairSpace<double>&, const EnergyOptions&);
 template EnergyResult GpuEnergyEngine::energy<float>(Backend, const detail::PairSpace<float>&, const EnergyOptions&);
+
+struct GpuJK::Impl {};
+
+GpuJK::GpuJK(const BlockPackedLayout&, const GpuJKPlan&) { throw GpuError(std::string("no usable GPU: ") + kNoCuda); }
+GpuJK::~GpuJK() = default;
+void GpuJK::begin(std::span<const DensityFactors>, Precision) { throw GpuError(kNoCuda); }
+void GpuJK::add(std::size_t, const double*, std::size_t) { throw GpuError(kNoCuda); }
+void GpuJK::finish(std::span<double* const>, std::span<double* const>) { throw GpuError(kNoCuda); }
+std::size_t GpuJK::uploaded_bytes() const { return 0; }
 
 }  // namespace dfmp2::kernels

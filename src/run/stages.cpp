@@ -9,6 +9,7 @@
 #include <omp.h>
 
 #include "kernels/gpu/gpu_energy.hpp"
+#include "kernels/gpu/gpu_jk_plan.hpp"
 #include "src/common/errors.hpp"
 #include "src/integrals/ecp.hpp"
 #include "src/integrals/one_electron.hpp"
@@ -406,6 +407,31 @@ void plan_transform_and_energy(RunPlan& plan, const Problem& problem, const RunC
   add_blocks(plan.energy, plan.mp2.stage);
 }
 
+// The DF-SCF's J/K builds run on the GPU where the energy step does (--device gpu, or auto when
+// the step is large enough to gain), in the GPU memory the step may take (the builder is freed
+// before the step): the tensor's rows resident when they fit, else streamed per build. Too little
+// GPU memory for one row streamed: --device gpu is refused, auto keeps the builds on the CPU.
+void plan_scf_on_gpu(RunPlan& plan, const Problem& problem, const RunOptions& options) {
+  DensityFittedScfPlan& scf = *plan.density_fitted_scf;
+  const EnergyDevice& device = plan.mp2.device;
+  try {
+    scf.gpu = kernels::plan_gpu_jk(problem.obs.nbf(), problem.pairs.layout.size(), scf.tensor.q.size(),
+                                   problem.unrestricted ? 2 : 1, device.gpu_bytes);
+  } catch (const kernels::GpuError&) {
+    if (options.device == kernels::Device::gpu) throw;
+    return;
+  }
+  const kernels::GpuJKPlan& gpu = *scf.gpu;
+  for (StagePlan* stage : {&plan.integrals, &plan.scf}) {  // taken when the builder is made
+    stage->gpu(gpu.resident ? "the DF-SCF tensor, resident on the GPU"
+                            : "the DF-SCF tensor's rows streamed to the GPU in batches of " + std::to_string(gpu.batch_q),
+               gpu.rows_bytes);
+    stage->gpu("the J/K builds' squares of B^Q and products B^Q L", gpu.squares_bytes + gpu.x_bytes);
+    stage->gpu("J, K, the densities and their factors", gpu.fixed_bytes);
+  }
+  plan.scf.note += "; J/K on the GPU (" + device.properties.name + ")";
+}
+
 }  // namespace
 
 RunPlan plan_run(const Problem& problem, const RunContext& context) {
@@ -431,10 +457,12 @@ RunPlan plan_run(const Problem& problem, const RunContext& context) {
   } else if (!problem.e_scf_given) {
     plan_exact_scf(plan, problem, context, scf_blocks, ram, pairs);
   }
-  if (context.options.gradient && plan.density_fitted_scf)
+  if (context.options.gradient && plan.density_fitted_scf) {
     plan_gradient(plan, problem, context, pairs);
-  else
-    plan_transform_and_energy(plan, problem, context, ram);
+    return plan;
+  }
+  plan_transform_and_energy(plan, problem, context, ram);
+  if (plan.density_fitted_scf && plan.mp2.device.gpu) plan_scf_on_gpu(plan, problem, context.options);
   return plan;
 }
 

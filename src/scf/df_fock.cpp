@@ -150,6 +150,7 @@ DensityFittedFock::DensityFittedFock(const libint2::BasisSet& obs, const libint2
     : comm_(comm),
       layout_(pairs.layout),
       nbf_(obs.nbf()),
+      gpu_jk_(plan.gpu ? std::make_unique<kernels::GpuJK>(pairs.layout, *plan.gpu) : nullptr),
       store_(obs, aux, pairs, plan.tensor, budget, scratch, comm, progress),
       jk_(pairs.layout, omp_get_max_threads()),
       budget_(budget),
@@ -193,18 +194,27 @@ void DensityFittedFock::coulomb_exchange(std::span<const kernels::DensityFactors
                                          std::span<double* const> J, std::span<double* const> K,
                                          kernels::Precision precision) {
   set_aside_workspace();
-  jk_.begin(densities, precision);
+  if (gpu_jk_)
+    gpu_jk_->begin(densities, precision);
+  else
+    jk_.begin(densities, precision);
   // In steps of a sixteenth of the rows, for progress.
   const std::size_t total = store_.rows(), step = std::max<std::size_t>(total / 16, 256);
   if (progress_) progress_(0.0);
   store_.for_each_block([&](std::size_t first, std::size_t count, const double* rows) {
     for (std::size_t done = 0; done < count; done += step) {
       const std::size_t n = std::min(step, count - done);
-      jk_.add(rows + done * layout_.size(), n);
+      if (gpu_jk_)
+        gpu_jk_->add(first + done, rows + done * layout_.size(), n);
+      else
+        jk_.add(rows + done * layout_.size(), n);
       if (progress_) progress_(double(first + done + n) / double(std::max<std::size_t>(total, 1)));
     }
   });
-  jk_.finish(J, K);
+  if (gpu_jk_)
+    gpu_jk_->finish(J, K);
+  else
+    jk_.finish(J, K);
   const double flops = kernels::PackedJK::flops(jk_.shape(densities), store_.rows());
   (precision == kernels::Precision::fp32 ? work_.flops_fp32 : work_.flops_fp64) += flops;
 }

@@ -12,6 +12,7 @@
 
 #include <libint2/basis.h>
 
+#include "kernels/gpu/gpu_jk.hpp"
 #include "kernels/occupied_response.hpp"
 #include "kernels/packed_jk.hpp"
 #include "src/common/memory.hpp"
@@ -32,6 +33,7 @@ struct DensityFittedScfPlan {
   FittedTensorPlan tensor;
   StagePlan setup, iterations, builder;
   std::size_t workspace_bytes = 0;  // the J/K builds', in builder
+  std::optional<kernels::GpuJKPlan> gpu;  // the J/K builds run on the GPU, its memory so planned
 };
 
 // The plan for `ram_bytes` of memory (what the budget leaves this stage): the whole tensor in
@@ -47,7 +49,8 @@ DensityFittedScfPlan plan_density_fitted_scf(const libint2::BasisSet& obs, const
 class DensityFittedFock : public FockBuilder {
  public:
   // Computes and fits this rank's factors as planned; the builds' planned workspace is drawn by
-  // set_aside_workspace() or the first build, after the set-up's fitting metric is gone.
+  // set_aside_workspace() or the first build, after the set-up's fitting metric is gone. With a
+  // GPU plan the GPU's memory is taken first (GpuError before any integral when it cannot be).
   // progress(fraction) during the set-up.
   DensityFittedFock(const libint2::BasisSet& obs, const libint2::BasisSet& aux, const ShellPairs& pairs,
                     const DensityFittedScfPlan& plan, MemoryBudget& budget, const ScratchDirectory* scratch,
@@ -75,6 +78,7 @@ class DensityFittedFock : public FockBuilder {
   Communicator& comm_;
   const kernels::BlockPackedLayout& layout_;
   std::size_t nbf_;
+  std::unique_ptr<kernels::GpuJK> gpu_jk_;  // the builds on the GPU (else jk_'s on the CPU threads)
   FittedTensorStore store_;
   kernels::PackedJK jk_;
   MemoryBudget& budget_;

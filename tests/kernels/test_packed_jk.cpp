@@ -14,28 +14,14 @@
 #include "kernels/block_packed.hpp"
 #include "kernels/occupied_response.hpp"
 #include "kernels/packed_jk.hpp"
+#include "tests/kernels/jk_cases.hpp"
 
 namespace k = dfmp2::kernels;
+using dfmp2::test::Factors;
+using dfmp2::test::random_factors;
+using dfmp2::test::random_layout;
 
 namespace {
-
-// Row blocks of 1–4 functions; every diagonal block stored, an off-diagonal one with probability
-// `kept` (1: all, the plain packed triangle).
-k::BlockPackedLayout random_layout(std::size_t nblocks, double kept, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::vector<std::size_t> starts;
-  std::size_t n = 0;
-  for (std::size_t b = 0; b < nblocks; ++b) {
-    starts.push_back(n);
-    n += 1 + rng() % 4;
-  }
-  std::vector<std::pair<std::size_t, std::size_t>> stored;
-  std::uniform_real_distribution<double> u(0.0, 1.0);
-  for (std::size_t r = 0; r < nblocks; ++r)
-    for (std::size_t c = 0; c <= r; ++c)
-      if (c == r || u(rng) < kept) stored.emplace_back(r, c);
-  return k::BlockPackedLayout(starts, n, stored);
-}
 
 // Element (m, c) of the symmetric matrix whose stored elements are `stored`, 0 where not stored.
 double element(const k::BlockPackedLayout& layout, const double* stored, std::size_t m, std::size_t c) {
@@ -96,23 +82,6 @@ TEST_CASE("unpacking writes the stored elements to one triangle or both, and wei
 }
 
 namespace {
-
-struct Factors {
-  std::vector<double> left, right;  // right empty: symmetric
-  std::size_t columns;
-  k::DensityFactors view() const { return {left.data(), right.empty() ? nullptr : right.data(), columns}; }
-};
-
-Factors random_factors(std::size_t n, std::size_t columns, bool symmetric, std::mt19937& rng) {
-  std::uniform_real_distribution<double> u(-1.0, 1.0);
-  Factors f{std::vector<double>(n * columns), {}, columns};
-  for (double& x : f.left) x = u(rng);
-  if (!symmetric) {
-    f.right.resize(n * columns);
-    for (double& x : f.right) x = u(rng);
-  }
-  return f;
-}
 
 // naux rows of `layout`, uniform in [−1, 1], and the full symmetric matrices B^Q they store.
 std::pair<std::vector<double>, std::vector<std::vector<double>>> random_rows(const k::BlockPackedLayout& layout,

@@ -1,0 +1,142 @@
+// The GPU J/K builder: its device memory, stream, cuBLAS engine and two small kernels; the
+// build's logic is StackedJK's (kernels/gpu/stacked_jk.hpp).
+#include "kernels/gpu/gpu_jk.hpp"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <string>
+
+#include "kernels/gpu/cuda_compute_engine.hpp"
+#include "kernels/gpu/stacked_jk.hpp"
+
+namespace dfmp2::kernels {
+namespace {
+
+void check_cuda(cudaError_t status, const char* what) {
+  if (status != cudaSuccess) throw GpuError(std::string("GPU: ") + what + ": " + cudaGetErrorString(status));
+}
+
+// The J/K builds' one allocation, freed with it.
+class JKMemory {
+ public:
+  explicit JKMemory(std::size_t bytes) {
+    const cudaError_t status = cudaMalloc(&data_, std::max<std::size_t>(bytes, 1));
+    if (status == cudaSuccess) return;
+    cudaGetLastError();  // an allocation failure is not sticky: clear it
+    data_ = nullptr;
+    std::size_t free = 0, total = 0;
+    cudaMemGetInfo(&free, &total);
+    throw GpuError("GPU: cannot allocate " + format_gib(bytes) + " for the SCF's J/K builds (" +
+                   cudaGetErrorString(status) + "; " + format_gib(free) + " free of " + format_gib(total) +
+                   "): lower --gpu-memory or use --device cpu");
+  }
+  ~JKMemory() { cudaFree(data_); }
+  JKMemory(const JKMemory&) = delete;
+  JKMemory& operator=(const JKMemory&) = delete;
+  char* data() const { return static_cast<char*>(data_); }
+
+ private:
+  void* data_ = nullptr;
+};
+
+class JKStream {
+ public:
+  JKStream() { check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "creating a stream"); }
+  ~JKStream() {
+    cudaStreamSynchronize(stream_);
+    cudaStreamDestroy(stream_);
+  }
+  JKStream(const JKStream&) = delete;
+  JKStream& operator=(const JKStream&) = delete;
+  cudaStream_t get() const { return stream_; }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
+template <typename Real>
+__global__ void unpack_stack(const double* rows, std::size_t nq, std::size_t stored, const std::uint32_t* table,
+                             std::size_t nbf, std::size_t ld, Real* stack) {
+  const std::size_t total = nq * stored, stride = std::size_t(gridDim.x) * blockDim.x;
+  for (std::size_t x = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; x < total; x += stride) {
+    const std::size_t q = x / stored, p = x - q * stored;
+    const std::size_t m = table[2 * p], k = table[2 * p + 1];
+    const Real value = static_cast<Real>(rows[x]);
+    stack[m + nbf * q + ld * k] = value;
+    stack[k + nbf * q + ld * m] = value;
+  }
+}
+
+__global__ void add_float(const float* from, double* to, std::size_t nbf, bool lower_only) {
+  const std::size_t total = nbf * nbf, stride = std::size_t(gridDim.x) * blockDim.x;
+  for (std::size_t x = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; x < total; x += stride) {
+    const std::size_t col = x / nbf, row = x - col * nbf;
+    if (!lower_only || row >= col) to[x] += static_cast<double>(from[x]);
+  }
+}
+
+constexpr unsigned kThreads = 256;
+unsigned grid_for(std::size_t elements) {
+  return static_cast<unsigned>(std::clamp<std::size_t>((elements + kThreads - 1) / kThreads, 1, 8192));
+}
+
+// Everything queued on one stream: copies, kernels and cuBLAS.
+class CudaJKDevice final : public JKDevice {
+ public:
+  explicit CudaJKDevice(std::size_t bytes) : memory_(bytes), engine_(stream_.get()) {}
+  ComputeEngine& engine() override { return engine_; }
+  char* memory() override { return memory_.data(); }
+  void copy_to(void* device, const void* host, std::size_t bytes) override {
+    check_cuda(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, stream_.get()), "copying to the GPU");
+  }
+  void copy_from(void* host, const void* device, std::size_t bytes) override {
+    check_cuda(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, stream_.get()), "copying from the GPU");
+  }
+  void zero(void* device, std::size_t bytes) override {
+    check_cuda(cudaMemsetAsync(device, 0, bytes, stream_.get()), "zeroing device memory");
+  }
+  void synchronise() override { check_cuda(cudaStreamSynchronize(stream_.get()), "the J/K build"); }
+  void unpack(const double* rows, std::size_t nq, std::size_t stored, const std::uint32_t* table, std::size_t nbf,
+              std::size_t ld, double* stack) override {
+    launch_unpack(rows, nq, stored, table, nbf, ld, stack);
+  }
+  void unpack(const double* rows, std::size_t nq, std::size_t stored, const std::uint32_t* table, std::size_t nbf,
+              std::size_t ld, float* stack) override {
+    launch_unpack(rows, nq, stored, table, nbf, ld, stack);
+  }
+  void add_fp32(const float* from, double* to, std::size_t nbf, bool lower_only) override {
+    add_float<<<grid_for(nbf * nbf), kThreads, 0, stream_.get()>>>(from, to, nbf, lower_only);
+    check_cuda(cudaGetLastError(), "launching the fp32 K sum");
+  }
+
+ private:
+  template <typename Real>
+  void launch_unpack(const double* rows, std::size_t nq, std::size_t stored, const std::uint32_t* table,
+                     std::size_t nbf, std::size_t ld, Real* stack) {
+    unpack_stack<<<grid_for(nq * stored), kThreads, 0, stream_.get()>>>(rows, nq, stored, table, nbf, ld, stack);
+    check_cuda(cudaGetLastError(), "launching the unpack kernel");
+  }
+  // Destroyed in reverse: the engine, the stream (after its work), then the memory.
+  JKMemory memory_;
+  JKStream stream_;
+  CudaComputeEngine engine_;
+};
+
+}  // namespace
+
+struct GpuJK::Impl {
+  CudaJKDevice device;
+  StackedJK jk;
+  Impl(const BlockPackedLayout& layout, const GpuJKPlan& plan) : device(plan.device_bytes()), jk(layout, plan, device) {}
+};
+
+GpuJK::GpuJK(const BlockPackedLayout& layout, const GpuJKPlan& plan) : impl_(std::make_unique<Impl>(layout, plan)) {}
+GpuJK::~GpuJK() = default;
+
+void GpuJK::begin(std::span<const DensityFactors> densities, Precision precision) { impl_->jk.begin(densities, precision); }
+void GpuJK::add(std::size_t first, const double* rows, std::size_t count) { impl_->jk.add(first, rows, count); }
+void GpuJK::finish(std::span<double* const> J, std::span<double* const> K) { impl_->jk.finish(J, K); }
+std::size_t GpuJK::uploaded_bytes() const { return impl_->jk.uploaded_bytes(); }
+
+}  // namespace dfmp2::kernels
