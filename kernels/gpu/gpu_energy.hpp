@@ -43,8 +43,9 @@ class GpuEnergyEngine {
   GpuEnergyEngine& operator=(const GpuEnergyEngine&) = delete;
 
   // One pair space with backend loop or fused (the dispatcher resolves automatic): e_os, e_ss,
-  // and for loop the GEMM and reduction times (device events). Blocks larger than the plan's
-  // are refused (std::invalid_argument).
+  // and for loop the GEMM and reduction times (device events; each chunk's reduction runs beside
+  // the next chunk's GEMM, so the two may add up to more than the call). Blocks larger than the
+  // plan's are refused (std::invalid_argument).
   template <typename Real>
   EnergyResult energy(Backend backend, const detail::PairSpace<Real>& pairs, const EnergyOptions& options);
 

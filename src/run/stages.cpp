@@ -421,6 +421,7 @@ void plan_scf_on_gpu(RunPlan& plan, const Problem& problem, const RunOptions& op
     if (options.device == kernels::Device::gpu) throw;
     return;
   }
+  scf.gpu_gflops = device.gemm_gflops;
   const kernels::GpuJKPlan& gpu = *scf.gpu;
   for (StagePlan* stage : {&plan.integrals, &plan.scf}) {  // taken when the builder is made
     stage->gpu(gpu.resident ? "the DF-SCF tensor, resident on the GPU"
@@ -462,7 +463,8 @@ RunPlan plan_run(const Problem& problem, const RunContext& context) {
     return plan;
   }
   plan_transform_and_energy(plan, problem, context, ram);
-  if (plan.density_fitted_scf && plan.mp2.device.gpu) plan_scf_on_gpu(plan, problem, context.options);
+  if (plan.density_fitted_scf && plan.mp2.device.gpu && !problem.e_scf_given)
+    plan_scf_on_gpu(plan, problem, context.options);
   return plan;
 }
 

@@ -151,6 +151,7 @@ DensityFittedFock::DensityFittedFock(const libint2::BasisSet& obs, const libint2
       layout_(pairs.layout),
       nbf_(obs.nbf()),
       gpu_jk_(plan.gpu ? std::make_unique<kernels::GpuJK>(pairs.layout, *plan.gpu) : nullptr),
+      gpu_gflops_(plan.gpu_gflops),
       store_(obs, aux, pairs, plan.tensor, budget, scratch, comm, progress),
       jk_(pairs.layout, omp_get_max_threads()),
       budget_(budget),
@@ -215,7 +216,13 @@ void DensityFittedFock::coulomb_exchange(std::span<const kernels::DensityFactors
     gpu_jk_->finish(J, K);
   else
     jk_.finish(J, K);
-  const double flops = kernels::PackedJK::flops(jk_.shape(densities), store_.rows());
+  kernels::JKShape shape = jk_.shape(densities);
+  if (gpu_jk_) {  // whole squares multiplied, at cuBLAS's rate
+    shape.product = {nbf_ * nbf_, 0, 0};
+    work_.gpu_seconds += kernels::PackedJK::flops(shape, store_.rows()) / (std::max(gpu_gflops_, 1.0) * 1e9);
+    return;
+  }
+  const double flops = kernels::PackedJK::flops(shape, store_.rows());
   (precision == kernels::Precision::fp32 ? work_.flops_fp32 : work_.flops_fp64) += flops;
 }
 

@@ -34,6 +34,7 @@ struct DensityFittedScfPlan {
   StagePlan setup, iterations, builder;
   std::size_t workspace_bytes = 0;  // the J/K builds', in builder
   std::optional<kernels::GpuJKPlan> gpu;  // the J/K builds run on the GPU, its memory so planned
+  double gpu_gflops = 0.0;                // there: cuBLAS's rate probed at start-up, the builds' floor
 };
 
 // The plan for `ram_bytes` of memory (what the budget leaves this stage): the whole tensor in
@@ -79,6 +80,7 @@ class DensityFittedFock : public FockBuilder {
   const kernels::BlockPackedLayout& layout_;
   std::size_t nbf_;
   std::unique_ptr<kernels::GpuJK> gpu_jk_;  // the builds on the GPU (else jk_'s on the CPU threads)
+  double gpu_gflops_;
   FittedTensorStore store_;
   kernels::PackedJK jk_;
   MemoryBudget& budget_;

@@ -126,7 +126,8 @@ TEST_CASE("the GPU's loop and fused backends equal the CPU reference on RHF, cro
   }
 }
 
-TEST_CASE("a T_flat of three pairs per slot: many chunks take turns in the two slots, long rows split", "[gpu]") {
+TEST_CASE("a T_flat of three pairs per slot: many chunks take turns in its two slots, long rows split",
+          "[gpu][sanitize]") {
   const std::uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   std::mt19937_64 rng(seed);
