@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "kernels/pair_schedule.hpp"
+#include "src/common/matrix_view.hpp"
 #include "src/gradient/ri_passes.hpp"
 
 namespace dfmp2 {
@@ -17,6 +18,7 @@ using RowMajorMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eig
 using kernels::detail::PairBlock;
 using kernels::detail::PairEnergy;
 using kernels::detail::ProgressCounter;
+using kernels::Op;
 constexpr auto kEveryPair = [](std::size_t, std::size_t) { return true; };
 
 // Pairs (i, k) of every i of `rows` with orbitals k of [k0, k0 + nk), as the pair loop takes them.
@@ -36,12 +38,18 @@ double upper_elements(Eigen::Index n) {
   return elements;
 }
 template <typename Matrix>
-void add_upper_product(Eigen::MatrixXd& C, double alpha, const Matrix& A, const Matrix& B) {
+void add_upper_product(kernels::ComputeEngine& engine, Eigen::MatrixXd& C, double alpha, const Matrix& A,
+                       const Matrix& B) {
   for (Eigen::Index j0 = 0; j0 < C.cols(); j0 += kUpperColumns) {
     const Eigen::Index width = std::min(kUpperColumns, C.cols() - j0), rows = j0 + width;
-    C.block(0, j0, rows, width).noalias() += alpha * A.leftCols(rows).transpose() * B.middleCols(j0, width);
+    gemm(engine, Op::transpose, Op::none, alpha, A.leftCols(rows), B.middleCols(j0, width), 1.0,
+         C.block(0, j0, rows, width));
   }
 }
+
+// The beta of a GEMM over a row store's blocks of rows P: the first block's product sets C, the
+// later ones' add to it.
+double beta_of_rows(std::size_t first_P) { return first_P == 0 ? 0.0 : 1.0; }
 
 // Σ over the ranks of each set's P (V's by metric_lagrangian).
 void sum_over_ranks(Mp2AmplitudeSums& sums, Communicator& comm) {
@@ -136,11 +144,11 @@ void ClosedShellPairs::form_integrals(Eigen::Index k0, const Eigen::Map<RowMajor
     const auto B_k_rows = B_k.middleRows(static_cast<Eigen::Index>(first_P), static_cast<Eigen::Index>(count));
     if (keeps_)
       for (Eigen::Index ib = kb; ib < blocks_; ++ib)
-        assign_or_add(integrals_of(kb, ib), B_rows.middleCols(ib * step_ * v_, width(ib)).transpose() * B_k_rows,
-                      first_P == 0);
+        gemm(loop_.engine, Op::transpose, Op::none, 1.0, B_rows.middleCols(ib * step_ * v_, width(ib)), B_k_rows,
+             beta_of_rows(first_P), integrals_of(kb, ib));
     else
-      assign_or_add(Eigen::Map<RowMajorMatrix>(integrals_.data(), ov_, kv), B_rows.transpose() * B_k_rows,
-                    first_P == 0);
+      gemm(loop_.engine, Op::transpose, Op::none, 1.0, B_rows, B_k_rows, beta_of_rows(first_P),
+           Eigen::Map<RowMajorMatrix>(integrals_.data(), ov_, kv));
   });
 }
 
@@ -185,9 +193,9 @@ void ClosedShellPairs::form_amplitudes(Eigen::Index k0) {
 void ClosedShellPairs::form_P(Eigen::Index nk) {
   const Eigen::Index kv = nk * v_;
   const Eigen::Map<const RowMajorMatrix> t_rows(t_block_.data(), o_, v_ * kv), T_rows(T_block_.data(), o_, v_ * kv);
-  out_.P_occ[0].noalias() -= 2.0 * t_rows * T_rows.transpose();
+  gemm(loop_.engine, Op::none, Op::transpose, -2.0, t_rows, T_rows, 1.0, out_.P_occ[0]);
   const Eigen::Map<const RowMajorMatrix> t_by_b(t_block_.data(), ov_ * nk, v_), T_by_b(T_block_.data(), ov_ * nk, v_);
-  add_upper_product(out_.P_vir[0], 2.0, t_by_b, T_by_b);
+  add_upper_product(loop_.engine, out_.P_vir[0], 2.0, t_by_b, T_by_b);
 }
 
 // Γ'_kb^P = Σ_ia B_ia^P T_ia,kb, then V's inner sum, then Γ_kb = Mᵀ Γ'_kb into the store.
@@ -196,10 +204,11 @@ void ClosedShellPairs::form_gamma(Eigen::Index k0, const Eigen::Map<RowMajorMatr
   const Eigen::Index kv = B_k.cols();
   const Eigen::Map<RowMajorMatrix> T(T_block_.data(), ov_, kv);
   B_.for_each_block(loop_.buffer, loop_.next_buffer, [&](std::size_t first_P, std::size_t count, const double* rows) {
-    gamma_k.middleRows(static_cast<Eigen::Index>(first_P), static_cast<Eigen::Index>(count)).noalias() =
-        Eigen::Map<const RowMajorMatrix>(rows, static_cast<Eigen::Index>(count), ov_) * T;
+    const auto P_rows = static_cast<Eigen::Index>(count);
+    gemm(loop_.engine, Op::none, Op::none, 1.0, Eigen::Map<const RowMajorMatrix>(rows, P_rows, ov_), T, 0.0,
+         gamma_k.middleRows(static_cast<Eigen::Index>(first_P), P_rows));
   });
-  V_inner_.noalias() += B_k * gamma_k.transpose();
+  gemm(loop_.engine, Op::none, Op::transpose, 1.0, B_k, gamma_k, 1.0, V_inner_);
   loop_.fit.apply_transpose(gamma_k.data(), static_cast<std::size_t>(kv));
   loop_.gamma[0].write(0, s_.naux, static_cast<std::size_t>(k0 * v_), static_cast<std::size_t>(kv), gamma_k.data(),
                        static_cast<std::size_t>(kv));
@@ -308,10 +317,10 @@ Eigen::Map<RowMajorMatrix> OpenShellPairs::integrals(int of, const Eigen::Map<Ro
   Eigen::Map<RowMajorMatrix> I(I_data(), ov_of, B_k.cols());
   loop_.B[static_cast<std::size_t>(of)].for_each_block(
       loop_.buffer, loop_.next_buffer, [&](std::size_t first_P, std::size_t count, const double* data) {
-        assign_or_add(I,
-                      Eigen::Map<const RowMajorMatrix>(data, static_cast<Eigen::Index>(count), ov_of).transpose() *
-                          B_k.middleRows(static_cast<Eigen::Index>(first_P), static_cast<Eigen::Index>(count)),
-                      first_P == 0);
+        gemm(loop_.engine, Op::transpose, Op::none, 1.0,
+             Eigen::Map<const RowMajorMatrix>(data, static_cast<Eigen::Index>(count), ov_of),
+             B_k.middleRows(static_cast<Eigen::Index>(first_P), static_cast<Eigen::Index>(count)),
+             beta_of_rows(first_P), I);
       });
   return I;
 }
@@ -333,8 +342,8 @@ void OpenShellPairs::same_spin(int sigma, Eigen::Index k, const Eigen::Map<RowMa
   });
   e_same_[static_cast<std::size_t>(sigma)] += 0.5 * e.ss;  // Σ t·I, t = (I − Iᵀ)/Δ
   const Eigen::Map<const RowMajorMatrix> t_rows(t_same_data(), o, v * v);  // rows i of [a][b], for P_ij
-  out_.P_occ[static_cast<std::size_t>(sigma)].noalias() -= 0.5 * t_rows * t_rows.transpose();
-  out_.P_vir[static_cast<std::size_t>(sigma)].noalias() += 0.5 * t.transpose() * t;
+  gemm(loop_.engine, Op::none, Op::transpose, -0.5, t_rows, t_rows, 1.0, out_.P_occ[static_cast<std::size_t>(sigma)]);
+  gemm(loop_.engine, Op::transpose, Op::none, 0.5, t, t, 1.0, out_.P_vir[static_cast<std::size_t>(sigma)]);
 }
 
 void OpenShellPairs::opposite_spin(int sigma, Eigen::Index k, const Eigen::Map<RowMajorMatrix>& B_k) {
@@ -355,8 +364,9 @@ void OpenShellPairs::opposite_spin(int sigma, Eigen::Index k, const Eigen::Map<R
   });
   e_opposite_ += e.os;
   const Eigen::Map<const RowMajorMatrix> t_rows(t_opposite_data(), o_other, va * v);
-  out_.P_occ[static_cast<std::size_t>(1 - sigma)].noalias() -= t_rows * t_rows.transpose();
-  out_.P_vir[static_cast<std::size_t>(sigma)].noalias() += t_other.transpose() * t_other;
+  gemm(loop_.engine, Op::none, Op::transpose, -1.0, t_rows, t_rows, 1.0,
+       out_.P_occ[static_cast<std::size_t>(1 - sigma)]);
+  gemm(loop_.engine, Op::transpose, Op::none, 1.0, t_other, t_other, 1.0, out_.P_vir[static_cast<std::size_t>(sigma)]);
 }
 
 // Γ'_kb = Σ_ia B_ia t_ik^ab + Σ_IA B_IA t_Ik^Ab (each block of rows P of Γ' set by the first sum,
@@ -371,11 +381,12 @@ void OpenShellPairs::form_gamma(int sigma, Eigen::Index k, const Eigen::Map<RowM
     loop_.B[static_cast<std::size_t>(of)].for_each_block(
         loop_.buffer, loop_.next_buffer, [&](std::size_t first_P, std::size_t count, const double* data) {
           const Eigen::Map<const RowMajorMatrix>& t_of = t[of == sigma ? 0 : 1];
-          assign_or_add(gamma_k.middleRows(static_cast<Eigen::Index>(first_P), static_cast<Eigen::Index>(count)),
-                        Eigen::Map<const RowMajorMatrix>(data, static_cast<Eigen::Index>(count), t_of.rows()) * t_of,
-                        of == sigma);
+          gemm(loop_.engine, Op::none, Op::none, 1.0,
+               Eigen::Map<const RowMajorMatrix>(data, static_cast<Eigen::Index>(count), t_of.rows()), t_of,
+               of == sigma ? 0.0 : 1.0,
+               gamma_k.middleRows(static_cast<Eigen::Index>(first_P), static_cast<Eigen::Index>(count)));
         });
-  V_inner_.noalias() += B_k * gamma_k.transpose();
+  gemm(loop_.engine, Op::none, Op::transpose, 1.0, B_k, gamma_k, 1.0, V_inner_);
   loop_.fit.apply_transpose(gamma_k.data(), static_cast<std::size_t>(v));
   RowStore& gamma = loop_.gamma[static_cast<std::size_t>(sigma)];
   gamma.write(0, gamma.rows(), static_cast<std::size_t>(k * v), static_cast<std::size_t>(v), gamma_k.data(),

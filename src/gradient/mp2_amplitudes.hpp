@@ -14,6 +14,7 @@
 
 #include <Eigen/Core>
 
+#include "kernels/compute_engine.hpp"
 #include "src/common/memory.hpp"
 #include "src/common/memory_plan.hpp"
 #include "src/common/parallel.hpp"
@@ -38,12 +39,13 @@ struct CorrelatedOrbitals {
 
 // What a loop reads and writes beside the orbitals: each set's B (rows P, columns i·nvir + a),
 // each set's Γ store (written, whole on every rank), the buffers B's rows on disk are read into,
-// and where it draws from and reports to.
+// the engine of its GEMMs (on host memory), and where it draws from and reports to.
 struct AmplitudeLoop {
   const CoulombFitting& fit;
   const std::vector<RowStore>& B;
   std::vector<RowStore>& gamma;
   std::span<double> buffer, next_buffer;
+  kernels::ComputeEngine& engine;
   MemoryBudget& budget;
   Communicator& comm;
   Progress& progress;
