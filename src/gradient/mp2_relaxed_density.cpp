@@ -197,7 +197,7 @@ Mp2AmplitudeSums form_gamma(const RiPasses& passes, const std::vector<OrbitalSet
                                                    "the buffers B_ia^P's rows on disk are read into")
                                              : LargeArray<double>();
   const std::span<double> both(buffers.data(), buffers.size());
-  const CoulombFitting fit(passes.metric);
+  const CoulombFitting fit(passes.metric, passes.engine);
   for (RowStore& set : B) {
     passes.share_rows(set, both);  // every rank holds all of (P|ia)
     fit_in_place(fit, set, both);

@@ -145,7 +145,8 @@ struct Mp2GradientDensities {
 // the plan's sets must be the orbitals'. scf_fock: the DF-SCF's builder, for the Fock-like terms and
 // the Z-vector (its occupied_response). scratch: for B and Γ's rows on
 // disk (may be null when the plan has none). engine: of the large products (the RI passes', the
-// amplitudes', the Lagrangian's, the Z-vector's and the densities' change of basis), on host memory. Collective: the ranks share the RI batches and the
+// fits', the amplitudes', the Lagrangian's, the Z-vector's and the densities' change of basis), on
+// host memory. Collective: the ranks share the RI batches and the
 // amplitude blocks, and every rank returns the whole densities.
 // z_convergence: the largest residual element. The gradient's error is about a fifth of it (uracil
 // cc-pVDZ: 1e-9 moves it by 2.4e-10 Eh/bohr from 1e-11's, 1e-8 by 1.6e-9).
