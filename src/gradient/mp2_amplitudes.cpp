@@ -47,6 +47,27 @@ void add_upper_product(kernels::ComputeEngine& engine, Eigen::MatrixXd& C, doubl
   }
 }
 
+// One pair's t_ab = I_ab / (eps_ij − ε_a − ε_b), ε_a of I's rows and ε_b of its columns, divided as
+// the reduction divides: for the pairs it does not visit (their energy is another pair's).
+template <typename Out, typename In>
+void divide(Out&& t, const In& I, double eps_ij, const double* eps_a, const double* eps_b) {
+  for (Eigen::Index a = 0; a < t.rows(); ++a)
+    for (Eigen::Index b = 0; b < t.cols(); ++b) t(a, b) = I(a, b) / (eps_ij - eps_a[a] - eps_b[b]);
+}
+
+// u − uᵀ in place, u square.
+template <typename Square>
+void antisymmetrize(Square&& u) {
+  for (Eigen::Index a = 0; a < u.rows(); ++a) {
+    u(a, a) = 0.0;
+    for (Eigen::Index b = a + 1; b < u.cols(); ++b) {
+      const double difference = u(a, b) - u(b, a);
+      u(a, b) = difference;
+      u(b, a) = -difference;
+    }
+  }
+}
+
 // The beta of a GEMM over a row store's blocks of rows P: the first block's product sets C, the
 // later ones' add to it.
 double beta_of_rows(std::size_t first_P) { return first_P == 0 ? 0.0 : 1.0; }
@@ -153,32 +174,36 @@ void ClosedShellPairs::form_integrals(Eigen::Index k0, const Eigen::Map<RowMajor
 }
 
 // t_ik and T_ik of every pair (i, k) of the block from I_ik: this block's rows, or, for i before
-// them, an earlier block's (rows k·v + b, columns i·v + a: I_ik = I_kiᵀ, whose energy is I_ik's,
-// Δ_ab being symmetric in a, b); the pairs' E_OS = Σ t·I and E_SS = Σ (T − t)·I by the energy
-// step's reduce_pair; then the slots every pair (ib ≤ kb, kb) was read from.
+// them, an earlier block's (rows k·v + b, columns i·v + a: I_ik = I_kiᵀ). As in the energy step
+// (i ≥ j), only the pairs i ≥ k sum their E_OS = Σ t·I and E_SS = Σ (T − t)·I, by its reduction,
+// twice for i > k (pair (k, i)'s energy is theirs, Δ_ab being symmetric in a, b), and their t is
+// the reduction's own quotients; then the slots every pair (ib ≤ kb, kb) was read from.
 void ClosedShellPairs::form_amplitudes(Eigen::Index k0) {
   const Eigen::Index nk = std::min(step_, o_ - k0), kv = nk * v_, kb = k0 / step_, v = v_;
   Eigen::Map<RowMajorMatrix> t(t_block_.data(), ov_, kv), T(T_block_.data(), ov_, kv);
-  const auto keep = [&](Eigen::Index i, Eigen::Index k, const auto& I_ik) {
-    auto t_ik = t.block(i * v, k * v, v, v);
-    for (Eigen::Index a = 0; a < v; ++a)
-      for (Eigen::Index b = 0; b < v; ++b)
-        t_ik(a, b) = I_ik(a, b) / (x_.eps_active(i) + x_.eps_active(k0 + k) - x_.eps_virtual(a) - x_.eps_virtual(b));
-    T.block(i * v, k * v, v, v) = 2.0 * t_ik - t_ik.transpose();
-  };
+  const double* eps_vir = x_.eps.data() + x_.nocc;
   const PairEnergy e = kernels::detail::sum_pairs(pairs_with(o_, 0, nk), kEveryPair, [&](std::size_t p, std::size_t q) {
     const auto i = static_cast<Eigen::Index>(p), k = static_cast<Eigen::Index>(q), ib = i / step_;
     const Eigen::Index i_in = (i - ib * step_) * v;
-    const bool direct = ib >= kb || !keeps_;
+    const bool direct = ib >= kb || !keeps_;  // every i ≥ k is
     const Eigen::Map<RowMajorMatrix> rows = direct ? integrals_of(kb, ib) : integrals_of(ib, kb);
     const auto I = direct ? rows.block(i_in, k * v, v, v) : rows.block(k * v, i_in, v, v);
-    if (direct)
-      keep(i, k, I);
-    else
-      keep(i, k, I.transpose());
-    return kernels::detail::reduce_pair(I.data(), static_cast<std::size_t>(I.outerStride()),
-                                        static_cast<std::size_t>(v), x_.eps_active(i) + x_.eps_active(k0 + k),
-                                        x_.eps.data() + x_.nocc);
+    auto t_ik = t.block(i * v, k * v, v, v);
+    const double eps_ik = x_.eps_active(i) + x_.eps_active(k0 + k);
+    PairEnergy energy;
+    if (i >= k0 + k) {
+      const double weight = i == k0 + k ? 1.0 : 2.0;
+      energy = kernels::detail::reduce_pair_keeping(I.data(), static_cast<std::size_t>(I.outerStride()),
+                                                    static_cast<std::size_t>(v), eps_ik, eps_vir, t_ik.data(),
+                                                    static_cast<std::size_t>(t.outerStride()));
+      energy = {weight * energy.os, weight * energy.ss};
+    } else if (direct) {
+      divide(t_ik, I, eps_ik, eps_vir, eps_vir);
+    } else {
+      divide(t_ik, I.transpose(), eps_ik, eps_vir, eps_vir);
+    }
+    T.block(i * v, k * v, v, v) = 2.0 * t_ik - t_ik.transpose();
+    return energy;
   });
   e_os_ += e.os;
   e_ss_ += e.ss;
@@ -330,17 +355,25 @@ void OpenShellPairs::same_spin(int sigma, Eigen::Index k, const Eigen::Map<RowMa
   const Eigen::Index v = x.nvir, o = x.active();
   Eigen::Map<RowMajorMatrix> t(t_same_data(), x.ov(), v);
   const Eigen::Map<RowMajorMatrix> I = integrals(sigma, B_k);
+  const double* eps_vir = x.eps.data() + x.nocc;
+  // t = (I − Iᵀ)/Δ as I/Δ − (I/Δ)ᵀ; the pairs i > k sum their energy and pair (k, i)'s, which is
+  // theirs (pair (k, k) has none, I_kk being symmetric), by the reduction, whose quotients they keep.
   const PairEnergy e = kernels::detail::sum_pairs(pairs_with(o, k, 1), kEveryPair, [&](std::size_t p, std::size_t) {
     const auto i = static_cast<Eigen::Index>(p);
     const auto I_i = I.middleRows(i * v, v);
     auto t_i = t.middleRows(i * v, v);
-    for (Eigen::Index a = 0; a < v; ++a)
-      for (Eigen::Index b = 0; b < v; ++b)
-        t_i(a, b) = (I_i(a, b) - I_i(b, a)) / (x.eps_active(i) + x.eps_active(k) - x.eps_virtual(a) - x.eps_virtual(b));
-    return kernels::detail::reduce_pair(I_i.data(), static_cast<std::size_t>(v), static_cast<std::size_t>(v),
-                                        x.eps_active(i) + x.eps_active(k), x.eps.data() + x.nocc);
+    const double eps_ik = x.eps_active(i) + x.eps_active(k);
+    PairEnergy energy;
+    if (i > k)
+      energy = kernels::detail::reduce_pair_keeping(I_i.data(), static_cast<std::size_t>(v),
+                                                    static_cast<std::size_t>(v), eps_ik, eps_vir, t_i.data(),
+                                                    static_cast<std::size_t>(v));
+    else
+      divide(t_i, I_i, eps_ik, eps_vir, eps_vir);
+    antisymmetrize(t_i);
+    return energy;
   });
-  e_same_[static_cast<std::size_t>(sigma)] += 0.5 * e.ss;  // Σ t·I, t = (I − Iᵀ)/Δ
+  e_same_[static_cast<std::size_t>(sigma)] += e.ss;  // Σ over i > k of Σ t·I, half the sum over every i
   const Eigen::Map<const RowMajorMatrix> t_rows(t_same_data(), o, v * v);  // rows i of [a][b], for P_ij
   gemm(loop_.engine, Op::none, Op::transpose, -0.5, t_rows, t_rows, 1.0, out_.P_occ[static_cast<std::size_t>(sigma)]);
   gemm(loop_.engine, Op::transpose, Op::none, 0.5, t, t, 1.0, out_.P_vir[static_cast<std::size_t>(sigma)]);
@@ -351,16 +384,19 @@ void OpenShellPairs::opposite_spin(int sigma, Eigen::Index k, const Eigen::Map<R
   const Eigen::Index v = x.nvir, va = other.nvir, o_other = other.active();
   Eigen::Map<RowMajorMatrix> t_other(t_opposite_data(), other.ov(), v);
   const Eigen::Map<RowMajorMatrix> I = integrals(1 - sigma, B_k);
+  const double *eps_a = other.eps.data() + other.nocc, *eps_b = x.eps.data() + x.nocc;
   const PairEnergy e = kernels::detail::sum_pairs(pairs_with(o_other, k, 1), kEveryPair, [&](std::size_t p, std::size_t) {
     const auto i = static_cast<Eigen::Index>(p);
-    for (Eigen::Index a = 0; a < va; ++a)
-      for (Eigen::Index b = 0; b < v; ++b)
-        t_other(i * va + a, b) =
-            I(i * va + a, b) / (other.eps_active(i) + x.eps_active(k) - other.eps_virtual(a) - x.eps_virtual(b));
-    if (sigma == 0) return PairEnergy{};  // each αβ pair's energy is summed once, with its k of β
-    return kernels::detail::reduce_pair_opposite_spin(
-        I.data() + i * va * v, static_cast<std::size_t>(v), static_cast<std::size_t>(va), static_cast<std::size_t>(v),
-        other.eps_active(i) + x.eps_active(k), other.eps.data() + other.nocc, x.eps.data() + x.nocc);
+    const auto I_i = I.middleRows(i * va, va);
+    auto t_i = t_other.middleRows(i * va, va);
+    const double eps_ik = other.eps_active(i) + x.eps_active(k);
+    if (sigma == 0) {  // each αβ pair's energy is summed once, with its k of β
+      divide(t_i, I_i, eps_ik, eps_a, eps_b);
+      return PairEnergy{};
+    }
+    return kernels::detail::reduce_pair_opposite_spin_keeping(
+        I_i.data(), static_cast<std::size_t>(v), static_cast<std::size_t>(va), static_cast<std::size_t>(v), eps_ik,
+        eps_a, eps_b, t_i.data(), static_cast<std::size_t>(v));
   });
   e_opposite_ += e.os;
   const Eigen::Map<const RowMajorMatrix> t_rows(t_opposite_data(), o_other, va * v);

@@ -5,7 +5,8 @@
 // t_ik^ab and T_ik^ab = 2 t_ik^ab − t_ik^ba; the open-shell one (UHF's α and β) the same-spin
 // (antisymmetric) and opposite-spin amplitudes of each orbital k with every i of both spins. Both
 // visit a block's pairs with the energy step's pair loop and sum the pairs' energies with its
-// reduction (kernels/pair_schedule.hpp's sum_pairs, reduce_pair), keeping each pair's amplitudes.
+// reduction (kernels/pair_schedule.hpp's sum_pairs, reduce_pair_keeping), the pairs it sums
+// keeping its quotients as their amplitudes, so that every amplitude is divided once.
 #pragma once
 
 #include <cstddef>
