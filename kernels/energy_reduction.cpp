@@ -20,11 +20,13 @@ constexpr std::size_t kTile = 64;
 
 // kExchange: a same-spin pair, whose a and b run over one set of virtuals (nvir_b = nvir_a,
 // eps_b = eps_a), so T_ba exists and ss is summed too. Otherwise an opposite-spin pair: T is
-// nvir_a × nvir_b and only os has a meaning.
-template <bool kExchange, typename Real>
+// nvir_a × nvir_b and only os has a meaning. kKeep (fp64 T): each T_ab / Δ_ab also stored at
+// kept[a * ld_kept + b].
+template <bool kExchange, bool kKeep = false, typename Real>
 void ReducePairImpl(const Real* HWY_RESTRICT T, std::size_t ldt, std::size_t nvir_a, std::size_t nvir_b,
                     double eps_ij, const double* HWY_RESTRICT eps_a, const double* HWY_RESTRICT eps_b,
-                    double* HWY_RESTRICT out) {
+                    double* HWY_RESTRICT out, double* HWY_RESTRICT kept = nullptr, std::size_t ld_kept = 0) {
+  static_assert(!kKeep || std::is_same_v<Real, double>, "amplitudes are kept from fp64 T only");
   const hn::ScalableTag<double> d;
   const hn::Rebind<Real, decltype(d)> dr;  // same lane count as d: float lanes promote 1:1
   const std::size_t N = hn::Lanes(d);
@@ -57,12 +59,14 @@ void ReducePairImpl(const Real* HWY_RESTRICT T, std::size_t ldt, std::size_t nvi
             x = hn::PromoteTo(d, hn::LoadU(dr, tab + b));
           }
           const auto x_over_delta = hn::Div(x, hn::Sub(v_ija, hn::LoadU(d, eb + b)));
+          if constexpr (kKeep) hn::StoreU(x_over_delta, d, kept + (a0 + a) * ld_kept + b0 + b);
           os = hn::MulAdd(x, x_over_delta, os);
           if constexpr (kExchange) ss = hn::MulAdd(hn::Sub(x, hn::Load(d, tba + b)), x_over_delta, ss);
         }
         for (; b < nb; ++b) {
           const double x = double(tab[b]);
           const double x_over_delta = x / (e_ija - eb[b]);
+          if constexpr (kKeep) kept[(a0 + a) * ld_kept + b0 + b] = x_over_delta;
           os_tail += x * x_over_delta;
           if constexpr (kExchange) ss_tail += (x - tba[b]) * x_over_delta;
         }
@@ -90,6 +94,15 @@ void ReduceOppositeSpinF32(const float* T, std::size_t ldt, std::size_t nvir_a, 
                            const double* eps_a, const double* eps_b, double* out) {
   ReducePairImpl<false>(T, ldt, nvir_a, nvir_b, eps_ij, eps_a, eps_b, out);
 }
+void ReducePairKeepingF64(const double* T, std::size_t ldt, std::size_t nvir, double eps_ij, const double* eps_vir,
+                          double* kept, std::size_t ld_kept, double* out) {
+  ReducePairImpl<true, true>(T, ldt, nvir, nvir, eps_ij, eps_vir, eps_vir, out, kept, ld_kept);
+}
+void ReduceOppositeSpinKeepingF64(const double* T, std::size_t ldt, std::size_t nvir_a, std::size_t nvir_b,
+                                  double eps_ij, const double* eps_a, const double* eps_b, double* kept,
+                                  std::size_t ld_kept, double* out) {
+  ReducePairImpl<false, true>(T, ldt, nvir_a, nvir_b, eps_ij, eps_a, eps_b, out, kept, ld_kept);
+}
 std::int64_t CompiledTarget() { return HWY_TARGET; }
 
 }  // namespace dfmp2::kernels::detail::HWY_NAMESPACE
@@ -102,6 +115,8 @@ HWY_EXPORT(ReducePairF64);
 HWY_EXPORT(ReducePairF32);
 HWY_EXPORT(ReduceOppositeSpinF64);
 HWY_EXPORT(ReduceOppositeSpinF32);
+HWY_EXPORT(ReducePairKeepingF64);
+HWY_EXPORT(ReduceOppositeSpinKeepingF64);
 HWY_EXPORT(CompiledTarget);
 
 // Calls one exported kernel, which writes os and ss to its last argument.
@@ -134,6 +149,17 @@ template PairEnergy reduce_pair_opposite_spin<double>(const double*, std::size_t
                                                       const double*, const double*);
 template PairEnergy reduce_pair_opposite_spin<float>(const float*, std::size_t, std::size_t, std::size_t, double,
                                                      const double*, const double*);
+
+PairEnergy reduce_pair_keeping(const double* T, std::size_t ldt, std::size_t nvir, double eps_ij, const double* eps_vir,
+                               double* kept, std::size_t ld_kept) {
+  return run_kernel(HWY_DYNAMIC_DISPATCH(ReducePairKeepingF64), T, ldt, nvir, eps_ij, eps_vir, kept, ld_kept);
+}
+PairEnergy reduce_pair_opposite_spin_keeping(const double* T, std::size_t ldt, std::size_t nvir_a, std::size_t nvir_b,
+                                             double eps_ij, const double* eps_a, const double* eps_b, double* kept,
+                                             std::size_t ld_kept) {
+  return run_kernel(HWY_DYNAMIC_DISPATCH(ReduceOppositeSpinKeepingF64), T, ldt, nvir_a, nvir_b, eps_ij, eps_a, eps_b,
+                    kept, ld_kept);
+}
 
 const char* reduction_simd_target() { return hwy::TargetName(HWY_DYNAMIC_DISPATCH(CompiledTarget)()); }
 

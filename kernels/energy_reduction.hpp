@@ -23,6 +23,14 @@ template <typename Real>
 PairEnergy reduce_pair_opposite_spin(const Real* T, std::size_t ldt, std::size_t nvir_a, std::size_t nvir_b,
                                      double eps_ij, const double* eps_a, const double* eps_b);
 
+// reduce_pair's and reduce_pair_opposite_spin's sums of an fp64 T, which also keep each T_ab / Δ_ab
+// they divide, at kept[a * ld_kept + b]: the DF-MP2 gradient's amplitudes, each divided once.
+PairEnergy reduce_pair_keeping(const double* T, std::size_t ldt, std::size_t nvir, double eps_ij, const double* eps_vir,
+                               double* kept, std::size_t ld_kept);
+PairEnergy reduce_pair_opposite_spin_keeping(const double* T, std::size_t ldt, std::size_t nvir_a, std::size_t nvir_b,
+                                             double eps_ij, const double* eps_a, const double* eps_b, double* kept,
+                                             std::size_t ld_kept);
+
 // Name of the SIMD target the dispatcher chose on this machine (e.g. "AVX3_ZEN4"), for reports.
 const char* reduction_simd_target();
 

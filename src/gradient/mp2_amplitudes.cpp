@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "kernels/pair_schedule.hpp"
+#include "src/common/matrix_view.hpp"
 #include "src/gradient/ri_passes.hpp"
 
 namespace dfmp2 {
@@ -17,6 +18,7 @@ using RowMajorMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eig
 using kernels::detail::PairBlock;
 using kernels::detail::PairEnergy;
 using kernels::detail::ProgressCounter;
+using kernels::Op;
 constexpr auto kEveryPair = [](std::size_t, std::size_t) { return true; };
 
 // Pairs (i, k) of every i of `rows` with orbitals k of [k0, k0 + nk), as the pair loop takes them.
@@ -36,12 +38,39 @@ double upper_elements(Eigen::Index n) {
   return elements;
 }
 template <typename Matrix>
-void add_upper_product(Eigen::MatrixXd& C, double alpha, const Matrix& A, const Matrix& B) {
+void add_upper_product(kernels::ComputeEngine& engine, Eigen::MatrixXd& C, double alpha, const Matrix& A,
+                       const Matrix& B) {
   for (Eigen::Index j0 = 0; j0 < C.cols(); j0 += kUpperColumns) {
     const Eigen::Index width = std::min(kUpperColumns, C.cols() - j0), rows = j0 + width;
-    C.block(0, j0, rows, width).noalias() += alpha * A.leftCols(rows).transpose() * B.middleCols(j0, width);
+    gemm(engine, Op::transpose, Op::none, alpha, A.leftCols(rows), B.middleCols(j0, width), 1.0,
+         C.block(0, j0, rows, width));
   }
 }
+
+// One pair's t_ab = I_ab / (eps_ij − ε_a − ε_b), ε_a of I's rows and ε_b of its columns, divided as
+// the reduction divides: for the pairs it does not visit (their energy is another pair's).
+template <typename Out, typename In>
+void divide(Out&& t, const In& I, double eps_ij, const double* eps_a, const double* eps_b) {
+  for (Eigen::Index a = 0; a < t.rows(); ++a)
+    for (Eigen::Index b = 0; b < t.cols(); ++b) t(a, b) = I(a, b) / (eps_ij - eps_a[a] - eps_b[b]);
+}
+
+// u − uᵀ in place, u square.
+template <typename Square>
+void antisymmetrize(Square&& u) {
+  for (Eigen::Index a = 0; a < u.rows(); ++a) {
+    u(a, a) = 0.0;
+    for (Eigen::Index b = a + 1; b < u.cols(); ++b) {
+      const double difference = u(a, b) - u(b, a);
+      u(a, b) = difference;
+      u(b, a) = -difference;
+    }
+  }
+}
+
+// The beta of a GEMM over a row store's blocks of rows P: the first block's product sets C, the
+// later ones' add to it.
+double beta_of_rows(std::size_t first_P) { return first_P == 0 ? 0.0 : 1.0; }
 
 // Σ over the ranks of each set's P (V's by metric_lagrangian).
 void sum_over_ranks(Mp2AmplitudeSums& sums, Communicator& comm) {
@@ -136,41 +165,45 @@ void ClosedShellPairs::form_integrals(Eigen::Index k0, const Eigen::Map<RowMajor
     const auto B_k_rows = B_k.middleRows(static_cast<Eigen::Index>(first_P), static_cast<Eigen::Index>(count));
     if (keeps_)
       for (Eigen::Index ib = kb; ib < blocks_; ++ib)
-        assign_or_add(integrals_of(kb, ib), B_rows.middleCols(ib * step_ * v_, width(ib)).transpose() * B_k_rows,
-                      first_P == 0);
+        gemm(loop_.engine, Op::transpose, Op::none, 1.0, B_rows.middleCols(ib * step_ * v_, width(ib)), B_k_rows,
+             beta_of_rows(first_P), integrals_of(kb, ib));
     else
-      assign_or_add(Eigen::Map<RowMajorMatrix>(integrals_.data(), ov_, kv), B_rows.transpose() * B_k_rows,
-                    first_P == 0);
+      gemm(loop_.engine, Op::transpose, Op::none, 1.0, B_rows, B_k_rows, beta_of_rows(first_P),
+           Eigen::Map<RowMajorMatrix>(integrals_.data(), ov_, kv));
   });
 }
 
 // t_ik and T_ik of every pair (i, k) of the block from I_ik: this block's rows, or, for i before
-// them, an earlier block's (rows k·v + b, columns i·v + a: I_ik = I_kiᵀ, whose energy is I_ik's,
-// Δ_ab being symmetric in a, b); the pairs' E_OS = Σ t·I and E_SS = Σ (T − t)·I by the energy
-// step's reduce_pair; then the slots every pair (ib ≤ kb, kb) was read from.
+// them, an earlier block's (rows k·v + b, columns i·v + a: I_ik = I_kiᵀ). As in the energy step
+// (i ≥ j), only the pairs i ≥ k sum their E_OS = Σ t·I and E_SS = Σ (T − t)·I, by its reduction,
+// twice for i > k (pair (k, i)'s energy is theirs, Δ_ab being symmetric in a, b), and their t is
+// the reduction's own quotients; then the slots every pair (ib ≤ kb, kb) was read from.
 void ClosedShellPairs::form_amplitudes(Eigen::Index k0) {
   const Eigen::Index nk = std::min(step_, o_ - k0), kv = nk * v_, kb = k0 / step_, v = v_;
   Eigen::Map<RowMajorMatrix> t(t_block_.data(), ov_, kv), T(T_block_.data(), ov_, kv);
-  const auto keep = [&](Eigen::Index i, Eigen::Index k, const auto& I_ik) {
-    auto t_ik = t.block(i * v, k * v, v, v);
-    for (Eigen::Index a = 0; a < v; ++a)
-      for (Eigen::Index b = 0; b < v; ++b)
-        t_ik(a, b) = I_ik(a, b) / (x_.eps_active(i) + x_.eps_active(k0 + k) - x_.eps_virtual(a) - x_.eps_virtual(b));
-    T.block(i * v, k * v, v, v) = 2.0 * t_ik - t_ik.transpose();
-  };
+  const double* eps_vir = x_.eps.data() + x_.nocc;
   const PairEnergy e = kernels::detail::sum_pairs(pairs_with(o_, 0, nk), kEveryPair, [&](std::size_t p, std::size_t q) {
     const auto i = static_cast<Eigen::Index>(p), k = static_cast<Eigen::Index>(q), ib = i / step_;
     const Eigen::Index i_in = (i - ib * step_) * v;
-    const bool direct = ib >= kb || !keeps_;
+    const bool direct = ib >= kb || !keeps_;  // every i ≥ k is
     const Eigen::Map<RowMajorMatrix> rows = direct ? integrals_of(kb, ib) : integrals_of(ib, kb);
     const auto I = direct ? rows.block(i_in, k * v, v, v) : rows.block(k * v, i_in, v, v);
-    if (direct)
-      keep(i, k, I);
-    else
-      keep(i, k, I.transpose());
-    return kernels::detail::reduce_pair(I.data(), static_cast<std::size_t>(I.outerStride()),
-                                        static_cast<std::size_t>(v), x_.eps_active(i) + x_.eps_active(k0 + k),
-                                        x_.eps.data() + x_.nocc);
+    auto t_ik = t.block(i * v, k * v, v, v);
+    const double eps_ik = x_.eps_active(i) + x_.eps_active(k0 + k);
+    PairEnergy energy;
+    if (i >= k0 + k) {
+      const double weight = i == k0 + k ? 1.0 : 2.0;
+      energy = kernels::detail::reduce_pair_keeping(I.data(), static_cast<std::size_t>(I.outerStride()),
+                                                    static_cast<std::size_t>(v), eps_ik, eps_vir, t_ik.data(),
+                                                    static_cast<std::size_t>(t.outerStride()));
+      energy = {weight * energy.os, weight * energy.ss};
+    } else if (direct) {
+      divide(t_ik, I, eps_ik, eps_vir, eps_vir);
+    } else {
+      divide(t_ik, I.transpose(), eps_ik, eps_vir, eps_vir);
+    }
+    T.block(i * v, k * v, v, v) = 2.0 * t_ik - t_ik.transpose();
+    return energy;
   });
   e_os_ += e.os;
   e_ss_ += e.ss;
@@ -185,9 +218,9 @@ void ClosedShellPairs::form_amplitudes(Eigen::Index k0) {
 void ClosedShellPairs::form_P(Eigen::Index nk) {
   const Eigen::Index kv = nk * v_;
   const Eigen::Map<const RowMajorMatrix> t_rows(t_block_.data(), o_, v_ * kv), T_rows(T_block_.data(), o_, v_ * kv);
-  out_.P_occ[0].noalias() -= 2.0 * t_rows * T_rows.transpose();
+  gemm(loop_.engine, Op::none, Op::transpose, -2.0, t_rows, T_rows, 1.0, out_.P_occ[0]);
   const Eigen::Map<const RowMajorMatrix> t_by_b(t_block_.data(), ov_ * nk, v_), T_by_b(T_block_.data(), ov_ * nk, v_);
-  add_upper_product(out_.P_vir[0], 2.0, t_by_b, T_by_b);
+  add_upper_product(loop_.engine, out_.P_vir[0], 2.0, t_by_b, T_by_b);
 }
 
 // Γ'_kb^P = Σ_ia B_ia^P T_ia,kb, then V's inner sum, then Γ_kb = Mᵀ Γ'_kb into the store.
@@ -196,10 +229,11 @@ void ClosedShellPairs::form_gamma(Eigen::Index k0, const Eigen::Map<RowMajorMatr
   const Eigen::Index kv = B_k.cols();
   const Eigen::Map<RowMajorMatrix> T(T_block_.data(), ov_, kv);
   B_.for_each_block(loop_.buffer, loop_.next_buffer, [&](std::size_t first_P, std::size_t count, const double* rows) {
-    gamma_k.middleRows(static_cast<Eigen::Index>(first_P), static_cast<Eigen::Index>(count)).noalias() =
-        Eigen::Map<const RowMajorMatrix>(rows, static_cast<Eigen::Index>(count), ov_) * T;
+    const auto P_rows = static_cast<Eigen::Index>(count);
+    gemm(loop_.engine, Op::none, Op::none, 1.0, Eigen::Map<const RowMajorMatrix>(rows, P_rows, ov_), T, 0.0,
+         gamma_k.middleRows(static_cast<Eigen::Index>(first_P), P_rows));
   });
-  V_inner_.noalias() += B_k * gamma_k.transpose();
+  gemm(loop_.engine, Op::none, Op::transpose, 1.0, B_k, gamma_k, 1.0, V_inner_);
   loop_.fit.apply_transpose(gamma_k.data(), static_cast<std::size_t>(kv));
   loop_.gamma[0].write(0, s_.naux, static_cast<std::size_t>(k0 * v_), static_cast<std::size_t>(kv), gamma_k.data(),
                        static_cast<std::size_t>(kv));
@@ -308,10 +342,10 @@ Eigen::Map<RowMajorMatrix> OpenShellPairs::integrals(int of, const Eigen::Map<Ro
   Eigen::Map<RowMajorMatrix> I(I_data(), ov_of, B_k.cols());
   loop_.B[static_cast<std::size_t>(of)].for_each_block(
       loop_.buffer, loop_.next_buffer, [&](std::size_t first_P, std::size_t count, const double* data) {
-        assign_or_add(I,
-                      Eigen::Map<const RowMajorMatrix>(data, static_cast<Eigen::Index>(count), ov_of).transpose() *
-                          B_k.middleRows(static_cast<Eigen::Index>(first_P), static_cast<Eigen::Index>(count)),
-                      first_P == 0);
+        gemm(loop_.engine, Op::transpose, Op::none, 1.0,
+             Eigen::Map<const RowMajorMatrix>(data, static_cast<Eigen::Index>(count), ov_of),
+             B_k.middleRows(static_cast<Eigen::Index>(first_P), static_cast<Eigen::Index>(count)),
+             beta_of_rows(first_P), I);
       });
   return I;
 }
@@ -321,20 +355,28 @@ void OpenShellPairs::same_spin(int sigma, Eigen::Index k, const Eigen::Map<RowMa
   const Eigen::Index v = x.nvir, o = x.active();
   Eigen::Map<RowMajorMatrix> t(t_same_data(), x.ov(), v);
   const Eigen::Map<RowMajorMatrix> I = integrals(sigma, B_k);
+  const double* eps_vir = x.eps.data() + x.nocc;
+  // t = (I − Iᵀ)/Δ as I/Δ − (I/Δ)ᵀ; the pairs i > k sum their energy and pair (k, i)'s, which is
+  // theirs (pair (k, k) has none, I_kk being symmetric), by the reduction, whose quotients they keep.
   const PairEnergy e = kernels::detail::sum_pairs(pairs_with(o, k, 1), kEveryPair, [&](std::size_t p, std::size_t) {
     const auto i = static_cast<Eigen::Index>(p);
     const auto I_i = I.middleRows(i * v, v);
     auto t_i = t.middleRows(i * v, v);
-    for (Eigen::Index a = 0; a < v; ++a)
-      for (Eigen::Index b = 0; b < v; ++b)
-        t_i(a, b) = (I_i(a, b) - I_i(b, a)) / (x.eps_active(i) + x.eps_active(k) - x.eps_virtual(a) - x.eps_virtual(b));
-    return kernels::detail::reduce_pair(I_i.data(), static_cast<std::size_t>(v), static_cast<std::size_t>(v),
-                                        x.eps_active(i) + x.eps_active(k), x.eps.data() + x.nocc);
+    const double eps_ik = x.eps_active(i) + x.eps_active(k);
+    PairEnergy energy;
+    if (i > k)
+      energy = kernels::detail::reduce_pair_keeping(I_i.data(), static_cast<std::size_t>(v),
+                                                    static_cast<std::size_t>(v), eps_ik, eps_vir, t_i.data(),
+                                                    static_cast<std::size_t>(v));
+    else
+      divide(t_i, I_i, eps_ik, eps_vir, eps_vir);
+    antisymmetrize(t_i);
+    return energy;
   });
-  e_same_[static_cast<std::size_t>(sigma)] += 0.5 * e.ss;  // Σ t·I, t = (I − Iᵀ)/Δ
+  e_same_[static_cast<std::size_t>(sigma)] += e.ss;  // Σ over i > k of Σ t·I, half the sum over every i
   const Eigen::Map<const RowMajorMatrix> t_rows(t_same_data(), o, v * v);  // rows i of [a][b], for P_ij
-  out_.P_occ[static_cast<std::size_t>(sigma)].noalias() -= 0.5 * t_rows * t_rows.transpose();
-  out_.P_vir[static_cast<std::size_t>(sigma)].noalias() += 0.5 * t.transpose() * t;
+  gemm(loop_.engine, Op::none, Op::transpose, -0.5, t_rows, t_rows, 1.0, out_.P_occ[static_cast<std::size_t>(sigma)]);
+  gemm(loop_.engine, Op::transpose, Op::none, 0.5, t, t, 1.0, out_.P_vir[static_cast<std::size_t>(sigma)]);
 }
 
 void OpenShellPairs::opposite_spin(int sigma, Eigen::Index k, const Eigen::Map<RowMajorMatrix>& B_k) {
@@ -342,21 +384,25 @@ void OpenShellPairs::opposite_spin(int sigma, Eigen::Index k, const Eigen::Map<R
   const Eigen::Index v = x.nvir, va = other.nvir, o_other = other.active();
   Eigen::Map<RowMajorMatrix> t_other(t_opposite_data(), other.ov(), v);
   const Eigen::Map<RowMajorMatrix> I = integrals(1 - sigma, B_k);
+  const double *eps_a = other.eps.data() + other.nocc, *eps_b = x.eps.data() + x.nocc;
   const PairEnergy e = kernels::detail::sum_pairs(pairs_with(o_other, k, 1), kEveryPair, [&](std::size_t p, std::size_t) {
     const auto i = static_cast<Eigen::Index>(p);
-    for (Eigen::Index a = 0; a < va; ++a)
-      for (Eigen::Index b = 0; b < v; ++b)
-        t_other(i * va + a, b) =
-            I(i * va + a, b) / (other.eps_active(i) + x.eps_active(k) - other.eps_virtual(a) - x.eps_virtual(b));
-    if (sigma == 0) return PairEnergy{};  // each αβ pair's energy is summed once, with its k of β
-    return kernels::detail::reduce_pair_opposite_spin(
-        I.data() + i * va * v, static_cast<std::size_t>(v), static_cast<std::size_t>(va), static_cast<std::size_t>(v),
-        other.eps_active(i) + x.eps_active(k), other.eps.data() + other.nocc, x.eps.data() + x.nocc);
+    const auto I_i = I.middleRows(i * va, va);
+    auto t_i = t_other.middleRows(i * va, va);
+    const double eps_ik = other.eps_active(i) + x.eps_active(k);
+    if (sigma == 0) {  // each αβ pair's energy is summed once, with its k of β
+      divide(t_i, I_i, eps_ik, eps_a, eps_b);
+      return PairEnergy{};
+    }
+    return kernels::detail::reduce_pair_opposite_spin_keeping(
+        I_i.data(), static_cast<std::size_t>(v), static_cast<std::size_t>(va), static_cast<std::size_t>(v), eps_ik,
+        eps_a, eps_b, t_i.data(), static_cast<std::size_t>(v));
   });
   e_opposite_ += e.os;
   const Eigen::Map<const RowMajorMatrix> t_rows(t_opposite_data(), o_other, va * v);
-  out_.P_occ[static_cast<std::size_t>(1 - sigma)].noalias() -= t_rows * t_rows.transpose();
-  out_.P_vir[static_cast<std::size_t>(sigma)].noalias() += t_other.transpose() * t_other;
+  gemm(loop_.engine, Op::none, Op::transpose, -1.0, t_rows, t_rows, 1.0,
+       out_.P_occ[static_cast<std::size_t>(1 - sigma)]);
+  gemm(loop_.engine, Op::transpose, Op::none, 1.0, t_other, t_other, 1.0, out_.P_vir[static_cast<std::size_t>(sigma)]);
 }
 
 // Γ'_kb = Σ_ia B_ia t_ik^ab + Σ_IA B_IA t_Ik^Ab (each block of rows P of Γ' set by the first sum,
@@ -371,11 +417,12 @@ void OpenShellPairs::form_gamma(int sigma, Eigen::Index k, const Eigen::Map<RowM
     loop_.B[static_cast<std::size_t>(of)].for_each_block(
         loop_.buffer, loop_.next_buffer, [&](std::size_t first_P, std::size_t count, const double* data) {
           const Eigen::Map<const RowMajorMatrix>& t_of = t[of == sigma ? 0 : 1];
-          assign_or_add(gamma_k.middleRows(static_cast<Eigen::Index>(first_P), static_cast<Eigen::Index>(count)),
-                        Eigen::Map<const RowMajorMatrix>(data, static_cast<Eigen::Index>(count), t_of.rows()) * t_of,
-                        of == sigma);
+          gemm(loop_.engine, Op::none, Op::none, 1.0,
+               Eigen::Map<const RowMajorMatrix>(data, static_cast<Eigen::Index>(count), t_of.rows()), t_of,
+               of == sigma ? 0.0 : 1.0,
+               gamma_k.middleRows(static_cast<Eigen::Index>(first_P), static_cast<Eigen::Index>(count)));
         });
-  V_inner_.noalias() += B_k * gamma_k.transpose();
+  gemm(loop_.engine, Op::none, Op::transpose, 1.0, B_k, gamma_k, 1.0, V_inner_);
   loop_.fit.apply_transpose(gamma_k.data(), static_cast<std::size_t>(v));
   RowStore& gamma = loop_.gamma[static_cast<std::size_t>(sigma)];
   gamma.write(0, gamma.rows(), static_cast<std::size_t>(k * v), static_cast<std::size_t>(v), gamma_k.data(),

@@ -5,7 +5,8 @@
 // t_ik^ab and T_ik^ab = 2 t_ik^ab − t_ik^ba; the open-shell one (UHF's α and β) the same-spin
 // (antisymmetric) and opposite-spin amplitudes of each orbital k with every i of both spins. Both
 // visit a block's pairs with the energy step's pair loop and sum the pairs' energies with its
-// reduction (kernels/pair_schedule.hpp's sum_pairs, reduce_pair), keeping each pair's amplitudes.
+// reduction (kernels/pair_schedule.hpp's sum_pairs, reduce_pair_keeping), the pairs it sums
+// keeping its quotients as their amplitudes, so that every amplitude is divided once.
 #pragma once
 
 #include <cstddef>
@@ -14,6 +15,7 @@
 
 #include <Eigen/Core>
 
+#include "kernels/compute_engine.hpp"
 #include "src/common/memory.hpp"
 #include "src/common/memory_plan.hpp"
 #include "src/common/parallel.hpp"
@@ -38,12 +40,13 @@ struct CorrelatedOrbitals {
 
 // What a loop reads and writes beside the orbitals: each set's B (rows P, columns i·nvir + a),
 // each set's Γ store (written, whole on every rank), the buffers B's rows on disk are read into,
-// and where it draws from and reports to.
+// the engine of its GEMMs (on host memory), and where it draws from and reports to.
 struct AmplitudeLoop {
   const CoulombFitting& fit;
   const std::vector<RowStore>& B;
   std::vector<RowStore>& gamma;
   std::span<double> buffer, next_buffer;
+  kernels::ComputeEngine& engine;
   MemoryBudget& budget;
   Communicator& comm;
   Progress& progress;

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "src/common/matrix_view.hpp"
 #include "src/gradient/mp2_relaxed_density.hpp"
 #include "src/gradient/scf_gradient.hpp"
 #include "src/integrals/df_two_electron_derivatives.hpp"
@@ -56,7 +57,10 @@ Mp2Gradient contract(const Mp2GradientInput& in, const Mp2Densities& mp2, Fitted
       const auto o = spin.C_active.cols(), v = spin.C_virtual.cols();
       std::vector<double> buffer;
       const Eigen::Map<const RowMajorMatrix> gamma_P(spin.gamma.row(static_cast<std::size_t>(P), buffer), o, v);
-      const Eigen::MatrixXd half = spin.C_active * (gamma_P * spin.C_virtual.transpose());
+      using kernels::Op;
+      const Eigen::MatrixXd half =
+          product(*in.engine, Op::none, Op::none, 1.0, spin.C_active,
+                  product(*in.engine, Op::none, Op::transpose, 1.0, gamma_P, spin.C_virtual));
       out += 0.5 * mp2.gamma_factor * (half + half.transpose());
     }
   };
@@ -101,9 +105,12 @@ Mp2Gradient density_fitted_mp2_gradient(const Mp2GradientInput& in, FockBuilder&
                                         Communicator& comm) {
   FittedTensorStore* jk_factors = scf_fock.fitted_factors_for_derivatives();
   if (jk_factors == nullptr) throw std::logic_error("the DF-MP2 gradient's JK-set terms need the DF-SCF's factors");
+  // Checked here, not by the engine inside the passes' threads, where a throw would terminate.
+  if (in.engine == nullptr || in.engine->memory() != kernels::Memory::host)
+    throw std::invalid_argument("the DF-MP2 gradient needs a compute engine on host memory");
   const Mp2GradientDensities mp2 = mp2_gradient_densities(in.obs, in.ri_aux, in.pairs, scf_fock, in.orbitals,
-                                                          in.plan, budget, in.scratch, comm, in.z_convergence,
-                                                          in.progress);
+                                                          in.plan, budget, in.scratch, comm, *in.engine,
+                                                          in.z_convergence, in.progress);
   // RHF's one set stands for both spins (w = 2); UHF's α and β each for one (w = 1).
   const double w = mp2.electrons_per_orbital;
   Eigen::MatrixXd relaxed = mp2.relaxed[0];

@@ -9,6 +9,7 @@
 #include <Eigen/Core>
 #include <libint2/basis.h>
 
+#include "kernels/compute_engine.hpp"
 #include "src/common/memory.hpp"
 #include "src/common/stage_work.hpp"
 #include "src/gradient/mp2_relaxed_density.hpp"
@@ -35,6 +36,9 @@ struct Mp2GradientInput {
   double z_convergence;
   Progress& progress;  // each phase's share done, and the Z-vector's iterations
   const BasisSetData* potentials = nullptr;  // the orbital set's data when the molecule has ECPs
+  // The engine of the densities' and Γ^P's large products (mp2_gradient_densities): one on host
+  // memory, since their arrays are there.
+  kernels::ComputeEngine* engine = &kernels::cpu_engine();
 };
 
 struct Mp2Gradient {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "src/common/matrix_view.hpp"
 #include "src/gradient/mp2_amplitudes.hpp"
 #include "src/gradient/ri_passes.hpp"
 #include "src/gradient/z_vector.hpp"
@@ -18,6 +19,7 @@ namespace {
 
 using RowMajorMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using Sets = std::vector<Eigen::MatrixXd>;
+using kernels::Op;
 
 // What a plan and the densities' arrays call set s of `sets`: nothing for RHF's one, ", α" or ", β".
 std::string set_name(std::size_t sets, std::size_t s) {
@@ -195,14 +197,14 @@ Mp2AmplitudeSums form_gamma(const RiPasses& passes, const std::vector<OrbitalSet
                                                    "the buffers B_ia^P's rows on disk are read into")
                                              : LargeArray<double>();
   const std::span<double> both(buffers.data(), buffers.size());
-  const CoulombFitting fit(passes.metric);
+  const CoulombFitting fit(passes.metric, passes.engine);
   for (RowStore& set : B) {
     passes.share_rows(set, both);  // every rank holds all of (P|ia)
     fit_in_place(fit, set, both);
     out.work.flops_fp64 += fit.flops(set.cols());
   }
   AmplitudeLoop loop{fit, B, out.gamma, both.first(both.size() / 2), both.last(both.size() / 2),
-                     budget, passes.comm, progress, out.work};
+                     passes.engine, budget, passes.comm, progress, out.work};
   if (plan.closed_shell()) {
     progress.begin("MP2 gradient: amplitudes, P and Γ (blocks of occupied orbitals)");
     return closed_shell_amplitudes(x[0], s[0], plan.amplitude_orbitals, plan.keeps_integrals, loop);
@@ -233,16 +235,16 @@ Lagrangian form_L(const RiPasses& passes, const std::vector<OrbitalSet>& x, cons
         const Eigen::Map<const RowMajorMatrix> gamma_P(gamma[s].row(static_cast<std::size_t>(P), buffer), b.active(),
                                                        b.nvir);
         Eigen::Map<Eigen::MatrixXd> R_P(R, b.C.rows(), m);
-        R_P.leftCols(b.active()).noalias() = b.C_vir * gamma_P.transpose();
-        R_P.rightCols(b.nvir).noalias() = b.C_act * gamma_P;
+        gemm(passes.engine, Op::none, Op::transpose, 1.0, b.C_vir, gamma_P, 0.0, R_P.leftCols(b.active()));
+        gemm(passes.engine, Op::none, Op::none, 1.0, b.C_act, gamma_P, 0.0, R_P.rightCols(b.nvir));
       },
       flops, work);
   kept.rows = LargeArray<double>();
   Lagrangian L;
   for (std::size_t s = 0; s < x.size(); ++s) {
     passes.comm.allreduce_sum(sums[s].data(), static_cast<std::size_t>(sums[s].size()));
-    L.L1.push_back((2.0 * w) * x[s].C.transpose() * sums[s].leftCols(x[s].active()));
-    L.L2.push_back((2.0 * w) * x[s].C.transpose() * sums[s].rightCols(x[s].nvir));
+    L.L1.push_back(product(passes.engine, Op::transpose, Op::none, 2.0 * w, x[s].C, sums[s].leftCols(x[s].active())));
+    L.L2.push_back(product(passes.engine, Op::transpose, Op::none, 2.0 * w, x[s].C, sums[s].rightCols(x[s].nvir)));
   }
   return L;
 }
@@ -272,14 +274,21 @@ MoDensities form_P(const std::vector<OrbitalSet>& x, const Mp2AmplitudeSums& mp2
   return out;
 }
 
+// C M Cᵀ, an MO matrix M in the AO basis, as (C M) Cᵀ.
+Eigen::MatrixXd to_ao(kernels::ComputeEngine& engine, const Eigen::MatrixXd& C, const Eigen::MatrixXd& M) {
+  return product(engine, Op::none, Op::transpose, 1.0, product(engine, Op::none, Op::none, 1.0, C, M), C);
+}
+
 // Each set's Cᵀ F(P) C_o (summed over the ranks): only F's occupied columns are used, its vo block
 // in the Z-vector's right-hand side, its oo block in W.
-Sets fock_response(FockResponse& response, const std::vector<OrbitalSet>& x, const Sets& P) {
+Sets fock_response(FockResponse& response, const std::vector<OrbitalSet>& x, const Sets& P,
+                   kernels::ComputeEngine& engine) {
   Sets D;
-  for (std::size_t s = 0; s < x.size(); ++s) D.push_back(x[s].C * P[s] * x[s].C.transpose());
+  for (std::size_t s = 0; s < x.size(); ++s) D.push_back(to_ao(engine, x[s].C, P[s]));
   const Sets FC_occ = response.of_symmetric(D);
   Sets G;
-  for (std::size_t s = 0; s < x.size(); ++s) G.push_back(x[s].C.transpose() * FC_occ[s]);
+  for (std::size_t s = 0; s < x.size(); ++s)
+    G.push_back(product(engine, Op::transpose, Op::none, 1.0, x[s].C, FC_occ[s]));
   return G;
 }
 
@@ -304,13 +313,14 @@ ZVectorEquations form_Z_equations(const std::vector<OrbitalSet>& x, const Sets& 
 // Set s's relaxed P (its vo block ½ z) into out.relaxed, and its W, the coefficients of S^x_pq
 // block by block (mp2_relaxed_density.hpp), added to out.energy_weighted.
 void form_W(std::size_t s, const OrbitalSet& b, const Mp2AmplitudeSums& mp2, const Lagrangian& L,
-            MoDensities& mo, const Sets& G, const ZVector& solution, Mp2GradientDensities& out) {
+            MoDensities& mo, const Sets& G, const ZVector& solution, kernels::ComputeEngine& engine,
+            Mp2GradientDensities& out) {
   const Eigen::Index nfz = b.nfrozen, o = b.active(), v = b.nvir, nocc = b.nocc;
   const Eigen::MatrixXd& z = solution.z[s];
   Eigen::MatrixXd& P = mo.P[s];
   P.block(nocc, 0, v, nocc) = 0.5 * z;
   P.block(0, nocc, nocc, v) = 0.5 * z.transpose();
-  out.relaxed.push_back(b.C * P * b.C.transpose());
+  out.relaxed.push_back(to_ao(engine, b.C, P));
   Eigen::MatrixXd W = Eigen::MatrixXd::Zero(b.nmo(), b.nmo());
   const Eigen::MatrixXd X_vir = 2.0 * b.eps.tail(v).asDiagonal() * mp2.P_vir[s] + L.L2[s].bottomRows(v);
   W.block(nocc, nocc, v, v) = 0.25 * (X_vir + X_vir.transpose());
@@ -325,9 +335,9 @@ void form_W(std::size_t s, const OrbitalSet& b, const Mp2AmplitudeSums& mp2, con
   // The occupied block of F(P) for the relaxed P: the MP2 blocks' and the Z-vector's.
   W.topLeftCorner(nocc, nocc) += 0.5 * (G[s].topRows(nocc) + solution.occupied_response[s]);
   if (s == 0)
-    out.energy_weighted = b.C * W * b.C.transpose();
+    out.energy_weighted = to_ao(engine, b.C, W);
   else
-    out.energy_weighted += b.C * W * b.C.transpose();
+    out.energy_weighted += to_ao(engine, b.C, W);
 }
 
 }  // namespace
@@ -383,8 +393,8 @@ Mp2GradientPlan plan_mp2_gradient(const libint2::BasisSet& ri_aux, const std::ve
 Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const libint2::BasisSet& ri_aux,
                                             const ShellPairs& pairs, FockBuilder& scf_fock,
                                             const Orbitals& orbitals, const Mp2GradientPlan& plan, MemoryBudget& budget,
-                                            const ScratchDirectory* scratch, Communicator& comm, double z_convergence,
-                                            Progress& progress) {
+                                            const ScratchDirectory* scratch, Communicator& comm,
+                                            kernels::ComputeEngine& engine, double z_convergence, Progress& progress) {
   const std::vector<Mp2GradientSizes> s = checked_sizes(plan, orbitals, ri_aux, pairs);
   const std::vector<OrbitalSet> x = orbital_sets(orbitals, s);
   Mp2GradientDensities out;
@@ -394,7 +404,7 @@ Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const 
   if (plan.keeps_ri_integrals && comm.size() > 1) throw std::logic_error("the RI integrals are kept on one rank only");
   KeptRiIntegrals kept;
   if (plan.keeps_ri_integrals) kept.rows = budget.allocate<double>(s[0].ao_batch(s[0].naux), kKeptRiIntegrals);
-  const RiPasses passes{obs, ri_aux, pairs, metric, s[0], plan.batch_functions, budget, comm,
+  const RiPasses passes{obs, ri_aux, pairs, metric, s[0], plan.batch_functions, budget, comm, engine,
                         [&progress](double done) { progress.fraction(done); },
                         plan.keeps_ri_integrals ? &kept : nullptr};
   const Mp2AmplitudeSums mp2 = form_gamma(passes, x, s, plan, scratch, progress, out);
@@ -407,11 +417,11 @@ Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const 
   Sets C_occ;
   for (const OrbitalSet& set : x) C_occ.push_back(set.C_occ);
   const std::unique_ptr<FockResponse> response = scf_fock.occupied_response(C_occ, budget, plan.fp32_z_vector);
-  const Sets G = fock_response(*response, x, mo.P);
-  const ZVector solution =
-      solve_z_vector(*response, form_Z_equations(x, G, L), z_convergence, plan.fp32_z_vector, comm, progress);
+  const Sets G = fock_response(*response, x, mo.P, engine);
+  const ZVector solution = solve_z_vector(*response, form_Z_equations(x, G, L), z_convergence, plan.fp32_z_vector,
+                                          engine, comm, progress);
   out.cphf_iterations = solution.iterations;
-  for (std::size_t set = 0; set < x.size(); ++set) form_W(set, x[set], mp2, L, mo, G, solution, out);
+  for (std::size_t set = 0; set < x.size(); ++set) form_W(set, x[set], mp2, L, mo, G, solution, engine, out);
   out.work += response->work();  // the Fock responses of the Lagrangian and the Z-vector
   if (plan.keeps_occupied_products) out.occupied_products = response->release_fitted_occupied_products();
   return out;

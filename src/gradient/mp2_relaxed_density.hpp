@@ -44,6 +44,7 @@
 #include <Eigen/Core>
 #include <libint2/basis.h>
 
+#include "kernels/compute_engine.hpp"
 #include "src/common/memory.hpp"
 #include "src/common/memory_plan.hpp"
 #include "src/common/parallel.hpp"
@@ -143,14 +144,16 @@ struct Mp2GradientDensities {
 // RHF or UHF orbitals (canonical), the lowest plan.sets[s].nfrozen of each set not correlated;
 // the plan's sets must be the orbitals'. scf_fock: the DF-SCF's builder, for the Fock-like terms and
 // the Z-vector (its occupied_response). scratch: for B and Γ's rows on
-// disk (may be null when the plan has none). Collective: the ranks share the RI batches and the
+// disk (may be null when the plan has none). engine: of the large products (the RI passes', the
+// fits', the amplitudes', the Lagrangian's, the Z-vector's and the densities' change of basis), on
+// host memory. Collective: the ranks share the RI batches and the
 // amplitude blocks, and every rank returns the whole densities.
 // z_convergence: the largest residual element. The gradient's error is about a fifth of it (uracil
 // cc-pVDZ: 1e-9 moves it by 2.4e-10 Eh/bohr from 1e-11's, 1e-8 by 1.6e-9).
 Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const libint2::BasisSet& ri_aux,
                                             const ShellPairs& pairs, FockBuilder& scf_fock,
                                             const Orbitals& orbitals, const Mp2GradientPlan& plan, MemoryBudget& budget,
-                                            const ScratchDirectory* scratch, Communicator& comm, double z_convergence,
-                                            Progress& progress);
+                                            const ScratchDirectory* scratch, Communicator& comm,
+                                            kernels::ComputeEngine& engine, double z_convergence, Progress& progress);
 
 }  // namespace dfmp2

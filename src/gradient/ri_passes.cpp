@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "kernels/block_packed.hpp"
+#include "src/common/matrix_view.hpp"
 #include "src/integrals/density_fitting.hpp"
 #include "src/integrals/shell_ranges.hpp"
 #include "src/integrals/three_index.hpp"
@@ -226,7 +227,8 @@ std::vector<Eigen::MatrixXd> RiPasses::sum_of_products(
             kernels::unpack_symmetric(pairs.layout, ao + f * pairs.layout.size(), square);
             for (std::size_t s = 0; s < columns.size(); ++s) {
               right(s, static_cast<Eigen::Index>(first + f), R);
-              sums[thread][s].noalias() += B * Eigen::Map<const Eigen::MatrixXd>(R, nbf, columns[s]);
+              gemm(engine, kernels::Op::none, kernels::Op::none, 1.0, B,
+                   Eigen::Map<const Eigen::MatrixXd>(R, nbf, columns[s]), 1.0, sums[thread][s]);
             }
           }
         }
@@ -246,7 +248,7 @@ void RiPasses::occupied_virtual(const std::vector<TransformSpin>& sets, std::vec
   for (const TransformSpin& set : sets) nocc_all += static_cast<std::size_t>(set.C_occ.cols());
   const auto buffers = budget.reserve(OccupiedVirtualTransform::thread_buffer_bytes(obs.nbf(), nocc_all),
                                       "the transform's per-thread buffers");
-  OccupiedVirtualTransform transform(pairs.layout, sets);
+  OccupiedVirtualTransform transform(pairs.layout, sets, engine);
   LargeArray<double> rows = budget.allocate<double>(batch_functions * transform.row_elements(), "(P|ia) of a batch");
   for_each_batch(
       [&](std::size_t first, std::size_t count, const double* ao) {

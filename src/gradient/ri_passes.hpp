@@ -12,6 +12,7 @@
 #include <Eigen/Core>
 #include <libint2/basis.h>
 
+#include "kernels/compute_engine.hpp"
 #include "src/common/memory.hpp"
 #include "src/common/memory_plan.hpp"
 #include "src/common/parallel.hpp"
@@ -83,15 +84,6 @@ void fit_in_place(const CoulombFitting& fit, RowStore& B, std::span<double> buff
 // column of every row P.
 std::size_t ri_read_buffer_elements(std::size_t naux, std::size_t row_elements, std::size_t disk_rows);
 
-// out = product on a row store's first block of rows, out += product on the later ones.
-template <typename Out, typename Product>
-void assign_or_add(Out&& out, const Product& product, bool assign) {
-  if (assign)
-    out.noalias() = product;
-  else
-    out.noalias() += product;
-}
-
 // The JK set's layout in the room a plan leaves its contraction: as many rows of its arrays in
 // memory as peak(layout) ≤ ram_bytes allows, then blocks as large as it allows (up to
 // kLargestSeparableBlock, else the least).
@@ -126,6 +118,7 @@ struct RiPasses {
   std::size_t batch_functions;
   MemoryBudget& budget;
   Communicator& comm;
+  kernels::ComputeEngine& engine;             // of the Lagrangian's products, on host memory
   std::function<void(double done)> progress;  // optional: the share of this rank's batches done, after each
   KeptRiIntegrals* kept = nullptr;            // optional: the integrals kept between the passes
 

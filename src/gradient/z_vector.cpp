@@ -4,11 +4,13 @@
 #include <cstdio>
 
 #include "src/common/errors.hpp"
+#include "src/common/matrix_view.hpp"
 
 namespace dfmp2 {
 namespace {
 
 using Sets = std::vector<Eigen::MatrixXd>;
+using kernels::Op;
 using kernels::Precision;
 
 double dot(const Sets& x, const Sets& y) {
@@ -24,9 +26,9 @@ void add_scaled(Sets& x, double alpha, const Sets& y) {
 
 class ZVectorSolver {
  public:
-  ZVectorSolver(FockResponse& response, const ZVectorEquations& eq, double convergence, Communicator& comm,
-                const Progress& progress)
-      : response_(response), eq_(eq), convergence_(convergence), comm_(comm), progress_(progress) {}
+  ZVectorSolver(FockResponse& response, const ZVectorEquations& eq, double convergence,
+                kernels::ComputeEngine& engine, Communicator& comm, const Progress& progress)
+      : response_(response), eq_(eq), convergence_(convergence), engine_(engine), comm_(comm), progress_(progress) {}
   ZVector fp64();
   ZVector refined_from_fp32();
 
@@ -46,6 +48,7 @@ class ZVectorSolver {
   FockResponse& response_;
   const ZVectorEquations& eq_;
   const double convergence_;
+  kernels::ComputeEngine& engine_;
   Communicator& comm_;
   const Progress& progress_;
   Sets occupied_block_;
@@ -54,12 +57,13 @@ class ZVectorSolver {
 
 Sets ZVectorSolver::apply(const Sets& z, Precision precision) {
   Sets L, Az(z.size());
-  for (std::size_t s = 0; s < z.size(); ++s) L.push_back(eq_.C_vir[s] * z[s]);
+  for (std::size_t s = 0; s < z.size(); ++s) L.push_back(product(engine_, Op::none, Op::none, 1.0, eq_.C_vir[s], z[s]));
   const Sets F_occ = response_.of_changes(L, precision);  // F_s(Z) C_o
   occupied_block_.resize(z.size());
   for (std::size_t s = 0; s < z.size(); ++s) {
-    occupied_block_[s] = eq_.C_occ[s].transpose() * F_occ[s];
-    Az[s] = eq_.delta[s].cwiseProduct(z[s]) + eq_.C_vir[s].transpose() * F_occ[s];
+    occupied_block_[s] = product(engine_, Op::transpose, Op::none, 1.0, eq_.C_occ[s], F_occ[s]);
+    Az[s] = eq_.delta[s].cwiseProduct(z[s]);
+    gemm(engine_, Op::transpose, Op::none, 1.0, eq_.C_vir[s], F_occ[s], 1.0, Az[s]);
   }
   return Az;
 }
@@ -149,8 +153,8 @@ ZVector ZVectorSolver::refined_from_fp32() {
 }  // namespace
 
 ZVector solve_z_vector(FockResponse& response, const ZVectorEquations& equations, double convergence,
-                       bool fp32, Communicator& comm, const Progress& progress) {
-  ZVectorSolver solver(response, equations, convergence, comm, progress);
+                       bool fp32, kernels::ComputeEngine& engine, Communicator& comm, const Progress& progress) {
+  ZVectorSolver solver(response, equations, convergence, engine, comm, progress);
   return fp32 ? solver.refined_from_fp32() : solver.fp64();
 }
 

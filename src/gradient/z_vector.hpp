@@ -11,6 +11,7 @@
 
 #include <Eigen/Core>
 
+#include "kernels/compute_engine.hpp"
 #include "src/common/parallel.hpp"
 #include "src/common/progress.hpp"
 #include "src/scf/fock_builder.hpp"
@@ -33,9 +34,10 @@ struct ZVector {
 // solved in fp32 products to 1e-4 of the residual, then the residual and F_s(Z)'s occupied block
 // from one fp64 product of z; the fp64 iterations take over if a round gains less than a decade.
 // Over MPI the products come summed over the ranks, and root's residual decides for every rank.
-// Each iteration's line goes to progress (report_z_vector_iteration).
+// Each iteration's line goes to progress (report_z_vector_iteration). engine: of the products with
+// the orbitals, on host memory.
 ZVector solve_z_vector(FockResponse& response, const ZVectorEquations& equations, double convergence,
-                       bool fp32, Communicator& comm, const Progress& progress);
+                       bool fp32, kernels::ComputeEngine& engine, Communicator& comm, const Progress& progress);
 
 // A Z-vector iteration's line on stderr: its number and largest residual element.
 void report_z_vector_iteration(const Progress& progress, int iteration, double residual);

@@ -37,7 +37,8 @@ Eigen::MatrixXd coulomb_metric(const libint2::BasisSet& aux) {
   return J;
 }
 
-CoulombFitting::CoulombFitting(const Eigen::MatrixXd& metric, double condition) {
+CoulombFitting::CoulombFitting(const Eigen::MatrixXd& metric, kernels::ComputeEngine& engine, double condition)
+    : engine_(&engine) {
   // Cholesky, when it comes with a proof that no eigenvalue is below condition × λ_max:
   // λ_min = 1/‖L⁻¹‖₂² ≥ 1/‖L⁻¹‖_F² and λ_max ≤ ‖J‖_F. Far cheaper than the eigenvalues (dpotrf
   // and dtrtri run near the GEMM rate, dsyevd does not), and it settles every well-conditioned
@@ -68,7 +69,7 @@ void CoulombFitting::fit_columns(double* data, std::size_t ncols, std::size_t st
   using Strided = Eigen::Map<Eigen::MatrixXd, 0, Eigen::OuterStride<>>;
   using kernels::Op;
   using kernels::Side;
-  kernels::ComputeEngine& engine = kernels::cpu_engine();
+  kernels::ComputeEngine& engine = *engine_;
 #pragma omp parallel
   {
     Eigen::MatrixXd fitted;
@@ -95,7 +96,7 @@ void CoulombFitting::apply_to_rows(double* data, std::size_t nrows) const {
   // blocks of x, each with single-threaded BLAS.
   constexpr std::size_t kBlock = 256;
   const Eigen::Index naux = factor_.rows();
-  kernels::ComputeEngine& engine = kernels::cpu_engine();
+  kernels::ComputeEngine& engine = *engine_;
 #pragma omp parallel
   {
     Eigen::MatrixXd fitted;

@@ -10,6 +10,8 @@
 #include <Eigen/Core>
 #include <libint2/basis.h>
 
+#include "kernels/compute_engine.hpp"
+
 namespace dfmp2 {
 
 // (P|Q) over auxiliary functions.
@@ -17,7 +19,9 @@ Eigen::MatrixXd coulomb_metric(const libint2::BasisSet& aux);
 
 class CoulombFitting {
  public:
-  explicit CoulombFitting(const Eigen::MatrixXd& metric, double condition = 1e-10);
+  // engine: of the fit's products (on host memory, where the data it fits is).
+  explicit CoulombFitting(const Eigen::MatrixXd& metric, kernels::ComputeEngine& engine = kernels::cpu_engine(),
+                          double condition = 1e-10);
 
   // In place on row-major [naux][ncols] data, rows `stride` apart (0: ncols): row P becomes B^P.
   void apply(double* data, std::size_t ncols, std::size_t stride = 0) const {
@@ -41,6 +45,7 @@ class CoulombFitting {
   // `transpose`.
   void fit_columns(double* data, std::size_t ncols, std::size_t stride, bool fit, bool transpose) const;
 
+  kernels::ComputeEngine* engine_;
   Eigen::MatrixXd factor_;  // lower Cholesky factor L, or J^-1/2
   bool cholesky_ = true;
 };

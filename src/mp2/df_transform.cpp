@@ -154,8 +154,9 @@ DFTransformPlan plan_df_transform(const libint2::BasisSet& obs, const libint2::B
 // The squares start zeroed (where no block is stored: rows of one layout overwrite the same
 // positions).
 OccupiedVirtualTransform::OccupiedVirtualTransform(const kernels::BlockPackedLayout& layout,
-                                                   const std::vector<TransformSpin>& spins)
-    : layout_(layout), spins_(spins) {
+                                                   const std::vector<TransformSpin>& spins,
+                                                   kernels::ComputeEngine& engine)
+    : layout_(layout), spins_(spins), engine_(engine) {
   std::size_t nocc_all = 0;
   for (const TransformSpin& spin : spins) {
     occ_offset_.push_back(nocc_all);
@@ -182,7 +183,6 @@ double OccupiedVirtualTransform::flops_per_row() const {
 
 void OccupiedVirtualTransform::operator()(const double* ao, std::size_t nq, double* out) {
   const std::size_t nbf = layout_.n(), nocc_all = static_cast<std::size_t>(C_occ_all_.cols());
-  kernels::ComputeEngine& engine = kernels::cpu_engine();
 #pragma omp parallel
   {
     const auto t = static_cast<std::size_t>(omp_get_thread_num());
@@ -191,16 +191,17 @@ void OccupiedVirtualTransform::operator()(const double* ao, std::size_t nq, doub
 #pragma omp for schedule(dynamic)
     for (std::size_t q = 0; q < nq; ++q) {
       kernels::unpack_upper(layout_, ao + q * layout_.size(), square);
-      engine.symm_upper_left(1.0, kernels::host_matrix<const double>(square, nbf, nbf, nbf),
-                             kernels::host_matrix(C_occ_all_.data(), nbf, nocc_all, nbf), 0.0,
-                             kernels::host_matrix(X, nbf, nocc_all, nbf));
+      engine_.symm_upper_left(1.0, kernels::host_matrix<const double>(square, nbf, nbf, nbf),
+                              kernels::host_matrix(C_occ_all_.data(), nbf, nocc_all, nbf), 0.0,
+                              kernels::host_matrix(X, nbf, nocc_all, nbf));
       for (std::size_t s = 0; s < spins_.size(); ++s) {
         const Eigen::MatrixXd& C_vir = spins_[s].C_vir;
         const std::size_t nvir = C_vir.cols(), nocc = spins_[s].C_occ.cols();
         // column-major nvir × nocc is row-major [i][a]
-        engine.gemm(kernels::Op::transpose, kernels::Op::none, 1.0, kernels::host_matrix(C_vir.data(), nbf, nvir, nbf),
-                    kernels::host_matrix<const double>(X + nbf * occ_offset_[s], nbf, nocc, nbf), 0.0,
-                    kernels::host_matrix(out + q * nov_all_ + ov_offset_[s], nvir, nocc, nvir));
+        engine_.gemm(kernels::Op::transpose, kernels::Op::none, 1.0,
+                     kernels::host_matrix(C_vir.data(), nbf, nvir, nbf),
+                     kernels::host_matrix<const double>(X + nbf * occ_offset_[s], nbf, nocc, nbf), 0.0,
+                     kernels::host_matrix(out + q * nov_all_ + ov_offset_[s], nvir, nocc, nvir));
       }
     }
   }

@@ -19,6 +19,7 @@
 #include <libint2/basis.h>
 
 #include "kernels/block_packed.hpp"
+#include "kernels/compute_engine.hpp"
 
 #include "src/common/memory.hpp"
 #include "src/common/memory_plan.hpp"
@@ -70,9 +71,11 @@ DFTransformPlan plan_df_transform(const libint2::BasisSet& obs, const libint2::B
 // holds row_elements(), spin s's row-major [i][a] from offset(s). Threads take the rows, each with
 // its own buffers (thread_buffer_bytes, for the caller to reserve). The DF transform's pass and the
 // MP2 gradient's (P|ia) (src/gradient/ri_passes.hpp) both run it; only C_occ and C_vir are read.
+// The products run on `engine`, one on host memory.
 class OccupiedVirtualTransform {
  public:
-  OccupiedVirtualTransform(const kernels::BlockPackedLayout& layout, const std::vector<TransformSpin>& spins);
+  OccupiedVirtualTransform(const kernels::BlockPackedLayout& layout, const std::vector<TransformSpin>& spins,
+                           kernels::ComputeEngine& engine = kernels::cpu_engine());
   // Rows [nq][row_elements()] of `out` from nq rows of (Q|μν) at `ao` (layout.size() each).
   void operator()(const double* ao, std::size_t nq, double* out);
   std::size_t row_elements() const { return nov_all_; }
@@ -84,6 +87,7 @@ class OccupiedVirtualTransform {
  private:
   const kernels::BlockPackedLayout& layout_;
   const std::vector<TransformSpin>& spins_;
+  kernels::ComputeEngine& engine_;
   Eigen::MatrixXd C_occ_all_;  // every spin's occupied orbitals side by side
   std::vector<std::size_t> occ_offset_, ov_offset_;
   std::size_t nov_all_ = 0;

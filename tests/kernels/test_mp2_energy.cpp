@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "kernels/energy_reduction.hpp"
 #include "kernels/mp2_energy.hpp"
 
 namespace k = dfmp2::kernels;
@@ -176,4 +177,34 @@ TEST_CASE("names round-trip and bad names or arguments throw", "[kernels]") {
   const std::vector<double> short_eps(2, -1.0);
   CHECK_THROWS_AS(k::mp2_energy(k::Backend::fused, s.view(), short_eps, s.eps_vir, {}), std::invalid_argument);
   CHECK(k::needed_flops(2, 3, 4) == 2.0 * 3 * 9 * 4);
+}
+
+TEST_CASE("the reductions that keep their quotients keep T_ab / Δ_ab and sum what the others sum", "[kernels]") {
+  namespace d = k::detail;
+  // 70 virtuals: a partial 64-wide tile and a partial SIMD vector; rows padded (ldt, ld_kept > nvir).
+  const std::size_t nvir = 70, other = 67, ldt = 73, ld_kept = 75;
+  const System s = random_system(1, nvir, 1, 11);
+  std::mt19937_64 rng(12);
+  std::normal_distribution<double> normal(0.0, 0.1);
+  std::vector<double> T(nvir * ldt), kept(nvir * ld_kept, -1.0), eps_other(other);
+  for (double& x : T) x = normal(rng);
+  for (std::size_t b = 0; b < other; ++b) eps_other[b] = 0.2 + 0.01 * double(b);
+  const double eps_ij = -2.1;
+  const d::PairEnergy same = d::reduce_pair(T.data(), ldt, nvir, eps_ij, s.eps_vir.data());
+  const d::PairEnergy same_kept = d::reduce_pair_keeping(T.data(), ldt, nvir, eps_ij, s.eps_vir.data(), kept.data(),
+                                                         ld_kept);
+  CHECK(same_kept.os == same.os);  // the same operations in the same order
+  CHECK(same_kept.ss == same.ss);
+  for (std::size_t a = 0; a < nvir; ++a)
+    for (std::size_t b = 0; b < nvir; ++b)
+      CHECK(kept[a * ld_kept + b] == T[a * ldt + b] / (eps_ij - s.eps_vir[a] - s.eps_vir[b]));
+  const d::PairEnergy opposite = d::reduce_pair_opposite_spin(T.data(), ldt, nvir, other, eps_ij, s.eps_vir.data(),
+                                                              eps_other.data());
+  const d::PairEnergy opposite_kept = d::reduce_pair_opposite_spin_keeping(
+      T.data(), ldt, nvir, other, eps_ij, s.eps_vir.data(), eps_other.data(), kept.data(), ld_kept);
+  CHECK(opposite_kept.os == opposite.os);
+  for (std::size_t a = 0; a < nvir; ++a)
+    for (std::size_t b = 0; b < other; ++b)
+      CHECK(kept[a * ld_kept + b] == T[a * ldt + b] / (eps_ij - s.eps_vir[a] - eps_other[b]));
+  CHECK(kept[ld_kept - 1] == -1.0);  // the padding is not written
 }
