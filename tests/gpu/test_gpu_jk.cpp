@@ -9,7 +9,6 @@
 #include <cuda_runtime_api.h>
 
 #include <cmath>
-#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
@@ -21,7 +20,7 @@
 #include "kernels/packed_jk.hpp"
 #include "src/run/driver.hpp"
 #include "tests/kernels/jk_cases.hpp"
-#include "tests/src/psi4_case.hpp"
+#include "tests/gpu/device_runs.hpp"
 
 namespace k = dfmp2::kernels;
 using namespace dfmp2;
@@ -94,11 +93,6 @@ namespace {
 // relative and E_SCF by 1.9e-16; at RHF's default 1e-8, E_corr by 9.6e-11.
 constexpr double kRunRelative = 1e-10, kPsi4Tolerance = 1e-7, kDConvergence = 1e-10;
 
-std::string source_dir() {
-  const char* env = std::getenv("DFMP2_SOURCE_DIR");
-  return env && *env ? env : DFMP2_SOURCE_DIR;
-}
-
 // Whether the SCF stage's plan holds the DF-SCF tensor on the GPU, and whether streamed.
 std::pair<bool, bool> scf_on_gpu(const RunResult& r) {
   bool on_gpu = false, streamed = false;
@@ -115,22 +109,14 @@ std::pair<bool, bool> scf_on_gpu(const RunResult& r) {
 // A whole run on each device: the GPU's SCF and MP2 energies are the CPU's, and Psi4's.
 void check_run(const std::string& file, const std::string& name, std::size_t gpu_memory = 0) {
   INFO(name << (gpu_memory ? ", --gpu-memory " + std::to_string(gpu_memory) : std::string()));
-  const nlohmann::json ref = testing::psi4_case(source_dir(), file, name);
-  RunInput input;
-  RunOptions options = testing::psi4_case_options(source_dir(), ref, input);
-  options.gpu_memory_bytes = gpu_memory;
-  options.scf.d_convergence = kDConvergence;
-  Progress quiet(true);
-  options.device = k::Device::cpu;
-  const RunResult cpu = run(input, options, quiet);
-  options.device = k::Device::gpu;
-  const RunResult gpu = run(input, options, quiet);
+  const testing::DeviceRuns runs = testing::run_on_both_devices(file, name, kDConvergence, gpu_memory);
+  const RunResult &cpu = runs.cpu, &gpu = runs.gpu;
   CHECK(scf_on_gpu(gpu) == std::pair<bool, bool>{true, gpu_memory > 0});
   CHECK_FALSE(scf_on_gpu(cpu).first);
   CHECK(std::abs(gpu.e_scf - cpu.e_scf) <= kRunRelative * std::abs(cpu.e_scf));
   CHECK(std::abs(gpu.e_corr - cpu.e_corr) <= kRunRelative * std::abs(cpu.e_corr));
-  CHECK(std::abs(gpu.e_corr - ref["e_corr"].get<double>()) < kPsi4Tolerance);
-  CHECK(std::abs(gpu.e_scf - ref["e_scf"].get<double>()) < kPsi4Tolerance);
+  CHECK(std::abs(gpu.e_corr - runs.ref["e_corr"].get<double>()) < kPsi4Tolerance);
+  CHECK(std::abs(gpu.e_scf - runs.ref["e_scf"].get<double>()) < kPsi4Tolerance);
 }
 
 }  // namespace
