@@ -17,17 +17,17 @@ void check_cuda(cudaError_t status, const char* what) {
   if (status != cudaSuccess) throw GpuError(std::string("GPU: ") + what + ": " + cudaGetErrorString(status));
 }
 
-// The J/K builds' one allocation, freed with it.
+// A device's one allocation, freed with it.
 class JKMemory {
  public:
-  explicit JKMemory(std::size_t bytes) {
+  JKMemory(std::size_t bytes, const std::string& purpose) {
     const cudaError_t status = cudaMalloc(&data_, std::max<std::size_t>(bytes, 1));
     if (status == cudaSuccess) return;
     cudaGetLastError();  // an allocation failure is not sticky: clear it
     data_ = nullptr;
     std::size_t free = 0, total = 0;
     cudaMemGetInfo(&free, &total);
-    throw GpuError("GPU: cannot allocate " + format_gib(bytes) + " for the SCF's J/K builds (" +
+    throw GpuError("GPU: cannot allocate " + format_gib(bytes) + " for " + purpose + " (" +
                    cudaGetErrorString(status) + "; " + format_gib(free) + " free of " + format_gib(total) +
                    "): lower --gpu-memory or use --device cpu");
   }
@@ -84,7 +84,7 @@ unsigned grid_for(std::size_t elements) {
 // Everything queued on one stream: copies, kernels and cuBLAS.
 class CudaJKDevice final : public JKDevice {
  public:
-  explicit CudaJKDevice(std::size_t bytes) : memory_(bytes), engine_(stream_.get()) {}
+  CudaJKDevice(std::size_t bytes, const std::string& purpose) : memory_(bytes, purpose), engine_(stream_.get()) {}
   ComputeEngine& engine() override { return engine_; }
   char* memory() override { return memory_.data(); }
   void copy_to(void* device, const void* host, std::size_t bytes) override {
@@ -96,7 +96,7 @@ class CudaJKDevice final : public JKDevice {
   void zero(void* device, std::size_t bytes) override {
     check_cuda(cudaMemsetAsync(device, 0, bytes, stream_.get()), "zeroing device memory");
   }
-  void synchronise() override { check_cuda(cudaStreamSynchronize(stream_.get()), "the J/K build"); }
+  void synchronise() override { check_cuda(cudaStreamSynchronize(stream_.get()), "waiting for the GPU's work"); }
   void unpack(const double* rows, std::size_t nq, std::size_t stored, const std::uint32_t* table, std::size_t nbf,
               std::size_t ld, double* stack) override {
     launch_unpack(rows, nq, stored, table, nbf, ld, stack);
@@ -125,10 +125,15 @@ class CudaJKDevice final : public JKDevice {
 
 }  // namespace
 
+std::unique_ptr<JKDevice> make_cuda_device(std::size_t bytes, const std::string& purpose) {
+  return std::make_unique<CudaJKDevice>(bytes, purpose);
+}
+
 struct GpuJK::Impl {
   CudaJKDevice device;
   StackedJK jk;
-  Impl(const BlockPackedLayout& layout, const GpuJKPlan& plan) : device(plan.device_bytes()), jk(layout, plan, device) {}
+  Impl(const BlockPackedLayout& layout, const GpuJKPlan& plan)
+      : device(plan.device_bytes(), "the SCF's J/K builds"), jk(layout, plan, device) {}
 };
 
 GpuJK::GpuJK(const BlockPackedLayout& layout, const GpuJKPlan& plan) : impl_(std::make_unique<Impl>(layout, plan)) {}

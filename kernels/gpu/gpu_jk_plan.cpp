@@ -14,17 +14,15 @@ constexpr std::size_t kBatchBytes = std::size_t(1) << 30;
 // larger batches computes faster than resident rows in tiny ones).
 constexpr std::size_t kLeastResidentBatch = 8;
 
-std::size_t aligned(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
-
 std::size_t x_bytes(const GpuJKPlan& p, std::size_t batch_q) {
-  return aligned(sizeof(double) * p.nbf * p.factor_columns * std::max<std::size_t>(batch_q, 2));
+  return gpu_aligned(sizeof(double) * p.nbf * p.factor_columns * std::max<std::size_t>(batch_q, 2));
 }
 
 // The plan's buffers for batches of batch_q.
 GpuJKPlan with_batch(GpuJKPlan p, std::size_t batch_q) {
   p.batch_q = batch_q;
-  p.rows_bytes = aligned(sizeof(double) * p.stored * (p.resident ? p.rows : batch_q));
-  p.squares_bytes = aligned(sizeof(double) * p.nbf * p.nbf * batch_q);
+  p.rows_bytes = gpu_aligned(sizeof(double) * p.stored * (p.resident ? p.rows : batch_q));
+  p.squares_bytes = gpu_aligned(sizeof(double) * p.nbf * p.nbf * batch_q);
   p.x_bytes = x_bytes(p, batch_q);
   p.fixed_bytes = gpu_jk_parts(p).total();
   return p;
@@ -32,10 +30,18 @@ GpuJKPlan with_batch(GpuJKPlan p, std::size_t batch_q) {
 
 // The largest batch of at most `most` Q whose plan fits `device_bytes` (0: none does).
 std::size_t largest_batch(const GpuJKPlan& p, std::size_t most, std::size_t device_bytes) {
+  return largest_fitting(most, [&](std::size_t batch) { return with_batch(p, batch).device_bytes() <= device_bytes; });
+}
+
+}  // namespace
+
+std::size_t gpu_aligned(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
+
+std::size_t largest_fitting(std::size_t most, const std::function<bool(std::size_t)>& fits) {
   std::size_t lo = 0, hi = most;
   while (lo < hi) {
     const std::size_t mid = (lo + hi + 1) / 2;
-    if (with_batch(p, mid).device_bytes() <= device_bytes)
+    if (fits(mid))
       lo = mid;
     else
       hi = mid - 1;
@@ -43,15 +49,13 @@ std::size_t largest_batch(const GpuJKPlan& p, std::size_t most, std::size_t devi
   return lo;
 }
 
-}  // namespace
-
 GpuJKParts gpu_jk_parts(const GpuJKPlan& p) {
   const std::size_t d = std::max<std::size_t>(p.densities, 1), n2 = p.nbf * p.nbf;
   const std::size_t factors = 2 * p.nbf * p.factor_columns;
-  return {aligned(sizeof(double) * d * p.stored),       aligned(sizeof(double) * d * p.stored),
-          aligned(sizeof(double) * d * n2),             aligned(sizeof(double) * d * p.batch_q),
-          aligned(sizeof(double) * factors),            aligned(sizeof(float) * factors),
-          aligned(sizeof(float) * n2),                  aligned(2 * sizeof(std::uint32_t) * p.stored)};
+  return {gpu_aligned(sizeof(double) * d * p.stored),       gpu_aligned(sizeof(double) * d * p.stored),
+          gpu_aligned(sizeof(double) * d * n2),             gpu_aligned(sizeof(double) * d * p.batch_q),
+          gpu_aligned(sizeof(double) * factors),            gpu_aligned(sizeof(float) * factors),
+          gpu_aligned(sizeof(float) * n2),                  gpu_aligned(2 * sizeof(std::uint32_t) * p.stored)};
 }
 
 GpuJKPlan plan_gpu_jk(std::size_t nbf, std::size_t stored, std::size_t rows, std::size_t densities,

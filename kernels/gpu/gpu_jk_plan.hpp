@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "kernels/block_packed.hpp"
@@ -39,6 +40,11 @@ struct GpuJKParts {
   std::size_t total() const { return J + D_weighted + K + gamma + factors64 + factors32 + K32 + table; }
 };
 GpuJKParts gpu_jk_parts(const GpuJKPlan& plan);
+
+// Bytes rounded up to a multiple of 256: every device buffer carved from one block stays aligned.
+std::size_t gpu_aligned(std::size_t bytes);
+// The largest n ≤ most with fits(n), fits true up to some n and false beyond (0: fits(1) is false).
+std::size_t largest_fitting(std::size_t most, const std::function<bool(std::size_t)>& fits);
 
 // The plan for these sizes in `device_bytes` of GPU memory: resident when the rows fit beside a
 // batch of a few Q, else streamed in the largest batches that fit; GpuError naming the sizes when

@@ -1,8 +1,9 @@
-// A build without CUDA: the GPU energy step and J/K builds are not there, and say so in one line.
+// A build without CUDA: the GPU energy step, J/K builds and DF transform are not there, and say so in one line.
 #include <stdexcept>
 
 #include "kernels/gpu/gpu_energy.hpp"
 #include "kernels/gpu/gpu_jk.hpp"
+#include "kernels/gpu/stacked_jk.hpp"
 
 namespace dfmp2::kernels {
 
@@ -36,5 +37,9 @@ void GpuJK::begin(std::span<const DensityFactors>, Precision) { throw GpuError(k
 void GpuJK::add(std::size_t, const double*, std::size_t) { throw GpuError(kNoCuda); }
 void GpuJK::finish(std::span<double* const>, std::span<double* const>) { throw GpuError(kNoCuda); }
 std::size_t GpuJK::uploaded_bytes() const { return 0; }
+
+std::unique_ptr<JKDevice> make_cuda_device(std::size_t, const std::string&) {
+  throw GpuError(std::string("no usable GPU: ") + kNoCuda);
+}
 
 }  // namespace dfmp2::kernels

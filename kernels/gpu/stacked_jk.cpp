@@ -6,30 +6,11 @@
 #include <type_traits>
 
 namespace dfmp2::kernels {
-namespace {
-
-// Hands out consecutive pieces of one block of memory.
-class Carver {
- public:
-  explicit Carver(char* base) : next_(base) {}
-  template <typename T>
-  T* take(std::size_t bytes) {
-    T* piece = reinterpret_cast<T*>(next_);
-    next_ += bytes;
-    return piece;
-  }
-
- private:
-  char* next_;
-};
-
-}  // namespace
-
 StackedJK::StackedJK(const BlockPackedLayout& layout, const GpuJKPlan& plan, JKDevice& device)
     : layout_(layout), plan_(plan), device_(device), engine_(device.engine()) {
   if (layout.n() != plan.nbf || layout.size() != plan.stored)
     throw std::invalid_argument("StackedJK: the plan is for another layout");
-  Carver carve(device.memory());
+  DeviceCarver carve(device.memory());
   rows_ = carve.take<double>(plan.rows_bytes);
   stack_ = carve.take<void>(plan.squares_bytes);
   X_ = carve.take<void>(plan.x_bytes);

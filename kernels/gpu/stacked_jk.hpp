@@ -13,7 +13,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "kernels/compute_engine.hpp"
@@ -22,8 +24,9 @@
 
 namespace dfmp2::kernels {
 
-// Where a StackedJK's buffers live and its work runs: one block of memory, copies and kernels
-// queued in order (one stream), and an engine on that memory and queue.
+// Where a StackedJK's (and the DF transform's StackedTransform's) buffers live and its work runs:
+// one block of memory, copies and kernels queued in order (one stream), and an engine on that
+// memory and queue.
 class JKDevice {
  public:
   virtual ~JKDevice() = default;
@@ -46,6 +49,26 @@ class JKDevice {
   // to += from (nbf × nbf, column-major), only where row ≥ column when lower_only.
   virtual void add_fp32(const float* from, double* to, std::size_t nbf, bool lower_only) = 0;
 };
+
+// Hands out consecutive pieces of one block of device memory.
+class DeviceCarver {
+ public:
+  explicit DeviceCarver(char* base) : next_(base) {}
+  template <typename T>
+  T* take(std::size_t bytes) {
+    T* piece = reinterpret_cast<T*>(next_);
+    next_ += bytes;
+    return piece;
+  }
+
+ private:
+  char* next_;
+};
+
+// The CUDA device (kernels/gpu/gpu_jk.cu): `bytes` of GPU memory taken at once, one stream, a
+// cuBLAS engine. GpuError naming `purpose` ("the SCF's J/K builds") when the memory cannot be
+// had; a build without CUDA refuses.
+std::unique_ptr<JKDevice> make_cuda_device(std::size_t bytes, const std::string& purpose);
 
 class StackedJK {
  public:

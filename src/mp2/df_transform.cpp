@@ -155,7 +155,8 @@ DFTransformPlan plan_df_transform(const libint2::BasisSet& obs, const libint2::B
 // positions).
 OccupiedVirtualTransform::OccupiedVirtualTransform(const kernels::BlockPackedLayout& layout,
                                                    const std::vector<TransformSpin>& spins,
-                                                   kernels::ComputeEngine& engine)
+                                                   kernels::ComputeEngine& engine,
+                                                   const kernels::GpuTransformPlan* gpu)
     : layout_(layout), spins_(spins), engine_(engine) {
   std::size_t nocc_all = 0;
   for (const TransformSpin& spin : spins) {
@@ -167,6 +168,15 @@ OccupiedVirtualTransform::OccupiedVirtualTransform(const kernels::BlockPackedLay
   C_occ_all_.resize(static_cast<Eigen::Index>(layout.n()), static_cast<Eigen::Index>(nocc_all));
   for (std::size_t s = 0; s < spins.size(); ++s)
     C_occ_all_.middleCols(static_cast<Eigen::Index>(occ_offset_[s]), spins[s].C_occ.cols()) = spins[s].C_occ;
+  if (gpu) {
+    std::vector<kernels::TransformOrbitals> orbitals;
+    for (const TransformSpin& spin : spins)
+      orbitals.push_back({spin.C_occ.data(), static_cast<std::size_t>(spin.C_occ.cols()), spin.C_vir.data(),
+                          static_cast<std::size_t>(spin.C_vir.cols())});
+    device_ = kernels::make_cuda_device(gpu->device_bytes(), "the DF transform");
+    gpu_ = std::make_unique<kernels::StackedTransform>(layout, *gpu, orbitals, *device_);
+    return;
+  }
   const auto threads = static_cast<std::size_t>(omp_get_max_threads());
   square_.assign(threads, std::vector<double>(layout.n() * layout.n(), 0.0));
   X_.assign(threads, std::vector<double>(layout.n() * nocc_all));
@@ -182,6 +192,10 @@ double OccupiedVirtualTransform::flops_per_row() const {
 }
 
 void OccupiedVirtualTransform::operator()(const double* ao, std::size_t nq, double* out) {
+  if (gpu_) {
+    (*gpu_)(ao, nq, out);
+    return;
+  }
   const std::size_t nbf = layout_.n(), nocc_all = static_cast<std::size_t>(C_occ_all_.cols());
 #pragma omp parallel
   {
@@ -264,7 +278,10 @@ void integrals_pass(Pass& pass, std::vector<SpinTarget>& targets, MemoryBudget& 
           transpose(rows, nq, nov, nov_all, targets[s].exchange.data() + (q - p.q.begin), p.q.size());
       }
     }
-    work.flops_fp64 += pass.transform.flops_per_row() * double(q_count);
+    if (p.gpu)  // at cuBLAS's rate
+      work.gpu_seconds += pass.transform.flops_per_row() * double(q_count) / (std::max(p.gpu_gflops, 1.0) * 1e9);
+    else
+      work.flops_fp64 += pass.transform.flops_per_row() * double(q_count);
     done += q_count;
     if (progress) progress(double(done) / double(std::max<std::size_t>(p.q.size(), 1)));
   }
@@ -354,7 +371,7 @@ void run_pass(const DFTransformInput& in, const DFTransformPlan& p, std::vector<
               StageWork& work) {
   const auto workspace = budget.reserve(OccupiedVirtualTransform::thread_buffer_bytes(p.nbf, sizes_of(p).nocc_all),
                                         "the transform's per-thread buffers");
-  Pass pass{in, p, OccupiedVirtualTransform(in.pairs.layout, in.spins)};
+  Pass pass{in, p, OccupiedVirtualTransform(in.pairs.layout, in.spins, kernels::cpu_engine(), p.gpu ? &*p.gpu : nullptr)};
   integrals_pass(pass, targets, budget, metric, progress, work);
 }
 

@@ -13,6 +13,8 @@
 #pragma once
 
 #include <functional>
+#include <memory>
+#include <optional>
 #include <vector>
 
 #include <Eigen/Core>
@@ -20,6 +22,7 @@
 
 #include "kernels/block_packed.hpp"
 #include "kernels/compute_engine.hpp"
+#include "kernels/gpu/stacked_transform.hpp"
 
 #include "src/common/memory.hpp"
 #include "src/common/memory_plan.hpp"
@@ -55,6 +58,8 @@ struct DFTransformPlan {
   bool through_disk = false;        // (Q|ia) via a scratch file, fitted in blocks of occupied orbitals
   bool b_in_memory = true;          // else B_ia^P is written to disk for the energy step
   std::size_t fit_occ = 0;          // through disk: occupied orbitals per fitted block
+  std::optional<kernels::GpuTransformPlan> gpu;  // the pass's products on the GPU, its memory so planned
+  double gpu_gflops = 0.0;                       // there: cuBLAS's rate probed at start-up, the floor's
   StagePlan stage;
 
   Range occ_of(std::size_t spin, int rank) const { return share_of(spins[spin].nocc, rank, ranks); }
@@ -71,11 +76,14 @@ DFTransformPlan plan_df_transform(const libint2::BasisSet& obs, const libint2::B
 // holds row_elements(), spin s's row-major [i][a] from offset(s). Threads take the rows, each with
 // its own buffers (thread_buffer_bytes, for the caller to reserve). The DF transform's pass and the
 // MP2 gradient's (P|ia) (src/gradient/ri_passes.hpp) both run it; only C_occ and C_vir are read.
-// The products run on `engine`, one on host memory.
+// The products run on `engine`, one on host memory; given a GPU plan, on the GPU instead
+// (kernels/gpu/stacked_transform.hpp), its memory taken at construction (GpuError when it cannot
+// be), the rows copied there and back.
 class OccupiedVirtualTransform {
  public:
   OccupiedVirtualTransform(const kernels::BlockPackedLayout& layout, const std::vector<TransformSpin>& spins,
-                           kernels::ComputeEngine& engine = kernels::cpu_engine());
+                           kernels::ComputeEngine& engine = kernels::cpu_engine(),
+                           const kernels::GpuTransformPlan* gpu = nullptr);
   // Rows [nq][row_elements()] of `out` from nq rows of (Q|μν) at `ao` (layout.size() each).
   void operator()(const double* ao, std::size_t nq, double* out);
   std::size_t row_elements() const { return nov_all_; }
@@ -91,7 +99,9 @@ class OccupiedVirtualTransform {
   Eigen::MatrixXd C_occ_all_;  // every spin's occupied orbitals side by side
   std::vector<std::size_t> occ_offset_, ov_offset_;
   std::size_t nov_all_ = 0;
-  std::vector<std::vector<double>> square_, X_;  // per thread
+  std::vector<std::vector<double>> square_, X_;  // per thread (on the CPU)
+  std::unique_ptr<kernels::JKDevice> device_;    // on the GPU
+  std::unique_ptr<kernels::StackedTransform> gpu_;
 };
 
 struct DFTransformInput {

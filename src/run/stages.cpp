@@ -142,7 +142,7 @@ LoadedSets load_basis_sets(const RunInput& input, Problem& p) {
   if (input.orbital_basis) {  // its spherical/Cartesian choice and potentials (no SAD guess: orbitals given)
     p.orbital_basis.pure = input.orbital_basis->pure;
     p.orbital_basis.ecp_by_Z = input.orbital_basis->potentials;
-    sets.obs_count = {input.orbital_basis->shells.size(), input.orbital_basis->shells.nbf()};
+    sets.obs_count = {input.orbital_basis->shells.size(), static_cast<std::size_t>(input.orbital_basis->shells.nbf())};
   } else {
     p.orbital_basis = load_basis(p.basis, BasisRole::orbital);
   }
@@ -384,6 +384,34 @@ void plan_gradient(RunPlan& plan, const Problem& problem, const RunContext& cont
   plan.gradient = std::move(gradient);
 }
 
+// The DF transform's products run on the GPU where the energy step does (as the SCF's J/K), in
+// the GPU memory the step may take (the transform's is freed before the step); too little for
+// one row: --device gpu is refused, auto keeps the transform on the CPU.
+void plan_transform_on_gpu(RunPlan& plan, const Problem& problem, const RunOptions& options) {
+  DFTransformPlan& transform = plan.transform;
+  std::size_t nocc_all = 0, nvir_all = 0, nov_all = 0;
+  for (const TransformSizes& s : transform.spins) {
+    nocc_all += s.nocc;
+    nvir_all += s.nvir;
+    nov_all += s.nocc * s.nvir;
+  }
+  try {
+    transform.gpu = kernels::plan_gpu_transform(problem.obs.nbf(), problem.pairs.layout.size(), nocc_all, nvir_all,
+                                                nov_all, transform.chunk_rows, plan.mp2.device.gpu_bytes);
+  } catch (const kernels::GpuError&) {
+    if (options.device == kernels::Device::gpu) throw;
+    return;
+  }
+  transform.gpu_gflops = plan.mp2.device.gemm_gflops;
+  const kernels::GpuTransformPlan& gpu = *transform.gpu;
+  transform.stage.gpu("the transform's rows (Q|μν) and their squares, batches of " + std::to_string(gpu.batch_q),
+                      gpu.rows_bytes + gpu.squares_bytes);
+  transform.stage.gpu("the transform's products (Q|μν) C_occ and (Q|ia)", gpu.x_bytes + gpu.out_bytes);
+  transform.stage.gpu("the orbitals and the unpack table", gpu.fixed_bytes);
+  std::string& note = transform.stage.note;
+  note += (note.empty() ? "" : "; ") + std::string("products on the GPU (") + plan.mp2.device.properties.name + ")";
+}
+
 // The DF transform and the energy step: B_ia^P stays in memory when both fit with it there.
 void plan_transform_and_energy(RunPlan& plan, const Problem& problem, const RunContext& context, std::size_t ram) {
   const std::size_t nbf = problem.obs.nbf(), naux = problem.aux.nbf();
@@ -403,6 +431,7 @@ void plan_transform_and_energy(RunPlan& plan, const Problem& problem, const RunC
     const auto short_of = context.comm.allgather(fits ? 0.0 : 1.0);  // every rank keeps B alike
     if (!in_memory || *std::max_element(short_of.begin(), short_of.end()) == 0.0) break;
   }
+  if (device.gpu) plan_transform_on_gpu(plan, problem, options);
   add_blocks(plan.df_transform, plan.transform.stage);
   add_blocks(plan.energy, plan.mp2.stage);
 }

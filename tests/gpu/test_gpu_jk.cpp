@@ -9,7 +9,6 @@
 #include <cuda_runtime_api.h>
 
 #include <cmath>
-#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
@@ -21,7 +20,8 @@
 #include "kernels/packed_jk.hpp"
 #include "src/run/driver.hpp"
 #include "tests/kernels/jk_cases.hpp"
-#include "tests/src/psi4_case.hpp"
+#include "tests/gpu/device_memory.hpp"
+#include "tests/gpu/device_runs.hpp"
 
 namespace k = dfmp2::kernels;
 using namespace dfmp2;
@@ -36,12 +36,6 @@ namespace {
 // a batch's columns in fp32 in another order than OpenBLAS — fp32's 6e-8 grown over thousands of
 // terms, far below the 1e-4 orbital gradient at which the SCF leaves fp32 (--fp32-until).
 constexpr double kFp64Relative = 1e-12, kFp32Relative = 1e-5;
-
-std::size_t free_device_bytes() {
-  std::size_t free = 0, total = 0;
-  REQUIRE(cudaMemGetInfo(&free, &total) == cudaSuccess);
-  return free;
-}
 
 }  // namespace
 
@@ -78,18 +72,11 @@ TEST_CASE("the GPU's J/K on a small layout, for the sanitizers", "[gpu][sanitize
 
 TEST_CASE("a J/K builder the GPU cannot hold is one GpuError and leaves the GPU's memory as it was", "[gpu]") {
   const k::BlockPackedLayout layout = random_layout(20, 0.5, 57);
-  const std::size_t before = free_device_bytes();
-  // Resident rows of more bytes than the GPU has.
-  const std::size_t rows = before / (sizeof(double) * layout.size()) + 1000;
+  // Resident rows of more bytes than the GPU has free.
+  const std::size_t rows = testing::free_device_bytes() / (sizeof(double) * layout.size()) + 1000;
   const k::GpuJKPlan plan = k::plan_gpu_jk(layout.n(), layout.size(), rows, 1, std::size_t(1) << 50);
   REQUIRE(plan.resident);
-  // The first failed allocation left 2 MiB less free on the H200 (results/gpu/check_h200_run4.log),
-  // held by nothing of ours (the builder's one cudaMalloc comes first): a second must cost nothing.
-  CHECK_THROWS_AS(k::GpuJK(layout, plan), k::GpuError);
-  const std::size_t after_first = free_device_bytes();
-  CHECK(before - after_first <= (std::size_t(4) << 20));
-  CHECK_THROWS_AS(k::GpuJK(layout, plan), k::GpuError);
-  CHECK(free_device_bytes() == after_first);
+  testing::check_refusal_leaves_memory([&] { k::GpuJK refused(layout, plan); });
 }
 
 namespace {
@@ -101,11 +88,6 @@ namespace {
 // the H200's first run differed by 4e-10 there (results/gpu/check_h200_run4.log); at 1e-12 the
 // CPU's runs with and without fp32 iterations agree to 1.8e-13 Eh.
 constexpr double kRunRelative = 1e-10, kPsi4Tolerance = 1e-7, kRhfConvergence = 1e-10, kUhfConvergence = 1e-12;
-
-std::string source_dir() {
-  const char* env = std::getenv("DFMP2_SOURCE_DIR");
-  return env && *env ? env : DFMP2_SOURCE_DIR;
-}
 
 // Whether the SCF stage's plan holds the DF-SCF tensor on the GPU, and whether streamed.
 std::pair<bool, bool> scf_on_gpu(const RunResult& r) {
@@ -123,22 +105,14 @@ std::pair<bool, bool> scf_on_gpu(const RunResult& r) {
 // A whole run on each device: the GPU's SCF and MP2 energies are the CPU's, and Psi4's.
 void check_run(const std::string& file, const std::string& name, double d_convergence, std::size_t gpu_memory = 0) {
   INFO(name << (gpu_memory ? ", --gpu-memory " + std::to_string(gpu_memory) : std::string()));
-  const nlohmann::json ref = testing::psi4_case(source_dir(), file, name);
-  RunInput input;
-  RunOptions options = testing::psi4_case_options(source_dir(), ref, input);
-  options.gpu_memory_bytes = gpu_memory;
-  options.scf.d_convergence = d_convergence;
-  Progress quiet(true);
-  options.device = k::Device::cpu;
-  const RunResult cpu = run(input, options, quiet);
-  options.device = k::Device::gpu;
-  const RunResult gpu = run(input, options, quiet);
+  const testing::DeviceRuns runs = testing::run_on_both_devices(file, name, d_convergence, gpu_memory);
+  const RunResult &cpu = runs.cpu, &gpu = runs.gpu;
   CHECK(scf_on_gpu(gpu) == std::pair<bool, bool>{true, gpu_memory > 0});
   CHECK_FALSE(scf_on_gpu(cpu).first);
   CHECK(std::abs(gpu.e_scf - cpu.e_scf) <= kRunRelative * std::abs(cpu.e_scf));
   CHECK(std::abs(gpu.e_corr - cpu.e_corr) <= kRunRelative * std::abs(cpu.e_corr));
-  CHECK(std::abs(gpu.e_corr - ref["e_corr"].get<double>()) < kPsi4Tolerance);
-  CHECK(std::abs(gpu.e_scf - ref["e_scf"].get<double>()) < kPsi4Tolerance);
+  CHECK(std::abs(gpu.e_corr - runs.ref["e_corr"].get<double>()) < kPsi4Tolerance);
+  CHECK(std::abs(gpu.e_scf - runs.ref["e_scf"].get<double>()) < kPsi4Tolerance);
 }
 
 }  // namespace
