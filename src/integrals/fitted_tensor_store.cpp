@@ -111,6 +111,16 @@ FittedTensorStore::FittedTensorStore(const libint2::BasisSet& obs, const libint2
                                      const ScratchDirectory* scratch, Communicator& comm,
                                      const std::function<void(double)>& progress)
     : q_(plan.q), store_(plan.q.size(), plan.stored, plan.ram_rows, budget, scratch, "the DF-SCF three-index tensor") {
+  fill(obs, aux, pairs, plan, budget, comm, progress);
+  // After the metric and the batch are given back: the builder's plan holds the read buffers, and
+  // beside them here they could pass the integrals stage's plan by a page.
+  if (store_.disk_rows() > 0)
+    read_buffers_ = budget.allocate<double>(2 * plan.read_rows * plan.stored, "the DF-SCF tensor's read buffers");
+}
+
+void FittedTensorStore::fill(const libint2::BasisSet& obs, const libint2::BasisSet& aux, const ShellPairs& pairs,
+                             const FittedTensorPlan& plan, MemoryBudget& budget, Communicator& comm,
+                             const std::function<void(double)>& progress) {
   const auto fit_memory = budget.reserve(CoulombFitting::peak_bytes(plan.naux), "the DF-SCF fitting metric");
   const Eigen::MatrixXd metric = coulomb_metric(aux);
   const ThreeIndexIntegrals integrals(aux, obs, pairs, metric);
@@ -128,8 +138,6 @@ FittedTensorStore::FittedTensorStore(const libint2::BasisSet& obs, const libint2
     fill_in_place(obs, pairs, plan, store_, compute_and_fit, progress);
   else
     fill_by_rounds(obs, pairs, plan, integrals, store_, budget, comm, compute_and_fit, progress);
-  if (store_.disk_rows() > 0)
-    read_buffers_ = budget.allocate<double>(2 * plan.read_rows * plan.stored, "the DF-SCF tensor's read buffers");
 }
 
 void FittedTensorStore::for_each_block(const RowStore::Visit& visit) {

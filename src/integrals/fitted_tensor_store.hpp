@@ -67,6 +67,11 @@ class FittedTensorStore {
   const StageWork& setup_work() const { return work_; }
 
  private:
+  // Computes and fits the rows into store_, the metric's memory held only meanwhile.
+  void fill(const libint2::BasisSet& obs, const libint2::BasisSet& aux, const ShellPairs& pairs,
+            const FittedTensorPlan& plan, MemoryBudget& budget, Communicator& comm,
+            const std::function<void(double)>& progress);
+
   Range q_;
   RowStore store_;
   LargeArray<double> read_buffers_;
