@@ -15,17 +15,18 @@
 
 #include "kernels/backends.hpp"
 #include "kernels/gpu/cuda_compute_engine.hpp"
+#include "kernels/gpu/cuda_resources.hpp"
 #include "kernels/gpu/energy_kernels.cuh"
 #include "kernels/pair_schedule.hpp"
 
 namespace dfmp2::kernels {
 namespace {
 
-static_assert(gpu::kFusedEdge == int(kFusedTileEdge));
+using cuda::check;
+using cuda::DeviceMemory;
+using cuda::Stream;
 
-void check(cudaError_t status, const std::string& what) {
-  if (status != cudaSuccess) throw GpuError("GPU: " + what + ": " + cudaGetErrorString(status));
-}
+static_assert(gpu::kFusedEdge == int(kFusedTileEdge));
 
 // Under MPI, ranks on one node share its GPUs round-robin by their node-local rank.
 int device_index(int devices) {
@@ -33,56 +34,6 @@ int device_index(int devices) {
     if (const char* value = std::getenv(name)) return std::atoi(value) % std::max(devices, 1);
   return 0;
 }
-
-class DeviceMemory {
- public:
-  DeviceMemory() = default;
-  DeviceMemory(std::size_t bytes, const std::string& what) : bytes_(bytes) {
-    if (bytes == 0) return;
-    if (const cudaError_t status = cudaMalloc(&data_, bytes); status != cudaSuccess) {
-      cudaGetLastError();  // an allocation failure is not sticky: clear it
-      std::size_t free = 0, total = 0;
-      cudaMemGetInfo(&free, &total);
-      throw GpuError("GPU: cannot allocate " + format_gib(bytes) + " for " + what + " (" + cudaGetErrorString(status) +
-                     "; " + format_gib(free) + " free of " + format_gib(total) + "): lower --gpu-memory or use --device cpu");
-    }
-  }
-  DeviceMemory(DeviceMemory&& other) noexcept { *this = std::move(other); }
-  DeviceMemory& operator=(DeviceMemory&& other) noexcept {
-    std::swap(data_, other.data_);
-    std::swap(bytes_, other.bytes_);
-    return *this;
-  }
-  ~DeviceMemory() {
-    if (data_) cudaFree(data_);
-  }
-  template <typename T>
-  T* as() const { return static_cast<T*>(data_); }
-  std::size_t bytes() const { return bytes_; }
-
- private:
-  void* data_ = nullptr;
-  std::size_t bytes_ = 0;
-};
-
-// CUDA objects that free themselves: an engine whose construction fails part-way leaves nothing.
-class Stream {
- public:
-  Stream() { check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "creating a stream"); }
-  explicit Stream(int priority) {
-    check(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, priority), "creating a stream");
-  }
-  ~Stream() {
-    cudaStreamSynchronize(stream_);
-    cudaStreamDestroy(stream_);
-  }
-  Stream(const Stream&) = delete;
-  Stream& operator=(const Stream&) = delete;
-  operator cudaStream_t() const { return stream_; }
-
- private:
-  cudaStream_t stream_ = nullptr;
-};
 
 class Event {
  public:
@@ -303,7 +254,7 @@ void GpuEnergyEngine::Impl::carve_small() {
   char* at = small.as<char>();
   const auto take = [&](std::size_t bytes) {
     char* here = at;
-    at += (bytes + 255) / 256 * 256;
+    at += gpu_aligned(bytes);
     return here;
   };
   const std::size_t tiles = plan.nvir_max / kFusedTileEdge + 1;

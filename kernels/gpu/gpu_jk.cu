@@ -8,52 +8,15 @@
 #include <string>
 
 #include "kernels/gpu/cuda_compute_engine.hpp"
+#include "kernels/gpu/cuda_resources.hpp"
 #include "kernels/gpu/stacked_jk.hpp"
 
 namespace dfmp2::kernels {
 namespace {
 
-void check_cuda(cudaError_t status, const char* what) {
-  if (status != cudaSuccess) throw GpuError(std::string("GPU: ") + what + ": " + cudaGetErrorString(status));
-}
-
-// A device's one allocation, freed with it.
-class JKMemory {
- public:
-  JKMemory(std::size_t bytes, const std::string& purpose) {
-    const cudaError_t status = cudaMalloc(&data_, std::max<std::size_t>(bytes, 1));
-    if (status == cudaSuccess) return;
-    cudaGetLastError();  // an allocation failure is not sticky: clear it
-    data_ = nullptr;
-    std::size_t free = 0, total = 0;
-    cudaMemGetInfo(&free, &total);
-    throw GpuError("GPU: cannot allocate " + format_gib(bytes) + " for " + purpose + " (" +
-                   cudaGetErrorString(status) + "; " + format_gib(free) + " free of " + format_gib(total) +
-                   "): lower --gpu-memory or use --device cpu");
-  }
-  ~JKMemory() { cudaFree(data_); }
-  JKMemory(const JKMemory&) = delete;
-  JKMemory& operator=(const JKMemory&) = delete;
-  char* data() const { return static_cast<char*>(data_); }
-
- private:
-  void* data_ = nullptr;
-};
-
-class JKStream {
- public:
-  JKStream() { check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "creating a stream"); }
-  ~JKStream() {
-    cudaStreamSynchronize(stream_);
-    cudaStreamDestroy(stream_);
-  }
-  JKStream(const JKStream&) = delete;
-  JKStream& operator=(const JKStream&) = delete;
-  cudaStream_t get() const { return stream_; }
-
- private:
-  cudaStream_t stream_ = nullptr;
-};
+using cuda::check;
+using cuda::DeviceMemory;
+using cuda::Stream;
 
 template <typename Real>
 __global__ void unpack_stack(const double* rows, std::size_t nq, std::size_t stored, const std::uint32_t* table,
@@ -84,19 +47,20 @@ unsigned grid_for(std::size_t elements) {
 // Everything queued on one stream: copies, kernels and cuBLAS.
 class CudaJKDevice final : public JKDevice {
  public:
-  CudaJKDevice(std::size_t bytes, const std::string& purpose) : memory_(bytes, purpose), engine_(stream_.get()) {}
+  CudaJKDevice(std::size_t bytes, const std::string& purpose)
+      : memory_(std::max<std::size_t>(bytes, 1), purpose), engine_(stream_) {}
   ComputeEngine& engine() override { return engine_; }
-  char* memory() override { return memory_.data(); }
+  char* memory() override { return memory_.as<char>(); }
   void copy_to(void* device, const void* host, std::size_t bytes) override {
-    check_cuda(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, stream_.get()), "copying to the GPU");
+    check(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, stream_), "copying to the GPU");
   }
   void copy_from(void* host, const void* device, std::size_t bytes) override {
-    check_cuda(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, stream_.get()), "copying from the GPU");
+    check(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, stream_), "copying from the GPU");
   }
   void zero(void* device, std::size_t bytes) override {
-    check_cuda(cudaMemsetAsync(device, 0, bytes, stream_.get()), "zeroing device memory");
+    check(cudaMemsetAsync(device, 0, bytes, stream_), "zeroing device memory");
   }
-  void synchronise() override { check_cuda(cudaStreamSynchronize(stream_.get()), "waiting for the GPU's work"); }
+  void synchronise() override { check(cudaStreamSynchronize(stream_), "waiting for the GPU's work"); }
   void unpack(const double* rows, std::size_t nq, std::size_t stored, const std::uint32_t* table, std::size_t nbf,
               std::size_t ld, double* stack) override {
     launch_unpack(rows, nq, stored, table, nbf, ld, stack);
@@ -106,20 +70,20 @@ class CudaJKDevice final : public JKDevice {
     launch_unpack(rows, nq, stored, table, nbf, ld, stack);
   }
   void add_fp32(const float* from, double* to, std::size_t nbf, bool lower_only) override {
-    add_float<<<grid_for(nbf * nbf), kThreads, 0, stream_.get()>>>(from, to, nbf, lower_only);
-    check_cuda(cudaGetLastError(), "launching the fp32 K sum");
+    add_float<<<grid_for(nbf * nbf), kThreads, 0, stream_>>>(from, to, nbf, lower_only);
+    check(cudaGetLastError(), "launching the fp32 K sum");
   }
 
  private:
   template <typename Real>
   void launch_unpack(const double* rows, std::size_t nq, std::size_t stored, const std::uint32_t* table,
                      std::size_t nbf, std::size_t ld, Real* stack) {
-    unpack_stack<<<grid_for(nq * stored), kThreads, 0, stream_.get()>>>(rows, nq, stored, table, nbf, ld, stack);
-    check_cuda(cudaGetLastError(), "launching the unpack kernel");
+    unpack_stack<<<grid_for(nq * stored), kThreads, 0, stream_>>>(rows, nq, stored, table, nbf, ld, stack);
+    check(cudaGetLastError(), "launching the unpack kernel");
   }
   // Destroyed in reverse: the engine, the stream (after its work), then the memory.
-  JKMemory memory_;
-  JKStream stream_;
+  DeviceMemory memory_;
+  Stream stream_;
   CudaComputeEngine engine_;
 };
 

@@ -35,8 +35,6 @@ std::size_t largest_batch(const GpuJKPlan& p, std::size_t most, std::size_t devi
 
 }  // namespace
 
-std::size_t gpu_aligned(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
-
 std::size_t largest_fitting(std::size_t most, const std::function<bool(std::size_t)>& fits) {
   std::size_t lo = 0, hi = most;
   while (lo < hi) {

@@ -41,8 +41,6 @@ struct GpuJKParts {
 };
 GpuJKParts gpu_jk_parts(const GpuJKPlan& plan);
 
-// Bytes rounded up to a multiple of 256: every device buffer carved from one block stays aligned.
-std::size_t gpu_aligned(std::size_t bytes);
 // The largest n ≤ most with fits(n), fits true up to some n and false beyond (0: fits(1) is false).
 std::size_t largest_fitting(std::size_t most, const std::function<bool(std::size_t)>& fits);
 

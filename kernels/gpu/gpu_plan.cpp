@@ -12,14 +12,14 @@ namespace {
 constexpr std::size_t kMostTFlatBytes = std::size_t(8) << 30;
 
 std::size_t element_bytes(Precision precision) { return precision == Precision::fp32 ? sizeof(float) : sizeof(double); }
-std::size_t aligned(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
 
 // Orbital energies (rows' and columns' occupied and virtual), the fused pair list (every pair of
 // two blocks) and tile list, the partial sums and the two totals.
 std::size_t small_bytes(std::size_t nocc_max, std::size_t nvir_max, std::size_t block_occ) {
   const std::size_t tiles = nvir_max / kFusedTileEdge + 1;
-  return 4 * aligned(sizeof(double) * std::max({nocc_max, nvir_max, block_occ})) + aligned(8 * block_occ * block_occ) +
-         aligned(8 * tiles * tiles) + aligned(2 * sizeof(double) * kGpuMaxPartialSums) + aligned(2 * sizeof(double));
+  return 4 * gpu_aligned(sizeof(double) * std::max({nocc_max, nvir_max, block_occ})) +
+         gpu_aligned(8 * block_occ * block_occ) + gpu_aligned(8 * tiles * tiles) +
+         gpu_aligned(2 * sizeof(double) * kGpuMaxPartialSums) + gpu_aligned(2 * sizeof(double));
 }
 
 // The T_flat the loop backend's largest chunk would take, unconstrained, for blocks of `block` rows.
@@ -48,6 +48,8 @@ std::size_t gpu_least_chunk_rows(std::size_t nvir) {
   return (kLeastGemmRows + nvir - 1) / std::max<std::size_t>(nvir, 1);
 }
 
+std::size_t gpu_aligned(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
+
 std::string format_gib(std::size_t bytes) {
   return std::to_string(double(bytes) / double(1 << 30)).substr(0, 5) + " GiB";
 }
@@ -73,7 +75,7 @@ GpuEnergyPlan plan_gpu_blocks(const std::vector<GpuSpin>& spins, std::size_t nau
   // Resident: a slot per spin (and one for visiting chunks). Streamed: the rows' block, the
   // columns' block and the next columns' block, copied while the current pair computes.
   plan.slots = !plan.resident ? 3 : spins.size() == 1 && visiting_occ == 0 ? 1 : 2;
-  plan.slot_bytes = aligned(plan.block_occ * plan.nvir_max * naux * elem);
+  plan.slot_bytes = gpu_aligned(plan.block_occ * plan.nvir_max * naux * elem);
   plan.partial_sums = kGpuMaxPartialSums;
   plan.small_bytes = small_bytes(plan.nocc_max, plan.nvir_max, plan.block_occ);
   if (backend == Backend::loop) {
@@ -82,7 +84,8 @@ GpuEnergyPlan plan_gpu_blocks(const std::vector<GpuSpin>& spins, std::size_t nau
     // Each slot at least a few pair tiles, so that a chunk's GEMM is not a sliver.
     const std::size_t least = 8 * plan.nvir_max * plan.nvir_max * elem;
     plan.workspace_bytes =
-        kTFlatSlots * aligned(std::max(least, std::min(rest / kTFlatSlots, wanted_t_flat(spins, plan.block_occ, elem))));
+        kTFlatSlots *
+        gpu_aligned(std::max(least, std::min(rest / kTFlatSlots, wanted_t_flat(spins, plan.block_occ, elem))));
   }
   return plan;
 }

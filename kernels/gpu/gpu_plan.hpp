@@ -64,6 +64,9 @@ inline constexpr std::size_t kFusedTileEdge = 64;
 // blocks of 16 rows would otherwise run 1-row chunks of 448 × 448·i GEMMs.
 std::size_t gpu_least_chunk_rows(std::size_t nvir);
 
+// Bytes rounded up to a multiple of 256: every device buffer carved from one block stays aligned.
+std::size_t gpu_aligned(std::size_t bytes);
+
 // Bytes as GiB with three decimals ("1.500 GiB"), for the GPU's error lines.
 std::string format_gib(std::size_t bytes);
 
