@@ -41,4 +41,13 @@ inline DeviceRuns run_on_both_devices(const std::string& file, const std::string
   return runs;
 }
 
+// The first block of `stage`'s memory plan held on the GPU whose name holds `words` (null: none).
+inline const PlannedBlock* planned_gpu_block(const RunResult& r, const std::string& stage, const std::string& words) {
+  for (const StagePlan& planned : r.memory_plan)
+    if (planned.stage == stage)
+      for (const PlannedBlock& block : planned.blocks)
+        if (block.on_gpu && block.what.find(words) != std::string::npos) return &block;
+  return nullptr;
+}
+
 }  // namespace dfmp2::testing

@@ -91,15 +91,8 @@ constexpr double kRunRelative = 1e-10, kPsi4Tolerance = 1e-7, kRhfConvergence = 
 
 // Whether the SCF stage's plan holds the DF-SCF tensor on the GPU, and whether streamed.
 std::pair<bool, bool> scf_on_gpu(const RunResult& r) {
-  bool on_gpu = false, streamed = false;
-  for (const StagePlan& stage : r.memory_plan)
-    if (stage.stage == "scf")
-      for (const PlannedBlock& block : stage.blocks)
-        if (block.on_gpu && block.what.find("DF-SCF tensor") != std::string::npos) {
-          on_gpu = true;
-          streamed = block.what.find("streamed") != std::string::npos;
-        }
-  return {on_gpu, streamed};
+  const PlannedBlock* tensor = testing::planned_gpu_block(r, "scf", "DF-SCF tensor");
+  return {tensor != nullptr, tensor != nullptr && tensor->what.find("streamed") != std::string::npos};
 }
 
 // A whole run on each device: the GPU's SCF and MP2 energies are the CPU's, and Psi4's.

@@ -3,13 +3,13 @@
 // small --gpu-memory.
 #include <catch2/catch.hpp>
 
-#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
 #include <nlohmann/json.hpp>
 
 #include "src/run/driver.hpp"
+#include "tests/gpu/device_runs.hpp"
 #include "tests/src/psi4_case.hpp"
 
 using namespace dfmp2;
@@ -33,12 +33,7 @@ void check_parts(const RunResult& gpu, const RunResult& cpu, bool fp32) {
 
 // Whether the energy step's plan streamed B to the GPU in blocks (else it was resident).
 bool energy_plan_streams(const RunResult& r) {
-  for (const StagePlan& stage : r.memory_plan)
-    if (stage.stage == "energy")
-      return std::any_of(stage.blocks.begin(), stage.blocks.end(), [](const PlannedBlock& block) {
-        return block.on_gpu && block.what.find("streamed") != std::string::npos;
-      });
-  return false;
+  return testing::planned_gpu_block(r, "energy", "streamed") != nullptr;
 }
 
 // Every GPU backend and precision beside the CPU's, on one prepared run; the fp64 ones against Psi4.

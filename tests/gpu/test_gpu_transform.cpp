@@ -136,12 +136,7 @@ namespace {
 
 // Whether the df_transform stage's plan puts the transform's products on the GPU.
 bool transform_on_gpu(const RunResult& r) {
-  for (const StagePlan& stage : r.memory_plan)
-    if (stage.stage == "df_transform")
-      return std::any_of(stage.blocks.begin(), stage.blocks.end(), [](const PlannedBlock& block) {
-        return block.on_gpu && block.what.find("transform's products") != std::string::npos;
-      });
-  return false;
+  return testing::planned_gpu_block(r, "df_transform", "transform's products") != nullptr;
 }
 
 // The SCF converged to an orbital gradient of 1e-12 on both devices: at UHF's default 1e-10 allyl's
