@@ -13,12 +13,13 @@
 #include <omp.h>
 
 #include "src/common/errors.hpp"
+#include "src/integrals/ecp_shell_pair.hpp"
 
 namespace dfmp2 {
 namespace {
 
 struct PlacedPotential {
-  libecpint::ECP U;
+  EcpPotential U;
   std::size_t atom = 0;
   double min_exponent = std::numeric_limits<double>::infinity();
 };
@@ -28,13 +29,14 @@ std::vector<PlacedPotential> place_potentials(const BasisSetData& basis, const M
   for (std::size_t a = 0; a < mol.atoms.size(); ++a) {
     const Atom& atom = mol.atoms[a];
     if (atom.ecp_electrons == 0) continue;
-    PlacedPotential p{libecpint::ECP(atom.r.data()), a};
+    libecpint::ECP U(atom.r.data());
+    double min_exponent = std::numeric_limits<double>::infinity();
     for (const EcpTerm& term : basis.ecp_by_Z.at(atom.Z).terms) {
-      p.U.addPrimitive(term.power, term.l, term.exponent, term.coefficient, false);
-      p.min_exponent = std::min(p.min_exponent, term.exponent);
+      U.addPrimitive(term.power, term.l, term.exponent, term.coefficient, false);
+      min_exponent = std::min(min_exponent, term.exponent);
     }
-    p.U.sort();
-    potentials.push_back(std::move(p));
+    U.sort();
+    potentials.push_back({ecp_potential(U), a, min_exponent});
   }
   return potentials;
 }
@@ -50,7 +52,7 @@ libecpint::GaussianShell ecpint_shell(const libint2::Shell& shell) {
 // Cauchy–Schwarz over |U|: ∫ g_a² |U| decays as exp(−2αζ/(2α+ζ) R²); its square root, per shell.
 double decay(const libint2::Shell& shell, const PlacedPotential& p) {
   const double alpha = *std::min_element(shell.alpha.begin(), shell.alpha.end()), zeta = p.min_exponent;
-  const double* c = p.U.center();
+  const double* c = p.U.whole.center();
   const double r2 = (shell.O[0] - c[0]) * (shell.O[0] - c[0]) + (shell.O[1] - c[1]) * (shell.O[1] - c[1]) +
                     (shell.O[2] - c[2]) * (shell.O[2] - c[2]);
   return alpha * zeta / (2.0 * alpha + zeta) * r2;
@@ -111,7 +113,7 @@ struct PotentialPass {
       throw InputError("the orbital basis has l = " + std::to_string(max_l) + " shells; libecpint's potential "
                        "integrals go to l = " + std::to_string(LIBECPINT_MAX_L));
     for (const libint2::Shell& shell : obs) shells.push_back(ecpint_shell(shell));
-    for (const PlacedPotential& p : potentials) max_potential_l = std::max(max_potential_l, p.U.getL());
+    for (const PlacedPotential& p : potentials) max_potential_l = std::max(max_potential_l, p.U.whole.getL());
   }
 
   // visit(engine, s1, s2, potential) for every shell pair and potential the bound keeps, on all
@@ -121,7 +123,7 @@ struct PotentialPass {
     const CoutSilencer silencer;
 #pragma omp parallel
     {
-      const libecpint::ECPIntegral engine(max_l, max_potential_l, derivative_order);
+      const EcpShellPairs engine(max_l, max_potential_l, derivative_order);
       State state = thread_state(*this);
       std::size_t mine_computed = 0, mine_screened = 0;
 #pragma omp for schedule(dynamic)
@@ -166,13 +168,10 @@ EcpIntegrals ecp_integrals(const libint2::BasisSet& obs, const BasisSetData& bas
   // Each (s1, s2) block is written by the one thread that visits it, summed over the potentials.
   pass.run(
       0, &no_state,
-      [&](const libecpint::ECPIntegral& engine, std::size_t s1, std::size_t s2, const PlacedPotential& p,
-          Eigen::MatrixXd&) {
+      [&](const EcpShellPairs& engine, std::size_t s1, std::size_t s2, const PlacedPotential& p, Eigen::MatrixXd&) {
         const libint2::Shell &a = obs[s1], &b = obs[s2];
-        libecpint::TwoIndex<double> values;
-        values.assign(static_cast<int>(a.cartesian_size()), static_cast<int>(b.cartesian_size()), 0.0);
-        engine.compute_shell_pair(p.U, pass.shells[s1], pass.shells[s2], values);
-        const std::vector<double> block = in_shell_functions(a, b, values.data);
+        const std::vector<double> block =
+            in_shell_functions(a, b, engine.integrals(p.U, pass.shells[s1], pass.shells[s2]).data);
         for (std::size_t f1 = 0; f1 < a.size(); ++f1)
           for (std::size_t f2 = 0; f2 < b.size(); ++f2) {
             result.U(shell2bf[s1] + f1, shell2bf[s2] + f2) += block[f1 * b.size() + f2];
@@ -196,12 +195,10 @@ Eigen::MatrixXd ecp_gradient(const libint2::BasisSet& obs, const BasisSetData& b
   // libecpint's nine derivatives: shell A's centre, shell B's, the potential's (x, y, z each).
   pass.run(
       1, &gradient_state,
-      [&](const libecpint::ECPIntegral& engine, std::size_t s1, std::size_t s2, const PlacedPotential& p,
+      [&](const EcpShellPairs& engine, std::size_t s1, std::size_t s2, const PlacedPotential& p,
           Eigen::MatrixXd& mine) {
         const libint2::Shell &a = obs[s1], &b = obs[s2];
-        std::array<libecpint::TwoIndex<double>, 9> derivatives;
-        for (auto& d : derivatives) d.assign(static_cast<int>(a.cartesian_size()), static_cast<int>(b.cartesian_size()), 0.0);
-        engine.compute_shell_pair_derivative(p.U, pass.shells[s1], pass.shells[s2], derivatives);
+        const auto derivatives = engine.derivatives(p.U, pass.shells[s1], pass.shells[s2]);
         const double both_halves = s1 == s2 ? 1.0 : 2.0;  // D is symmetric: (s2, s1) adds the same
         const std::array<std::size_t, 3> centre = {atoms[s1], atoms[s2], p.atom};
         for (std::size_t k = 0; k < 9; ++k) {

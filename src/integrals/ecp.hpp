@@ -1,5 +1,6 @@
-// Effective core potential integrals over the orbital basis (libecpint): the potentials an
-// orbital set such as def2-SVP puts in place of the core electrons of Rb–Rn.
+// Effective core potential integrals over the orbital basis (libecpint, with the shell pairs of
+// ecp_shell_pair.hpp): the potentials an orbital set such as def2-SVP puts in place of the core
+// electrons of Rb–Rn.
 #pragma once
 
 #include <cstddef>
@@ -21,7 +22,7 @@ struct EcpIntegrals {
   Eigen::MatrixXd U;  // ⟨μ|Σ_C U_C|ν⟩, Eh, spherical or Cartesian as the shells are
   std::size_t computed = 0, screened = 0;  // (shell pair, potential) triples
   // libecpint said its radial quadrature stopped short of its tolerance for some integral (it
-  // does for Au; the energies still agree with PySCF's to 5e-8 Eh, tests/reference/README.md).
+  // does for Au; the energies still agree with PySCF's to 6e-10 Eh, results/accuracy.md).
   bool quadrature_warned = false;
 };
 
@@ -34,7 +35,7 @@ EcpIntegrals ecp_integrals(const libint2::BasisSet& obs, const BasisSetData& bas
                            double screening = kEcpScreening);
 
 // Σ_μν D_μν ∂⟨μ|Σ_C U_C|ν⟩/∂R_A (D symmetric), natom × 3, Eh/bohr: the functions' centres and the
-// potentials' own, libecpint's first derivatives, screened as ecp_integrals.
+// potentials' own (ecp_shell_pair.hpp), screened as ecp_integrals.
 Eigen::MatrixXd ecp_gradient(const libint2::BasisSet& obs, const BasisSetData& basis, const Molecule& mol,
                              const Eigen::MatrixXd& D);
 

@@ -8,7 +8,10 @@ basis data dfmp2 ships (basis/*.gbs, read here), for dfmp2's tests.
 Writes tests/reference/pyscf_ecp_energies.json: per case of psi4_ecp_energies.json (same name,
 molecule, sets, charge, multiplicity, frozen core) PySCF's DF-RHF/DF-UHF (or exact RHF for pk)
 and DF-MP2 energies; and tests/reference/pyscf_ecp_gradients.json: the DF-RHF gradient (the
-auxiliary set's response included, ECP derivatives PySCF's own) of HI tilted off the axes. Geometry in bohr with Psi4's (CODATA 2014) Å→bohr factor, so that the
+auxiliary set's response included, ECP derivatives PySCF's own) of HI tilted off the axes; and
+tests/reference/pyscf_ecp_matrices.json: PySCF's ECP matrix ⟨μ|U|ν⟩ (ECPscalar) and overlap of
+tilted HI and of AuH (def2-SVP), element by element in PySCF's function order (the same as
+libint2's for these sets: p as x, y, z, higher l as m = −l…l). Geometry in bohr with Psi4's (CODATA 2014) Å→bohr factor, so that the
 nuclear repulsion is the same. PySCF computes its ECP integrals itself (libcgto), independently
 of libecpint (dfmp2) and of Psi4 1.3.2's own ECP code.
 """
@@ -112,6 +115,19 @@ def gradient_record():
             "pyscf_version": __import__("pyscf").__version__}
 
 
+# Gold hydride at Psi4's reference geometry, turned off the axes as HI is (bohr).
+TILTED_AUH = [("Au", [0.1, -0.2, 0.05]), ("H", [1.1, 1.0, 2.0])]
+
+
+def ecp_matrix_record(name, atoms):
+    symbols = {a[0] for a in atoms}
+    basis, ecp = read_gbs(os.path.join(REPO, "basis", "def2-svp.gbs"), symbols)
+    mol = gto.M(atom=atoms, unit="Bohr", basis=basis, ecp=ecp, spin=None, verbose=0)
+    return {"name": name, "atoms": atoms, "basis": "def2-svp", "nbf": mol.nao,
+            "ecp": mol.intor("ECPscalar").tolist(), "overlap": mol.intor("int1e_ovlp").tolist(),
+            "pyscf_version": __import__("pyscf").__version__}
+
+
 if __name__ == "__main__":
     with open(os.path.join(REPO, "tests", "reference", "psi4_ecp_energies.json")) as f:
         cases = json.load(f)
@@ -121,4 +137,8 @@ if __name__ == "__main__":
         f.write("\n")
     with open(os.path.join(REPO, "tests", "reference", "pyscf_ecp_gradients.json"), "w") as f:
         json.dump([gradient_record()], f, indent=1)
+        f.write("\n")
+    with open(os.path.join(REPO, "tests", "reference", "pyscf_ecp_matrices.json"), "w") as f:
+        json.dump([ecp_matrix_record("tilted-hydrogen-iodide", TILTED_HI),
+                   ecp_matrix_record("tilted-gold-hydride", TILTED_AUH)], f)
         f.write("\n")
