@@ -62,7 +62,7 @@ def write(name, atoms):
 
 if __name__ == "__main__":
     OUT.mkdir(parents=True, exist_ok=True)
-    for n in (15, 20, 25, 40, 50):  # water20: bench/vs_pyscf.py
+    for n in (15, 20, 25, 40, 50, 80):  # water20: bench/vs_pyscf.py; water80: the GPU device check
         write(f"water{n}", water_cluster(n))
     for n in (20, 40, 60):
         write(f"c{n}h{2 * n + 2}", alkane(n))

@@ -59,10 +59,11 @@ if wants runs; then
     ${DFMP2_GPU_MOLECULES:-water15 c20h42 water25}
 fi
 if wants whole; then  # end to end on each device: every stage runs again on the GPU's side
-  step "whole runs" 300 python3 scripts/gpu-check/whole_runs.py "$bin/dfmp2" "$out/whole_runs.json" \
-    --devices cpu,gpu ${DFMP2_WHOLE_MOLECULES:-water25}
-  [ -n "${DFMP2_GPU_ONLY_MOLECULES:-}" ] && step "whole runs, GPU only" 200 python3 scripts/gpu-check/whole_runs.py \
-    "$bin/dfmp2" "$out/whole_runs_gpu.json" --devices gpu $DFMP2_GPU_ONLY_MOLECULES
+  # Limits in seconds: 40 waters take about 260 s on 16 CPU threads and 35 s with the GPU (H200).
+  step "whole runs" "${DFMP2_WHOLE_SECONDS:-300}" python3 scripts/gpu-check/whole_runs.py "$bin/dfmp2" \
+    "$out/whole_runs.json" --devices cpu,gpu ${DFMP2_WHOLE_MOLECULES:-water25}
+  [ -n "${DFMP2_GPU_ONLY_MOLECULES:-}" ] && step "whole runs, GPU only" "${DFMP2_GPU_ONLY_SECONDS:-200}" \
+    python3 scripts/gpu-check/whole_runs.py "$bin/dfmp2" "$out/whole_runs_gpu.json" --devices gpu $DFMP2_GPU_ONLY_MOLECULES
 fi
 if wants scaling; then  # the CPU path's thread scaling on this machine, every stage
   step "thread scaling" 240 python3 scripts/gpu-check/whole_runs.py "$bin/dfmp2" "$out/thread_scaling.json" \
