@@ -78,7 +78,7 @@ Mp2Gradient contract(const Mp2GradientInput& in, const Mp2Densities& mp2, Fitted
   out.gradient = scf_gradient_without_two_electron_or_ecp(in.obs, in.mol, one_electron);
   if (has_ecp(in.mol))  // timed apart: the report gives the ECP's share of the gradient
     out.gradient += timed_part(out.parts, "ecp", [&] {
-      return ecp_gradient_term(in.obs, in.mol, one_electron.total, in.potentials);
+      return ecp_gradient_term(in.obs, in.mol, one_electron.total, in.potentials, comm);
     });
   in.progress.message("MP2 gradient: JK-set fitted coefficients and metric terms");
   const ThreeCentreScreening screening(in.obs, in.pairs);  // for both sets

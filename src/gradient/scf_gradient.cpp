@@ -41,22 +41,24 @@ Eigen::MatrixXd scf_gradient_without_two_electron_or_ecp(const libint2::BasisSet
 }
 
 Eigen::MatrixXd ecp_gradient_term(const libint2::BasisSet& obs, const Molecule& mol, const Eigen::MatrixXd& D,
-                                  const BasisSetData* potentials) {
+                                  const BasisSetData* potentials, Communicator& comm) {
   if (!has_ecp(mol)) return Eigen::MatrixXd::Zero(static_cast<Eigen::Index>(mol.atoms.size()), 3);
   if (potentials == nullptr) throw std::logic_error("the gradient of a molecule with ECPs needs its basis set's potentials");
-  return ecp_gradient(obs, *potentials, mol, D);
+  return ecp_gradient(obs, *potentials, mol, D, comm);
 }
 
 Eigen::MatrixXd scf_gradient_without_two_electron(const libint2::BasisSet& obs, const Molecule& mol,
-                                                  const ScfDensities& densities, const BasisSetData* potentials) {
+                                                  const ScfDensities& densities, Communicator& comm,
+                                                  const BasisSetData* potentials) {
   return scf_gradient_without_two_electron_or_ecp(obs, mol, densities) +
-         ecp_gradient_term(obs, mol, densities.total, potentials);
+         ecp_gradient_term(obs, mol, densities.total, potentials, comm);
 }
 
 Eigen::MatrixXd exact_scf_gradient(const libint2::BasisSet& obs, const Molecule& mol, const Orbitals& orbitals,
                                    const BasisSetData* potentials) {
   const ScfDensities densities = scf_densities(orbitals);
-  return scf_gradient_without_two_electron(obs, mol, densities, potentials) +
+  Communicator this_process;  // the exact SCF gradient runs on one process
+  return scf_gradient_without_two_electron(obs, mol, densities, this_process, potentials) +
          four_centre_gradient(obs, significant_shell_pairs(obs), mol, densities.spins);
 }
 
@@ -66,7 +68,7 @@ Eigen::MatrixXd density_fitted_scf_gradient(const libint2::BasisSet& obs, const 
                                             MemoryBudget& budget, const ScratchDirectory* scratch,
                                             Communicator& comm, const BasisSetData* potentials) {
   const ScfDensities densities = scf_densities(orbitals);
-  return scf_gradient_without_two_electron(obs, mol, densities, potentials) +
+  return scf_gradient_without_two_electron(obs, mol, densities, comm, potentials) +
          density_fitted_two_electron_gradient(obs, jk_aux, pairs, ThreeCentreScreening(obs, pairs), factors, mol,
                                               scf_separable_densities(densities), layout, budget, scratch, comm);
 }

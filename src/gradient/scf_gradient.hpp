@@ -36,16 +36,17 @@ SeparableDensities scf_separable_densities(const ScfDensities& densities);
 // What every SCF gradient holds beside its two-electron term:
 // ∂V_nn/∂R_A + Σ_μν D_μν ∂H_μν/∂R_A − Σ_μν W_μν ∂S_μν/∂R_A; H includes the effective core
 // potentials of `potentials` (the orbital set's data) on the atoms that carry one: without it, a
-// molecule with ECPs is a std::logic_error (its gradient would silently lack them).
+// molecule with ECPs is a std::logic_error (its gradient would silently lack them). comm's ranks
+// share the potentials' derivatives (collective; every rank gets the whole).
 Eigen::MatrixXd scf_gradient_without_two_electron(const libint2::BasisSet& obs, const Molecule& mol,
-                                                  const ScfDensities& densities,
+                                                  const ScfDensities& densities, Communicator& comm,
                                                   const BasisSetData* potentials = nullptr);
 // Its terms apart: the one without the potentials, and Σ_μν D_μν ∂U_μν/∂R_A of the potentials
 // (zero for a molecule without any; a std::logic_error with ECPs and no `potentials`).
 Eigen::MatrixXd scf_gradient_without_two_electron_or_ecp(const libint2::BasisSet& obs, const Molecule& mol,
                                                          const ScfDensities& densities);
 Eigen::MatrixXd ecp_gradient_term(const libint2::BasisSet& obs, const Molecule& mol, const Eigen::MatrixXd& D,
-                                  const BasisSetData* potentials);
+                                  const BasisSetData* potentials, Communicator& comm);
 
 // dE_SCF/dR_A of an SCF with exact four-index integrals (--scf exact), RHF or UHF.
 Eigen::MatrixXd exact_scf_gradient(const libint2::BasisSet& obs, const Molecule& mol, const Orbitals& orbitals,

@@ -103,12 +103,14 @@ struct PotentialPass {
   std::size_t natom = 0;
   int max_l = 0, max_potential_l = 0;
   double screening = kEcpScreening;
+  int rank = 0, ranks = 1;  // this rank visits the rows s1 ≡ rank (mod ranks)
   std::size_t computed = 0, screened = 0;
   bool quadrature_warned = false;
 
-  PotentialPass(const libint2::BasisSet& basis_set, const BasisSetData& basis, const Molecule& mol, double bound)
+  PotentialPass(const libint2::BasisSet& basis_set, const BasisSetData& basis, const Molecule& mol, double bound,
+                const Communicator& comm)
       : obs(basis_set), potentials(place_potentials(basis, mol)), natom(mol.atoms.size()), max_l(basis_set.max_l()),
-        screening(bound) {
+        screening(bound), rank(comm.rank()), ranks(comm.size()) {
     if (max_l > LIBECPINT_MAX_L)
       throw InputError("the orbital basis has l = " + std::to_string(max_l) + " shells; libecpint's potential "
                        "integrals go to l = " + std::to_string(LIBECPINT_MAX_L));
@@ -127,7 +129,8 @@ struct PotentialPass {
       State state = thread_state(*this);
       std::size_t mine_computed = 0, mine_screened = 0;
 #pragma omp for schedule(dynamic)
-      for (std::size_t s1 = 0; s1 < obs.size(); ++s1)
+      for (std::size_t s1 = 0; s1 < obs.size(); ++s1) {
+        if (static_cast<int>(s1 % static_cast<std::size_t>(ranks)) != rank) continue;
         for (std::size_t s2 = 0; s2 <= s1; ++s2)
           for (const PlacedPotential& p : potentials) {
             if (decay(obs[s1], p) + decay(obs[s2], p) > screening) {
@@ -137,6 +140,7 @@ struct PotentialPass {
             ++mine_computed;
             visit(engine, s1, s2, p, state);
           }
+      }
 #pragma omp critical
       {
         computed += mine_computed;
@@ -161,8 +165,14 @@ bool has_ecp(const Molecule& mol) {
 
 EcpIntegrals ecp_integrals(const libint2::BasisSet& obs, const BasisSetData& basis, const Molecule& mol,
                            double screening) {
+  Communicator this_process;
+  return ecp_integrals(obs, basis, mol, this_process, screening);
+}
+
+EcpIntegrals ecp_integrals(const libint2::BasisSet& obs, const BasisSetData& basis, const Molecule& mol,
+                           Communicator& comm, double screening) {
   EcpIntegrals result{Eigen::MatrixXd::Zero(obs.nbf(), obs.nbf())};
-  PotentialPass pass(obs, basis, mol, screening);
+  PotentialPass pass(obs, basis, mol, screening, comm);
   if (pass.potentials.empty()) return result;
   const auto shell2bf = obs.shell2bf();
   // Each (s1, s2) block is written by the one thread that visits it, summed over the potentials.
@@ -179,16 +189,19 @@ EcpIntegrals ecp_integrals(const libint2::BasisSet& obs, const BasisSetData& bas
           }
       },
       [](const Eigen::MatrixXd&) {});
-  result.computed = pass.computed;
-  result.screened = pass.screened;
-  result.quadrature_warned = pass.quadrature_warned;
+  comm.allreduce_sum(result.U.data(), static_cast<std::size_t>(result.U.size()));
+  std::array<double, 3> counts = {double(pass.computed), double(pass.screened), pass.quadrature_warned ? 1.0 : 0.0};
+  comm.allreduce_sum(counts.data(), counts.size());
+  result.computed = static_cast<std::size_t>(counts[0]);
+  result.screened = static_cast<std::size_t>(counts[1]);
+  result.quadrature_warned = counts[2] > 0.0;
   return result;
 }
 
 Eigen::MatrixXd ecp_gradient(const libint2::BasisSet& obs, const BasisSetData& basis, const Molecule& mol,
-                             const Eigen::MatrixXd& D) {
+                             const Eigen::MatrixXd& D, Communicator& comm) {
   Eigen::MatrixXd g = Eigen::MatrixXd::Zero(static_cast<Eigen::Index>(mol.atoms.size()), 3);
-  PotentialPass pass(obs, basis, mol, kEcpScreening);
+  PotentialPass pass(obs, basis, mol, kEcpScreening, comm);
   if (pass.potentials.empty()) return g;
   const auto shell2bf = obs.shell2bf();
   const std::vector<std::size_t> atoms = shell_atoms(obs, mol);
@@ -211,6 +224,7 @@ Eigen::MatrixXd ecp_gradient(const libint2::BasisSet& obs, const BasisSetData& b
         }
       },
       [&g](const Eigen::MatrixXd& mine) { g += mine; });
+  comm.allreduce_sum(g.data(), static_cast<std::size_t>(g.size()));
   return g;
 }
 

@@ -8,6 +8,7 @@
 #include <Eigen/Core>
 #include <libint2/basis.h>
 
+#include "src/common/parallel.hpp"
 #include "src/molecule/basis.hpp"
 #include "src/molecule/molecule.hpp"
 
@@ -30,13 +31,18 @@ struct EcpIntegrals {
 bool has_ecp(const Molecule& mol);
 
 // The potentials of `basis` on the atoms of mol that carry one, over the shells of obs, on all
-// OpenMP threads. Throws InputError when a shell's l is above what libecpint computes.
+// OpenMP threads; comm's ranks share the shell pairs and sum U, computed, screened (every rank
+// gets the whole). Throws InputError when a shell's l is above what libecpint computes.
+EcpIntegrals ecp_integrals(const libint2::BasisSet& obs, const BasisSetData& basis, const Molecule& mol,
+                           Communicator& comm, double screening = kEcpScreening);
+// On this process alone.
 EcpIntegrals ecp_integrals(const libint2::BasisSet& obs, const BasisSetData& basis, const Molecule& mol,
                            double screening = kEcpScreening);
 
 // Σ_μν D_μν ∂⟨μ|Σ_C U_C|ν⟩/∂R_A (D symmetric), natom × 3, Eh/bohr: the functions' centres and the
 // potentials' own (ecp_shell_pair.hpp), screened as ecp_integrals.
+// comm's ranks share the shell pairs and sum the gradient, as ecp_integrals.
 Eigen::MatrixXd ecp_gradient(const libint2::BasisSet& obs, const BasisSetData& basis, const Molecule& mol,
-                             const Eigen::MatrixXd& D);
+                             const Eigen::MatrixXd& D, Communicator& comm);
 
 }  // namespace dfmp2

@@ -519,7 +519,7 @@ namespace {
 // The orbital set's effective core potentials over its functions, for H.
 EcpIntegrals ecp_potential(const Problem& problem, const RunContext& context) {
   context.progress.begin("effective core potential integrals");
-  EcpIntegrals ecp = ecp_integrals(problem.obs, problem.orbital_basis, problem.molecule);
+  EcpIntegrals ecp = ecp_integrals(problem.obs, problem.orbital_basis, problem.molecule, context.comm);
   context.progress.message(
       "dfmp2: ECP integrals: " + std::to_string(ecp.computed) + " shell pairs × potentials computed, " +
       std::to_string(ecp.screened) + " screened" +

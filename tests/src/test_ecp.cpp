@@ -228,7 +228,8 @@ TEST_CASE("ECP derivative integrals are the central differences of the sum of D 
   const libint2::BasisSet obs = place_on(svp, hi);
   std::srand(47);
   const Eigen::MatrixXd A = Eigen::MatrixXd::Random(obs.nbf(), obs.nbf()), D = 0.5 * (A + A.transpose());
-  const Eigen::MatrixXd analytic = ecp_gradient(obs, svp, hi, D);
+  Communicator this_process;
+  const Eigen::MatrixXd analytic = ecp_gradient(obs, svp, hi, D, this_process);
   // Five-point differences, h = 1e-3 bohr: the functions and the potential of a moved atom move.
   const auto energy = [&](std::size_t atom, int k, double t) {
     Molecule moved = hi;

@@ -59,16 +59,19 @@ TEST_CASE("2 and 3 ranks give the serial energies for every backend, 4 ranks for
   }
 }
 
-TEST_CASE("effective core potentials on 2 ranks: HI and HI+ (UHF) give the serial energies") {
+TEST_CASE("effective core potentials on 2 ranks (each its share of the ECP shell pairs): HI and HI+ (UHF) give "
+          "the serial energies, HI the serial gradient") {
   TempDir dir;
   const std::string hi = std::string(DFMP2_SOURCE_DIR) + "/tests/reference/molecules/hydrogen-iodide.xyz --basis def2-svp";
-  for (const std::string options : {"", " --charge 1 --multiplicity 2"}) {
+  for (const std::string options : {"", " --charge 1 --multiplicity 2", " --gradient --fp32-until 0"}) {
     // HI⁺'s αα and ββ parts moved by 4e-10 relative at kTightScf alone, 2e-11 at this.
     const std::string args = hi + options + " --d-convergence 1e-12 --e-convergence 1e-12 --threads 1";
     INFO(args);
+    const auto serial = run_json(dir, args);
     const auto parallel = run_json(dir, args, mpirun(2));
     CHECK(parallel["ranks"] == 2);
-    check_same_energies(run_json(dir, args), parallel);
+    check_same_energies(serial, parallel);
+    if (serial.contains("gradient")) CHECK(largest_gradient_difference(serial, parallel) <= 1e-10);
   }
 }
 
