@@ -102,6 +102,7 @@ struct Mp2GradientPlan {
   // The amplitude loop's products on a GPU (plan_amplitudes_on_gpu), each set's rows of B in
   // memory resident there when they fit; else (none) on the CPU.
   std::optional<kernels::GpuOffloadPlan> gpu;
+  double gpu_gflops = 0.0;               // cuBLAS's fp64 rate probed at start-up, for the floor
   bool closed_shell() const { return sets.size() == 1; }
 };
 

@@ -360,6 +360,7 @@ void plan_gradient_on_gpu(RunPlan& plan, const Problem& problem, const RunContex
   for (const Mp2GradientSizes& s : gradient.sets) spins.push_back({.nocc_mine = s.active(), .nvir = s.nvir()});
   plan.mp2.device = energy_device(context.options, spins, problem.aux.nbf(), context.comm.size(), context.cpu_rates);
   gradient.gpu = plan_amplitudes_on_gpu(gradient, plan.mp2.device.gpu_bytes);
+  gradient.gpu_gflops = plan.mp2.device.gemm_gflops;
   const kernels::GpuOffloadPlan& gpu = *gradient.gpu;
   if (gpu.resident)
     plan.gradient->gpu("the rows of B_ia^P in memory, resident on the GPU", sizeof(double) * gpu.resident_elements);
