@@ -31,7 +31,7 @@ std::size_t GpuOffloadPlan::device_bytes() const {
 }
 
 GpuOffloadPlan plan_gpu_offload(const std::vector<std::size_t>& ranges, std::size_t largest_other,
-                                std::size_t device_bytes) {
+                                std::size_t device_bytes, const std::string& what) {
   const std::size_t total = std::accumulate(ranges.begin(), ranges.end(), std::size_t(0));
   const std::size_t largest_range = ranges.empty() ? 0 : *std::max_element(ranges.begin(), ranges.end());
   // Elements, less two alignments' rounding.
@@ -43,8 +43,8 @@ GpuOffloadPlan plan_gpu_offload(const std::vector<std::size_t>& ranges, std::siz
   plan.staging_elements = std::min(std::max(wanted, kGpuLeastStagingElements), available - plan.resident_elements);
   if (plan.staging_elements < kGpuLeastStagingElements)
     throw GpuError("GPU: " + format_gib(device_bytes) + " of GPU memory is less than the " +
-                   format_gib(sizeof(double) * kGpuLeastStagingElements + 512) +
-                   " the products need there: raise --gpu-memory or use --device cpu");
+                   format_gib(sizeof(double) * kGpuLeastStagingElements + 512) + " " + what +
+                   " need there: raise --gpu-memory or use --device cpu");
   return plan;
 }
 
@@ -58,8 +58,8 @@ OffloadEngine::OffloadEngine(const GpuOffloadPlan& plan, JKDevice& device, Compu
   if (!plan.resident) return;
   std::size_t elements = 0;
   for (const std::span<const double> range : ranges) elements += range.size();
-  if (elements != plan.resident_elements)
-    throw std::invalid_argument("OffloadEngine: the resident ranges are not the plan's");
+  if (elements > plan.resident_elements)
+    throw std::invalid_argument("OffloadEngine: the resident ranges exceed the plan's");
   for (const std::span<const double> range : ranges) {
     device.copy_to(resident, range.data(), sizeof(double) * range.size());
     uploaded_ += sizeof(double) * range.size();

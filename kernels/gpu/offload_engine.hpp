@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "kernels/compute_engine.hpp"
@@ -31,15 +32,16 @@ inline constexpr std::size_t kGpuLeastStagingElements = 3 * 256 * 256;
 // The plan for `device_bytes` of GPU memory: the ranges (elements each) resident when they fit
 // beside a staging buffer of three times the largest other operand (largest_other: then no
 // product is tiled); the staging buffer three times the largest operand it will take (the
-// largest range too when they stream), or what the memory leaves. GpuError when that is less than
-// kGpuLeastStagingElements.
+// largest range too when they stream), or what the memory leaves. GpuError naming `what` (the
+// products) when that is less than kGpuLeastStagingElements.
 GpuOffloadPlan plan_gpu_offload(const std::vector<std::size_t>& ranges, std::size_t largest_other,
-                                std::size_t device_bytes);
+                                std::size_t device_bytes, const std::string& what);
 
 class OffloadEngine final : public ComputeEngine {
  public:
   // Carves the plan's buffers from device.memory() and copies the ranges there when the plan makes
-  // them resident (their elements must be the plan's): they must not change while the engine lives.
+  // them resident (their elements at most the plan's: a gradient's orbitals may be fewer than its
+  // plan's nbf): they must not change while the engine lives.
   OffloadEngine(const GpuOffloadPlan& plan, JKDevice& device, ComputeEngine& host,
                 std::span<const std::span<const double>> ranges);
   OffloadEngine(const OffloadEngine&) = delete;

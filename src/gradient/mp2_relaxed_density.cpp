@@ -472,7 +472,7 @@ kernels::GpuOffloadPlan plan_amplitudes_on_gpu(const Mp2GradientPlan& plan, std:
   const std::size_t kv = (plan.closed_shell() ? plan.amplitude_orbitals : 1) * largest_v;
   std::size_t largest_other = std::max(std::max(naux, largest_ov) * kv, naux * naux);
   if (disk_rows > 0) largest_other = std::max(largest_other, ri_read_buffer_elements(naux, largest_ov, disk_rows));
-  return kernels::plan_gpu_offload(ranges, largest_other, device_bytes);
+  return kernels::plan_gpu_offload(ranges, largest_other, device_bytes, "the MP2 gradient's amplitude products");
 }
 
 }  // namespace dfmp2

@@ -90,3 +90,15 @@ TEST_CASE("the DF-MP2 gradient on the GPU with B's rows resident and streamed: u
   for (const RunResult& gpu : check_devices("psi4_mp2_gradients.json", name, {0, std::size_t(4) << 20}))
     check_psi4(gpu, name);
 }
+
+TEST_CASE("too little GPU memory for the gradient's products is refused in one error, before the SCF", "[gpu]") {
+  const nlohmann::json ref =
+      testing::psi4_case(testing::gpu_tests_source_dir(), "psi4_mp2_gradients.json", "water-cc-pvdz-mp2-grad");
+  RunInput input;
+  RunOptions options = testing::psi4_case_options(testing::gpu_tests_source_dir(), ref, input);
+  options.gradient = true;
+  options.device = kernels::Device::gpu;
+  options.gpu_memory_bytes = std::size_t(1) << 20;  // below the least staging buffer, 1.5 MiB
+  Progress quiet(true);
+  CHECK_THROWS_WITH(run(input, options, quiet), Catch::Contains("the MP2 gradient's amplitude products need there: raise --gpu-memory"));
+}

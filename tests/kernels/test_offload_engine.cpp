@@ -7,6 +7,8 @@
 #include <cmath>
 #include <random>
 #include <span>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "kernels/gpu/gpu_plan.hpp"
@@ -70,7 +72,7 @@ TEST_CASE("the offload engine's products equal the CPU engine's: whole, in tiles
       for (const double beta : {0.0, -1.5}) check_products(staging, a_resident, beta);
 }
 
-TEST_CASE("the offload engine leaves fp32 products and the other calls to the host engine") {
+TEST_CASE("the offload engine leaves fp32 products to the host engine") {
   std::mt19937 rng(5);
   const dfmp2::test::RandomMatrix<float> A(6, 4, rng), B(4, 3, rng);
   dfmp2::test::RandomMatrix<float> C(6, 3, rng), expected = C;
@@ -84,22 +86,33 @@ TEST_CASE("the offload engine leaves fp32 products and the other calls to the ho
   CHECK(engine.uploaded_bytes() == 0);
 }
 
+TEST_CASE("the offload engine refuses resident ranges beyond its plan's") {
+  const k::GpuOffloadPlan small{true, 3, 100};
+  HostJKDevice room(small.device_bytes());
+  const std::vector<double> four(4, 1.0);
+  const std::vector<std::span<const double>> ranges{std::span<const double>(four)};
+  CHECK_THROWS_AS(k::OffloadEngine(small, room, k::cpu_engine(), ranges), std::invalid_argument);
+}
+
 TEST_CASE("the offload plan: ranges resident when they fit beside the staging buffer, else streamed, refused below "
           "the least staging buffer") {
   const std::vector<std::size_t> ranges{std::size_t(1) << 24, std::size_t(1) << 23};  // 128 + 64 MiB
   const std::size_t other = std::size_t(1) << 20;                                     // 8 MiB
-  const k::GpuOffloadPlan resident = k::plan_gpu_offload(ranges, other, std::size_t(1) << 30);
+  const std::string what = "the products";
+  const k::GpuOffloadPlan resident = k::plan_gpu_offload(ranges, other, std::size_t(1) << 30, what);
   CHECK(resident.resident);
   CHECK(resident.resident_elements == (std::size_t(3) << 23));
   CHECK(resident.staging_elements == 3 * other);
   CHECK(resident.device_bytes() <= std::size_t(1) << 30);
   // 200 MiB: the ranges (192 MiB) do not fit beside 24 MiB of staging.
-  const k::GpuOffloadPlan streamed = k::plan_gpu_offload(ranges, other, std::size_t(200) << 20);
+  const k::GpuOffloadPlan streamed = k::plan_gpu_offload(ranges, other, std::size_t(200) << 20, what);
   CHECK_FALSE(streamed.resident);
   CHECK(streamed.resident_elements == 0);
   CHECK(streamed.staging_elements < 3 * ranges[0]);  // what the memory leaves
   CHECK(streamed.device_bytes() <= std::size_t(200) << 20);
-  CHECK(k::plan_gpu_offload(ranges, other, std::size_t(4) << 30).staging_elements == 3 * other);
-  CHECK(k::plan_gpu_offload(ranges, 10, std::size_t(4) << 30).staging_elements == k::kGpuLeastStagingElements);
-  CHECK_THROWS_AS(k::plan_gpu_offload(ranges, other, std::size_t(1) << 20), k::GpuError);
+  CHECK(k::plan_gpu_offload(ranges, other, std::size_t(4) << 30, what).staging_elements == 3 * other);
+  CHECK(k::plan_gpu_offload(ranges, 10, std::size_t(4) << 30, what).staging_elements == k::kGpuLeastStagingElements);
+  CHECK_THROWS_WITH(k::plan_gpu_offload(ranges, other, std::size_t(1) << 20, what),
+                    "GPU: 1.0 MiB of GPU memory is less than the 1.5 MiB the products need there: raise "
+                    "--gpu-memory or use --device cpu");
 }

@@ -913,7 +913,7 @@ StandInGradients gradients_with_stand_in(const Molecule& mol, bool frozen_core, 
 // logic — B's rows resident or streamed through the staging buffer, the plan, the loop's engine —
 // is checked here; tests/gpu/test_gpu_gradient.cpp runs the same on a GPU.
 TEST_CASE("the DF-MP2 gradient with its amplitude loop's products on the GPU's host stand-in is the CPU's (water RHF "
-          "all electrons and frozen core, amino radical UHF; B resident and streamed)") {
+          "all electrons and frozen core, amino radical UHF, B resident and streamed)") {
   const Libint2Session session;
   // 1 GiB holds B beside the staging buffer; 1.6 MB does not beside its least (1.5 MiB).
   const std::size_t resident = std::size_t(1) << 30, streamed = 1'600'000;
