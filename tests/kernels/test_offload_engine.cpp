@@ -1,10 +1,10 @@
 // OffloadEngine's host logic (kernels/gpu/offload_engine: resident ranges, the staging buffer,
 // tiles of C and of the inner dimension) run on the host stand-in for the GPU against the CPU
 // engine, and its plan. The CUDA copies and cuBLAS calls themselves are checked by
-// tests/gpu/test_gpu_gradient.cpp where a GPU is at hand.
+// tests/gpu/test_gpu_offload.cpp and test_gpu_gradient.cpp where a GPU is at hand.
 #include <catch2/catch.hpp>
 
-#include <cmath>
+#include <memory>
 #include <random>
 #include <span>
 #include <stdexcept>
@@ -14,11 +14,11 @@
 #include "kernels/gpu/gpu_plan.hpp"
 #include "kernels/gpu/offload_engine.hpp"
 #include "tests/kernels/host_jk_device.hpp"
+#include "tests/kernels/offload_cases.hpp"
 #include "tests/kernels/random_matrix.hpp"
 
 namespace k = dfmp2::kernels;
 using dfmp2::test::HostJKDevice;
-using Matrix = dfmp2::test::RandomMatrix<double>;
 
 namespace {
 
@@ -26,50 +26,12 @@ namespace {
 // numbers, measured within 3.1e-15 of the CPU engine's.
 constexpr double kTolerance = 3e-14;
 
-double largest_difference(const Matrix& a, const Matrix& b) {
-  double largest = 0.0;
-  for (std::size_t i = 0; i < a.data.size(); ++i) largest = std::max(largest, std::abs(a.data[i] - b.data[i]));
-  return largest;
-}
-
-// C = 0.7 op(A) op(B) + beta C on the offload engine and on the CPU engine, A in a resident range
-// or not, for every transpose; the pad rows of C (RandomMatrix's) must stay as they were.
-void check_products(std::size_t staging, bool a_resident, double beta) {
-  std::mt19937 rng(11);
-  const std::size_t m = 23, n = 17, kk = 40;
-  for (const k::Op op_a : {k::Op::none, k::Op::transpose})
-    for (const k::Op op_b : {k::Op::none, k::Op::transpose}) {
-      const Matrix A = op_a == k::Op::none ? Matrix(m, kk, rng, 3) : Matrix(kk, m, rng, 3);
-      const Matrix B = op_b == k::Op::none ? Matrix(kk, n, rng) : Matrix(n, kk, rng);
-      Matrix C(m, n, rng, 5);
-      Matrix expected = C;
-      k::cpu_engine().gemm(op_a, op_b, 0.7, A.view(), B.view(), beta, expected.view());
-      const k::GpuOffloadPlan plan{a_resident, a_resident ? A.data.size() : 0, staging};
-      HostJKDevice device(plan.device_bytes());
-      const std::vector<std::span<const double>> ranges{std::span<const double>(A.data)};
-      k::OffloadEngine engine(plan, device, k::cpu_engine(), ranges);
-      const std::size_t uploaded_before = engine.uploaded_bytes();
-      engine.gemm(op_a, op_b, 0.7, A.view(), B.view(), beta, C.view());
-      INFO("staging " << staging << ", A resident " << a_resident << ", beta " << beta << ", ops " << int(op_a)
-                      << int(op_b));
-      CHECK(largest_difference(C, expected) < kTolerance);
-      CHECK(engine.products() == 1);
-      // Each tile copies its part of B, and of A unless resident, and of C when beta reads it.
-      const std::size_t uploaded = engine.uploaded_bytes() - uploaded_before;
-      const std::size_t least = sizeof(double) * (kk * n + (a_resident ? 0 : m * kk) + (beta != 0.0 ? m * n : 0));
-      CHECK(uploaded >= least);
-      if (staging >= m * kk + kk * n + m * n) CHECK(uploaded == least);
-      CHECK(engine.uploaded_bytes() >= (a_resident ? sizeof(double) * A.data.size() : 0));
-    }
-}
-
 }  // namespace
 
 TEST_CASE("the offload engine's products equal the CPU engine's: whole, in tiles of C and of the inner dimension, "
           "A resident or copied, beta zero or not") {
-  for (const std::size_t staging : {std::size_t(4000), std::size_t(300), std::size_t(40), std::size_t(3)})
-    for (const bool a_resident : {false, true})
-      for (const double beta : {0.0, -1.5}) check_products(staging, a_resident, beta);
+  dfmp2::test::check_offload_products([](std::size_t bytes) { return std::make_unique<HostJKDevice>(bytes); },
+                                      kTolerance);
 }
 
 TEST_CASE("the offload engine leaves fp32 products to the host engine") {
