@@ -57,6 +57,16 @@ class CudaJKDevice final : public JKDevice {
   void copy_from(void* host, const void* device, std::size_t bytes) override {
     check(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, stream_), "copying from the GPU");
   }
+  void copy_matrix_to(double* device, MatrixView<const double> host) override {
+    check(cudaMemcpy2DAsync(device, sizeof(double) * host.rows, host.data, sizeof(double) * host.ld,
+                            sizeof(double) * host.rows, host.cols, cudaMemcpyHostToDevice, stream_),
+          "copying a matrix to the GPU");
+  }
+  void copy_matrix_from(MatrixView<double> host, const double* device) override {
+    check(cudaMemcpy2DAsync(host.data, sizeof(double) * host.ld, device, sizeof(double) * host.rows,
+                            sizeof(double) * host.rows, host.cols, cudaMemcpyDeviceToHost, stream_),
+          "copying a matrix from the GPU");
+  }
   void zero(void* device, std::size_t bytes) override {
     check(cudaMemsetAsync(device, 0, bytes, stream_), "zeroing device memory");
   }

@@ -1,6 +1,7 @@
 #include "kernels/gpu/gpu_plan.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <string>
 
 #include "kernels/pair_schedule.hpp"
@@ -51,7 +52,12 @@ std::size_t gpu_least_chunk_rows(std::size_t nvir) {
 std::size_t gpu_aligned(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
 
 std::string format_gib(std::size_t bytes) {
-  return std::to_string(double(bytes) / double(1 << 30)).substr(0, 5) + " GiB";
+  char text[32];
+  if (bytes < std::size_t(1) << 30)
+    std::snprintf(text, sizeof text, "%.1f MiB", double(bytes) / double(1 << 20));
+  else
+    std::snprintf(text, sizeof text, "%.3f GiB", double(bytes) / double(1 << 30));
+  return text;
 }
 
 Backend gpu_automatic_backend(Precision) { return Backend::loop; }

@@ -67,7 +67,8 @@ std::size_t gpu_least_chunk_rows(std::size_t nvir);
 // Bytes rounded up to a multiple of 256: every device buffer carved from one block stays aligned.
 std::size_t gpu_aligned(std::size_t bytes);
 
-// Bytes as GiB with three decimals ("1.500 GiB"), for the GPU's error lines.
+// Bytes as GiB with three decimals ("1.500 GiB"), below a GiB as MiB with one ("1.5 MiB"), for
+// the GPU's error lines.
 std::string format_gib(std::size_t bytes);
 
 // The backend `automatic` runs on the GPU.

@@ -24,7 +24,8 @@
 
 namespace dfmp2::kernels {
 
-// Where a StackedJK's (and the DF transform's StackedTransform's) buffers live and its work runs:
+// Where a StackedJK's (and the DF transform's StackedTransform's, and OffloadEngine's) buffers live
+// and its work runs:
 // one block of memory, copies and kernels queued in order (one stream), and an engine on that
 // memory and queue.
 class JKDevice {
@@ -37,6 +38,10 @@ class JKDevice {
   // by synchronise().
   virtual void copy_to(void* device, const void* host, std::size_t bytes) = 0;
   virtual void copy_from(void* host, const void* device, std::size_t bytes) = 0;
+  // The same for a column-major matrix: host's elements to or from `device`, packed there with
+  // leading dimension host.rows.
+  virtual void copy_matrix_to(double* device, MatrixView<const double> host) = 0;
+  virtual void copy_matrix_from(MatrixView<double> host, const double* device) = 0;
   virtual void zero(void* device, std::size_t bytes) = 0;
   // Waits for everything queued.
   virtual void synchronise() = 0;

@@ -3,7 +3,7 @@
 # (bundle.sh made it): the GPU tests, compute-sanitizer's memcheck and racecheck on the small ones,
 # the energy-step benchmarks beside cuBLAS and PyTorch, and whole runs with the energy step on the
 # CPU threads and on the GPU. Logs and results go to $OUT (what comes back: at most 8 files).
-#   scripts/gpu-check/run.sh [all|tests|racecheck|bench|torch|runs|whole|scaling|ncu]...   (default: all)
+#   scripts/gpu-check/run.sh [all|tests|racecheck|bench|torch|runs|whole|gradient|scaling|ncu]...   (default: all)
 set -uo pipefail
 root=$(pwd)
 out=${OUT:-$root/gpu-check-out}
@@ -57,6 +57,10 @@ fi
 if wants runs; then
   step "amdahl" 400 python3 scripts/gpu-check/amdahl_runs.py "$bin/dfmp2_amdahl" "$out/amdahl_gpu.json" \
     ${DFMP2_GPU_MOLECULES:-water15 c20h42 water25}
+fi
+if wants gradient; then  # the DF-MP2 gradient end to end on each device (its amplitude loop on the GPU)
+  step "gradient runs" 300 python3 scripts/gpu-check/whole_runs.py "$bin/dfmp2" "$out/gradient_runs.json" \
+    --gradient ${DFMP2_GRADIENT_MOLECULES:-water15}
 fi
 if wants whole; then  # end to end on each device: every stage runs again on the GPU's side
   # Limits in seconds: 40 waters take about 260 s on 16 CPU threads and 35 s with the GPU (H200).

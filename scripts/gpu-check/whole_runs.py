@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
 """Whole runs of dfmp2 on the GPU machine, each stage timed from the run's JSON: every molecule with
 every device and thread count given, end to end (setup, integrals, SCF, DF transform and energy all
-run again each time). Used for the GPU's whole-run speedup and for the CPU path's thread scaling.
+run again each time). Used for the GPU's whole-run speedup and for the CPU path's thread scaling;
+with --gradient, the DF-MP2 gradient's runs (integrals, SCF, gradient), its amplitude loop on the
+GPU with --device gpu.
 Writes the runs into one JSON file (rewritten after each run: a run cut short keeps the rest) and
 prints one table row per run.
 
-    whole_runs.py DFMP2 OUT.json --devices cpu,gpu --threads 16 MOLECULE...   (MOLECULE: water15, ...)
+    whole_runs.py DFMP2 OUT.json --devices cpu,gpu --threads 16 [--gradient] MOLECULE...
+    (MOLECULE: water15, ... of inputs/scale, or a path to an .xyz file)
 """
 import argparse
 import json
@@ -13,14 +16,15 @@ import subprocess
 import tempfile
 import time
 
-STAGES = ("setup", "integrals", "scf", "df_transform", "energy", "total")
+STAGES = ("setup", "integrals", "scf", "df_transform", "energy", "gradient", "total")
 
 
-def run(exe, molecule, device, threads):
+def run(exe, molecule, device, threads, gradient):
+    path = molecule if molecule.endswith(".xyz") else f"inputs/scale/{molecule}.xyz"
     with tempfile.NamedTemporaryFile(suffix=".json") as f:
         started = time.monotonic()
-        subprocess.run([exe, f"inputs/scale/{molecule}.xyz", "--basis", "cc-pvdz", "--device", device,
-                        "--threads", str(threads), "--json", f.name, "--quiet"], check=True)
+        subprocess.run([exe, path, "--basis", "cc-pvdz", "--device", device, "--threads", str(threads),
+                        "--json", f.name, "--quiet"] + (["--gradient"] if gradient else []), check=True)
         r = json.load(open(f.name))
         r["wall_seconds"] = time.monotonic() - started
         r["molecule_name"] = molecule
@@ -34,13 +38,14 @@ def main():
     parser.add_argument("molecules", nargs="+")
     parser.add_argument("--devices", default="cpu,gpu")
     parser.add_argument("--threads", default="16")
+    parser.add_argument("--gradient", action="store_true")
     args = parser.parse_args()
     runs = []
     print("| molecule | nbf | device | threads | " + " | ".join(STAGES) + " | wall | E_corr |", flush=True)
     for molecule in args.molecules:
         for device in args.devices.split(","):
             for threads in (int(t) for t in args.threads.split(",")):
-                r = run(args.exe, molecule, device, threads)
+                r = run(args.exe, molecule, device, threads, args.gradient)
                 runs.append(r)
                 with open(args.out, "w") as f:
                     json.dump(runs, f, indent=1)

@@ -108,9 +108,11 @@ Mp2Gradient density_fitted_mp2_gradient(const Mp2GradientInput& in, FockBuilder&
   // Checked here, not by the engine inside the passes' threads, where a throw would terminate.
   if (in.engine == nullptr || in.engine->memory() != kernels::Memory::host)
     throw std::invalid_argument("the DF-MP2 gradient needs a compute engine on host memory");
+  if (in.plan.gpu.has_value() != (in.gpu != nullptr))
+    throw std::invalid_argument("the DF-MP2 gradient's plan and its GPU disagree");
   const Mp2GradientDensities mp2 = mp2_gradient_densities(in.obs, in.ri_aux, in.pairs, scf_fock, in.orbitals,
                                                           in.plan, budget, in.scratch, comm, *in.engine,
-                                                          in.z_convergence, in.progress);
+                                                          in.gpu, in.z_convergence, in.progress);
   // RHF's one set stands for both spins (w = 2); UHF's α and β each for one (w = 1).
   const double w = mp2.electrons_per_orbital;
   Eigen::MatrixXd relaxed = mp2.relaxed[0];
@@ -123,6 +125,7 @@ Mp2Gradient density_fitted_mp2_gradient(const Mp2GradientInput& in, FockBuilder&
   out.energy = mp2.energy;
   out.cphf_iterations = mp2.cphf_iterations;
   out.work += mp2.work;
+  out.gpu_uploaded_bytes = mp2.gpu_uploaded_bytes;
   return out;
 }
 

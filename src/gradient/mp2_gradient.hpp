@@ -39,6 +39,9 @@ struct Mp2GradientInput {
   // The engine of the densities' and Γ^P's large products (mp2_gradient_densities): one on host
   // memory, since their arrays are there.
   kernels::ComputeEngine* engine = &kernels::cpu_engine();
+  // Where the amplitude loop's products run when plan.gpu has them on a GPU: made for
+  // plan.gpu->device_bytes() (the CUDA device, or the tests' host stand-in); else null.
+  kernels::JKDevice* gpu = nullptr;
 };
 
 struct Mp2Gradient {
@@ -51,6 +54,7 @@ struct Mp2Gradient {
   // integrals and the three-centre derivative integrals (the one-electron and metric derivative
   // terms are left out: small).
   StageWork work;
+  std::size_t gpu_uploaded_bytes = 0;  // copied to the GPU by the amplitude loop (in.plan.gpu)
   std::vector<StagePart> parts;  // "ecp": the ECP derivative integrals' wall time, when the molecule has any
 };
 

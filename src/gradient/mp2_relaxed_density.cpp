@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -177,12 +178,46 @@ std::vector<RowStore> form_B(const RiPasses& passes, const std::vector<OrbitalSe
   return B;
 }
 
+// Each set's rows of B in memory: the ranges an OffloadEngine keeps on the GPU.
+std::vector<std::span<const double>> rows_in_memory(const std::vector<RowStore>& B) {
+  std::vector<std::span<const double>> ranges;
+  for (const RowStore& set : B) ranges.emplace_back(set.ram(), set.ram_rows() * set.cols());
+  return ranges;
+}
+
+// The amplitude loop on the CPU's loop's engine, or with its products run on `gpu`.
+Mp2AmplitudeSums amplitude_loop(const AmplitudeLoop& cpu, const std::vector<OrbitalSet>& x,
+                                const std::vector<Mp2GradientSizes>& s, const Mp2GradientPlan& plan,
+                                kernels::JKDevice* gpu, Mp2GradientDensities& out) {
+  std::optional<kernels::OffloadEngine> offload;
+  if (gpu) offload.emplace(*plan.gpu, *gpu, cpu.engine, rows_in_memory(cpu.B));
+  kernels::ComputeEngine& engine = offload ? static_cast<kernels::ComputeEngine&>(*offload) : cpu.engine;
+  AmplitudeLoop loop{cpu.fit,    cpu.B,  cpu.gamma, cpu.buffer, cpu.next_buffer, engine,
+                     cpu.budget, cpu.comm, cpu.progress, cpu.work};
+  const double flops_before = out.work.flops_fp64;
+  Mp2AmplitudeSums sums;
+  if (plan.closed_shell()) {
+    loop.progress.begin("MP2 gradient: amplitudes, P and Γ (blocks of occupied orbitals)");
+    sums = closed_shell_amplitudes(x[0], s[0], plan.amplitude_orbitals, plan.keeps_integrals, loop);
+  } else {
+    loop.progress.begin("MP2 gradient: amplitudes, P and Γ (αα and αβ with k of α, ββ and αβ with k of β)");
+    sums = open_shell_amplitudes({x[0], x[1]}, s, loop);
+  }
+  if (offload) {  // the loop's work (bar the fits of Γ', a small part) at cuBLAS's rate, for the floor
+    out.work.gpu_seconds += (out.work.flops_fp64 - flops_before) / (std::max(plan.gpu_gflops, 1.0) * 1e9);
+    out.work.flops_fp64 = flops_before;
+    out.gpu_uploaded_bytes = offload->uploaded_bytes();
+  }
+  return sums;
+}
+
 // B (Γ's stores made once its pass is done, as the plan's phases hold them), then the amplitudes'
 // loop: the energy, each set's unrelaxed P_ij and P_ab, V_PQ, and Γ_ia^P
 // (into out.gamma).
 Mp2AmplitudeSums form_gamma(const RiPasses& passes, const std::vector<OrbitalSet>& x,
                             const std::vector<Mp2GradientSizes>& s, const Mp2GradientPlan& plan,
-                            const ScratchDirectory* scratch, Progress& progress, Mp2GradientDensities& out) {
+                            const ScratchDirectory* scratch, kernels::JKDevice* gpu, Progress& progress,
+                            Mp2GradientDensities& out) {
   MemoryBudget& budget = passes.budget;
   std::vector<RowStore> B = form_B(passes, x, plan, scratch, progress, out.work);
   const std::size_t disk_rows = s[0].naux - plan.ram_rows;
@@ -203,15 +238,9 @@ Mp2AmplitudeSums form_gamma(const RiPasses& passes, const std::vector<OrbitalSet
     fit_in_place(fit, set, both);
     out.work.flops_fp64 += fit.flops(set.cols());
   }
-  AmplitudeLoop loop{fit, B, out.gamma, both.first(both.size() / 2), both.last(both.size() / 2),
-                     passes.engine, budget, passes.comm, progress, out.work};
-  if (plan.closed_shell()) {
-    progress.begin("MP2 gradient: amplitudes, P and Γ (blocks of occupied orbitals)");
-    return closed_shell_amplitudes(x[0], s[0], plan.amplitude_orbitals, plan.keeps_integrals, loop);
-  }
-  progress.begin("MP2 gradient: amplitudes, P and Γ (αα and αβ with k of α, ββ and αβ with k of β)");
-  const std::vector<CorrelatedOrbitals> spins{x[0], x[1]};
-  return open_shell_amplitudes(spins, s, loop);
+  return amplitude_loop({fit, B, out.gamma, both.first(both.size() / 2), both.last(both.size() / 2), passes.engine,
+                         budget, passes.comm, progress, out.work},
+                        x, s, plan, gpu, out);
 }
 
 // Each set's L1_pi = 2w Σ_aP (P|pa) Γ_ia^P = 2w [Cᵀ Σ_P (P|μν) C_v Γ^Pᵀ]_pi (i active) and L2_pa =
@@ -394,7 +423,8 @@ Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const 
                                             const ShellPairs& pairs, FockBuilder& scf_fock,
                                             const Orbitals& orbitals, const Mp2GradientPlan& plan, MemoryBudget& budget,
                                             const ScratchDirectory* scratch, Communicator& comm,
-                                            kernels::ComputeEngine& engine, double z_convergence, Progress& progress) {
+                                            kernels::ComputeEngine& engine, kernels::JKDevice* gpu,
+                                            double z_convergence, Progress& progress) {
   const std::vector<Mp2GradientSizes> s = checked_sizes(plan, orbitals, ri_aux, pairs);
   const std::vector<OrbitalSet> x = orbital_sets(orbitals, s);
   Mp2GradientDensities out;
@@ -407,7 +437,7 @@ Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const 
   const RiPasses passes{obs, ri_aux, pairs, metric, s[0], plan.batch_functions, budget, comm, engine,
                         [&progress](double done) { progress.fraction(done); },
                         plan.keeps_ri_integrals ? &kept : nullptr};
-  const Mp2AmplitudeSums mp2 = form_gamma(passes, x, s, plan, scratch, progress, out);
+  const Mp2AmplitudeSums mp2 = form_gamma(passes, x, s, plan, scratch, gpu, progress, out);
   out.energy = mp2.energy;
   out.metric = mp2.V;
   const Lagrangian L = form_L(passes, x, out.gamma, out.electrons_per_orbital, kept, progress, out.work);
@@ -425,6 +455,24 @@ Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const 
   out.work += response->work();  // the Fock responses of the Lagrangian and the Z-vector
   if (plan.keeps_occupied_products) out.occupied_products = response->release_fitted_occupied_products();
   return out;
+}
+
+// Each loop's operands are B_kb and Γ_kb (naux × k·v), I, t and T (o·v × k·v, of either set's i),
+// V (naux²) and P (o², v², smaller than I), with k·v the columns of a block of orbitals k (UHF:
+// one); B's rows on disk come in blocks of the read buffer.
+kernels::GpuOffloadPlan plan_amplitudes_on_gpu(const Mp2GradientPlan& plan, std::size_t device_bytes) {
+  const std::size_t naux = plan.sets[0].naux, disk_rows = naux - plan.ram_rows;
+  std::size_t largest_ov = 0, largest_v = 0;
+  std::vector<std::size_t> ranges;
+  for (const Mp2GradientSizes& s : plan.sets) {
+    largest_ov = std::max(largest_ov, s.ov());
+    largest_v = std::max(largest_v, s.nvir());
+    ranges.push_back(plan.ram_rows * s.ov());
+  }
+  const std::size_t kv = (plan.closed_shell() ? plan.amplitude_orbitals : 1) * largest_v;
+  std::size_t largest_other = std::max(std::max(naux, largest_ov) * kv, naux * naux);
+  if (disk_rows > 0) largest_other = std::max(largest_other, ri_read_buffer_elements(naux, largest_ov, disk_rows));
+  return kernels::plan_gpu_offload(ranges, largest_other, device_bytes, "the MP2 gradient's amplitude products");
 }
 
 }  // namespace dfmp2

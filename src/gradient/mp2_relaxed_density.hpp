@@ -39,12 +39,14 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <optional>
 #include <vector>
 
 #include <Eigen/Core>
 #include <libint2/basis.h>
 
 #include "kernels/compute_engine.hpp"
+#include "kernels/gpu/offload_engine.hpp"
 #include "src/common/memory.hpp"
 #include "src/common/memory_plan.hpp"
 #include "src/common/parallel.hpp"
@@ -97,6 +99,10 @@ struct Mp2GradientPlan {
   std::size_t ri_largest_shell = 1;      // the RI set's most functions in a shell, for its squares
   bool keeps_occupied_products = false;  // the Z-vector's B^Q C_o kept for the JK set's term (RHF, when it fits)
   StagePlan densities;                   // what the densities draw at their peak
+  // The amplitude loop's products on a GPU (plan_amplitudes_on_gpu), each set's rows of B in
+  // memory resident there when they fit; else (none) on the CPU.
+  std::optional<kernels::GpuOffloadPlan> gpu;
+  double gpu_gflops = 0.0;               // cuBLAS's fp64 rate probed at start-up, for the floor
   bool closed_shell() const { return sets.size() == 1; }
 };
 
@@ -119,6 +125,11 @@ Mp2GradientPlan plan_mp2_gradient(const libint2::BasisSet& ri_aux, const std::ve
                                   const SeparableTermSizes& jk_terms, std::size_t ram_bytes, int ranks,
                                   bool fp32_z_vector);
 
+// The amplitude loop's products on a GPU with `device_bytes` of its memory (plan_gpu_offload): the
+// ranges each set's rows of B in memory, the other operands the loop's (its blocks of orbitals k'
+// I, t, T, B_kb and Γ_kb, V, P) and the blocks of B's rows on disk. GpuError when too little.
+kernels::GpuOffloadPlan plan_amplitudes_on_gpu(const Mp2GradientPlan& plan, std::size_t device_bytes);
+
 // The correlation energy the densities are of: opposite-spin (UHF: αβ) and same-spin parts, and
 // for UHF the same-spin part by spin (αα + ββ = ss).
 struct Mp2EnergyParts {
@@ -130,6 +141,7 @@ struct Mp2GradientDensities {
   Mp2EnergyParts energy;
   int cphf_iterations = 0;
   StageWork work;                        // this rank's, as Mp2Gradient's
+  std::size_t gpu_uploaded_bytes = 0;    // copied to the GPU by the amplitude loop (plan.gpu)
   double electrons_per_orbital = 2.0;    // w: 2 for RHF's one set, 1 for UHF's two
   std::vector<Eigen::MatrixXd> relaxed;  // each set's P (AO, symmetric), the MP2 part only
   Eigen::MatrixXd energy_weighted;       // W of every set (AO, symmetric), the MP2 part only: −Σ W S^x
@@ -146,7 +158,8 @@ struct Mp2GradientDensities {
 // the Z-vector (its occupied_response). scratch: for B and Γ's rows on
 // disk (may be null when the plan has none). engine: of the large products (the RI passes', the
 // fits', the amplitudes', the Lagrangian's, the Z-vector's and the densities' change of basis), on
-// host memory. Collective: the ranks share the RI batches and the
+// host memory. gpu: where the amplitude loop's products run when plan.gpu has them there (made for
+// plan.gpu->device_bytes()), else null. Collective: the ranks share the RI batches and the
 // amplitude blocks, and every rank returns the whole densities.
 // z_convergence: the largest residual element. The gradient's error is about a fifth of it (uracil
 // cc-pVDZ: 1e-9 moves it by 2.4e-10 Eh/bohr from 1e-11's, 1e-8 by 1.6e-9).
@@ -154,6 +167,7 @@ Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const 
                                             const ShellPairs& pairs, FockBuilder& scf_fock,
                                             const Orbitals& orbitals, const Mp2GradientPlan& plan, MemoryBudget& budget,
                                             const ScratchDirectory* scratch, Communicator& comm,
-                                            kernels::ComputeEngine& engine, double z_convergence, Progress& progress);
+                                            kernels::ComputeEngine& engine, kernels::JKDevice* gpu,
+                                            double z_convergence, Progress& progress);
 
 }  // namespace dfmp2

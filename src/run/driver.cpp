@@ -2,11 +2,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
+#include <optional>
 #include <stdexcept>
 
 #include <omp.h>
 
 #include "kernels/blas_kernels.hpp"
+#include "kernels/gpu/stacked_jk.hpp"
 #include "src/common/errors.hpp"
 #include "src/gradient/mp2_gradient.hpp"
 #include "src/integrals/libint.hpp"
@@ -115,8 +118,6 @@ void check_gradient_supported(const RunOptions& options) {
     throw InputError("--gradient is not available for " + what + " (the DF-MP2 gradient covers RHF and UHF with "
                      "DF-SCF)");
   };
-  if (options.device == kernels::Device::gpu)
-    throw InputError("--device gpu does not apply with --gradient: the DF-MP2 gradient runs on the CPU");
   if (options.scf_type != ScfType::df) refuse("--scf exact");
   check_energy_from_gradient(options.backend, options.precision);
 }
@@ -180,16 +181,27 @@ struct PreparedRun::State {
     });
   }
 
-  // The gradient stage: the DF-MP2 gradient, its relaxed dipole and the energy its amplitudes give.
+  // The gradient stage: the DF-MP2 gradient, its relaxed dipole and the energy its amplitudes give;
+  // its amplitude loop's products on the GPU when the plan has them there.
   void gradient_stage(const Problem& problem, const RunPlan& plan, Integrals& integrals, const ScfSolution& scf) {
     const RunContext context = this->context();
+    const std::optional<kernels::GpuOffloadPlan>& gpu_plan = plan.mp2_gradient->gpu;
     const Mp2Gradient gradient = timed(base.stages, base.gemm_rates, budget.get(), "gradient", [&] {
-      const Mp2GradientInput in{problem.obs,      problem.aux,        *problem.jk_aux,     problem.pairs,
-                                problem.molecule, scf.orbitals,       *plan.mp2_gradient, &context.scratch,
-                                options.scf.d_convergence_for(scf.orbitals.spin_count()),
-                                context.progress,     &problem.orbital_basis};
+      const std::unique_ptr<kernels::JKDevice> gpu =
+          gpu_plan ? kernels::make_cuda_device(gpu_plan->device_bytes(), "the MP2 gradient's amplitude loop") : nullptr;
+      Mp2GradientInput in{problem.obs,      problem.aux,        *problem.jk_aux,     problem.pairs,
+                          problem.molecule, scf.orbitals,       *plan.mp2_gradient, &context.scratch,
+                          options.scf.d_convergence_for(scf.orbitals.spin_count()),
+                          context.progress,     &problem.orbital_basis};
+      in.gpu = gpu.get();
       return density_fitted_mp2_gradient(in, *integrals.fock, *budget, context.comm);
     });
+    if (gpu_plan) {
+      const EnergyDevice& device = plan.mp2.device;
+      base.device = kernels::Device::gpu;
+      base.gpu = RunResult::GpuUse{device.properties, device.gemm_m, device.gemm_k, device.gemm_gflops,
+                                   gradient.gpu_uploaded_bytes};
+    }
     base.gradient = gradient.gradient;
     base.mp2_dipole_moment = gradient.dipole;
     gradient_energy = gradient.energy;

@@ -349,6 +349,29 @@ void plan_exact_scf(RunPlan& plan, const Problem& problem, const RunContext& con
   if (plan.store_quartets) plan.scf.ram("the stored four-index integrals", quartets);
 }
 
+// With --device gpu the gradient's amplitude loop runs its products on the GPU (auto keeps the
+// gradient on the CPU: its threshold is the energy step's), in the GPU memory --gpu-memory gives,
+// each set's rows of B in memory resident there when they fit beside the other operands; the
+// probe of cuBLAS's rate is the energy step's. Too little GPU memory is one error line.
+void plan_gradient_on_gpu(RunPlan& plan, const Problem& problem, const RunContext& context) {
+  if (context.options.device != kernels::Device::gpu) return;
+  Mp2GradientPlan& gradient = *plan.mp2_gradient;
+  std::vector<EnergySpin> spins;
+  for (const Mp2GradientSizes& s : gradient.sets) spins.push_back({.nocc_mine = s.active(), .nvir = s.nvir()});
+  plan.mp2.device = energy_device(context.options, spins, problem.aux.nbf(), context.comm.size(), context.cpu_rates);
+  gradient.gpu = plan_amplitudes_on_gpu(gradient, plan.mp2.device.gpu_bytes);
+  gradient.gpu_gflops = plan.mp2.device.gemm_gflops;
+  const kernels::GpuOffloadPlan& gpu = *gradient.gpu;
+  if (gpu.resident)
+    plan.gradient->gpu("the rows of B_ia^P in memory, resident on the GPU", sizeof(double) * gpu.resident_elements);
+  plan.gradient->gpu(gpu.resident ? "the amplitude loop's other operands, staged on the GPU"
+                                  : "the amplitude loop's operands, B_ia^P's rows streamed to the GPU",
+                     sizeof(double) * gpu.staging_elements);
+  std::string& note = plan.gradient->note;
+  note += (note.empty() ? "" : "; ") + std::string("the amplitude loop's products on the GPU (") +
+          plan.mp2.device.properties.name + ")";
+}
+
 // The MP2 gradient runs after the SCF, beside the shell pairs and the Fock builder (its J/K solve
 // the Z-vector equations), and its amplitudes give the MP2 energy: a gradient run has no DF
 // transform or energy step. Only DF-SCF has a Fock builder (the driver refuses the others).
@@ -382,6 +405,7 @@ void plan_gradient(RunPlan& plan, const Problem& problem, const RunContext& cont
                                         context.options.scf.fp32_until_gradient > 0.0);
   add_blocks(gradient, plan.mp2_gradient->densities);
   plan.gradient = std::move(gradient);
+  plan_gradient_on_gpu(plan, problem, context);
 }
 
 // The DF transform's products run on the GPU where the energy step does (as the SCF's J/K), in

@@ -17,51 +17,13 @@
 #include "kernels/gpu/stacked_jk.hpp"
 #include "kernels/gpu/stacked_transform.hpp"
 #include "kernels/packed_jk.hpp"
+#include "tests/kernels/host_jk_device.hpp"
 #include "tests/kernels/jk_cases.hpp"
 
 namespace k = dfmp2::kernels;
 using namespace dfmp2::test;
 
 namespace {
-
-// The GPU's part on the host: memory starts as NaNs (cudaMalloc's is not zeroed), copies are
-// immediate, the kernels loops.
-class HostJKDevice final : public k::JKDevice {
- public:
-  explicit HostJKDevice(std::size_t bytes) : memory_(bytes / sizeof(double) + 1) {
-    std::memset(memory_.data(), 0xff, sizeof(double) * memory_.size());
-  }
-  k::ComputeEngine& engine() override { return k::cpu_engine(); }
-  char* memory() override { return reinterpret_cast<char*>(memory_.data()); }
-  void copy_to(void* device, const void* host, std::size_t bytes) override { std::memcpy(device, host, bytes); }
-  void copy_from(void* host, const void* device, std::size_t bytes) override { std::memcpy(host, device, bytes); }
-  void zero(void* device, std::size_t bytes) override { std::memset(device, 0, bytes); }
-  void synchronise() override {}
-  void unpack(const double* rows, std::size_t nq, std::size_t stored, const std::uint32_t* table, std::size_t nbf,
-              std::size_t ld, double* stack) override {
-    unpack_stack(rows, nq, stored, table, nbf, ld, stack);
-  }
-  void unpack(const double* rows, std::size_t nq, std::size_t stored, const std::uint32_t* table, std::size_t nbf,
-              std::size_t ld, float* stack) override {
-    unpack_stack(rows, nq, stored, table, nbf, ld, stack);
-  }
-  void add_fp32(const float* from, double* to, std::size_t nbf, bool lower_only) override {
-    for (std::size_t col = 0; col < nbf; ++col)
-      for (std::size_t row = lower_only ? col : 0; row < nbf; ++row) to[row + nbf * col] += from[row + nbf * col];
-  }
-
- private:
-  template <typename Real>
-  static void unpack_stack(const double* rows, std::size_t nq, std::size_t stored, const std::uint32_t* table,
-                           std::size_t nbf, std::size_t ld, Real* stack) {
-    for (std::size_t q = 0; q < nq; ++q)
-      for (std::size_t p = 0; p < stored; ++p) {
-        const std::size_t m = table[2 * p], c = table[2 * p + 1];
-        stack[m + nbf * q + ld * c] = stack[c + nbf * q + ld * m] = static_cast<Real>(rows[q * stored + p]);
-      }
-  }
-  std::vector<double> memory_;
-};
 
 constexpr std::size_t kHuge = std::size_t(1) << 40;
 

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <string>
 
+#include <Eigen/Core>
 #include <nlohmann/json.hpp>
 
 #include "src/io/xyz.hpp"
@@ -28,7 +29,8 @@ inline nlohmann::json psi4_case(const std::string& source_dir, const std::string
   return {};
 }
 
-// The case's molecule into input, and its settings as options.
+// The case's molecule into input, and its settings as options (the gradient cases, all DF-SCF, do
+// not name their scf_type).
 inline RunOptions psi4_case_options(const std::string& source_dir, const nlohmann::json& ref, RunInput& input) {
   input.path = source_dir + "/" + ref["xyz"].get<std::string>();
   input.molecule = read_xyz(input.path);
@@ -37,10 +39,21 @@ inline RunOptions psi4_case_options(const std::string& source_dir, const nlohman
   options.multiplicity = ref.value("multiplicity", 1);
   options.basis = ref["basis"].get<std::string>();
   options.df_basis = ref["df_basis"].get<std::string>();
-  if (ref["scf_type"] == "df") options.jk_basis = ref["jk_basis"].get<std::string>();
-  options.scf_type = ref["scf_type"] == "df" ? ScfType::df : ScfType::exact;
+  const bool df = ref.value("scf_type", std::string("df")) == "df";
+  if (df) options.jk_basis = ref["jk_basis"].get<std::string>();
+  options.scf_type = df ? ScfType::df : ScfType::exact;
   options.frozen_core = ref["freeze_core"].get<bool>();
   return options;
+}
+
+// The case's gradient (Eh/bohr, natom × 3).
+inline Eigen::MatrixXd psi4_gradient(const nlohmann::json& ref) {
+  const nlohmann::json& rows = ref["gradient"];
+  Eigen::MatrixXd g(static_cast<Eigen::Index>(rows.size()), 3);
+  for (Eigen::Index a = 0; a < g.rows(); ++a)
+    for (Eigen::Index k = 0; k < 3; ++k)
+      g(a, k) = rows[static_cast<std::size_t>(a)][static_cast<std::size_t>(k)].get<double>();
+  return g;
 }
 
 }  // namespace dfmp2::testing

@@ -1,0 +1,172 @@
+#include "kernels/gpu/offload_engine.hpp"
+
+#include <algorithm>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/gpu/gpu_plan.hpp"
+
+namespace dfmp2::kernels {
+namespace {
+
+// Rows [r0, r0 + nr) and columns [c0, c0 + nc) of op(M), as a view of M's stored elements.
+template <typename Real>
+MatrixView<Real> op_block(const MatrixView<Real>& M, Op op, std::size_t r0, std::size_t nr, std::size_t c0,
+                          std::size_t nc) {
+  if (op == Op::none) return {M.data + r0 + c0 * M.ld, nr, nc, M.ld, M.memory};
+  return {M.data + c0 + r0 * M.ld, nc, nr, M.ld, M.memory};
+}
+
+// The elements from a view's first to its last, as BLAS addresses them.
+template <typename Real>
+std::size_t extent(const MatrixView<Real>& M) {
+  return M.cols == 0 ? 0 : M.ld * (M.cols - 1) + M.rows;
+}
+
+}  // namespace
+
+std::size_t GpuOffloadPlan::device_bytes() const {
+  return gpu_aligned(sizeof(double) * resident_elements) + gpu_aligned(sizeof(double) * staging_elements);
+}
+
+GpuOffloadPlan plan_gpu_offload(const std::vector<std::size_t>& ranges, std::size_t largest_other,
+                                std::size_t device_bytes, const std::string& what) {
+  const std::size_t total = std::accumulate(ranges.begin(), ranges.end(), std::size_t(0));
+  const std::size_t largest_range = ranges.empty() ? 0 : *std::max_element(ranges.begin(), ranges.end());
+  // Elements, less two alignments' rounding.
+  const std::size_t available = device_bytes > 512 ? (device_bytes - 512) / sizeof(double) : 0;
+  GpuOffloadPlan plan;
+  plan.resident = total + 3 * std::max(largest_other, kGpuLeastStagingElements / 3) <= available;
+  if (plan.resident) plan.resident_elements = total;
+  const std::size_t wanted = 3 * (plan.resident ? largest_other : std::max(largest_other, largest_range));
+  plan.staging_elements = std::min(std::max(wanted, kGpuLeastStagingElements), available - plan.resident_elements);
+  if (plan.staging_elements < kGpuLeastStagingElements)
+    throw GpuError("GPU: " + format_gib(device_bytes) + " of GPU memory is less than the " +
+                   format_gib(sizeof(double) * kGpuLeastStagingElements + 512) + " " + what +
+                   " need there: raise --gpu-memory or use --device cpu");
+  return plan;
+}
+
+OffloadEngine::OffloadEngine(const GpuOffloadPlan& plan, JKDevice& device, ComputeEngine& host,
+                             std::span<const std::span<const double>> ranges)
+    : plan_(plan), device_(device), host_(host) {
+  if (host.memory() != Memory::host) throw std::invalid_argument("OffloadEngine: needs an engine on host memory");
+  DeviceCarver carve(device.memory());
+  double* resident = carve.take<double>(gpu_aligned(sizeof(double) * plan.resident_elements));
+  staging_ = carve.take<double>(gpu_aligned(sizeof(double) * plan.staging_elements));
+  if (!plan.resident) return;
+  std::size_t elements = 0;
+  for (const std::span<const double> range : ranges) elements += range.size();
+  if (elements > plan.resident_elements)
+    throw std::invalid_argument("OffloadEngine: the resident ranges exceed the plan's");
+  for (const std::span<const double> range : ranges) {
+    device.copy_to(resident, range.data(), sizeof(double) * range.size());
+    uploaded_ += sizeof(double) * range.size();
+    ranges_.push_back({range.data(), range.size(), resident});
+    resident += range.size();
+  }
+  device.synchronise();
+}
+
+const double* OffloadEngine::resident_copy(const MatrixView<const double>& view) const {
+  for (const Range& range : ranges_)
+    if (view.data >= range.host && view.data + extent(view) <= range.host + range.elements)
+      return range.device + (view.data - range.host);
+  return nullptr;
+}
+
+// The whole product when it fits the staging buffer; else the dimension that is largest among
+// those the staging buffer holds is halved until it fits.
+OffloadEngine::Tile OffloadEngine::tile_for(std::size_t m, std::size_t n, std::size_t k, bool a_resident,
+                                            bool b_resident) const {
+  Tile t{m, n, k};
+  const bool k_staged = !a_resident || !b_resident;
+  const auto need = [&] { return (a_resident ? 0 : t.m * t.k) + (b_resident ? 0 : t.k * t.n) + t.m * t.n; };
+  while (need() > plan_.staging_elements) {
+    std::size_t& largest = k_staged && t.k >= t.m && t.k >= t.n ? t.k : (t.m >= t.n ? t.m : t.n);
+    if (largest == 1) throw GpuError("GPU: the staging buffer cannot hold one element of a product");
+    largest = (largest + 1) / 2;
+  }
+  return t;
+}
+
+MatrixView<const double> OffloadEngine::on_device(const MatrixView<const double>& block, double*& staging) {
+  if (const double* resident = resident_copy(block))
+    return {resident, block.rows, block.cols, block.ld, device_memory()};
+  device_.copy_matrix_to(staging, block);
+  uploaded_ += sizeof(double) * block.rows * block.cols;
+  const MatrixView<const double> copy{staging, block.rows, block.cols, block.rows, device_memory()};
+  staging += block.rows * block.cols;
+  return copy;
+}
+
+// C_tile (rows from `row`, columns from `column` of C) = alpha op(A) op(B) + beta C_tile, the inner
+// dimension in pieces of tile_k, on the GPU; C_tile copied there first only when beta reads it.
+void OffloadEngine::multiply_tile(Op op_a, Op op_b, double alpha, const MatrixView<const double>& A,
+                                  const MatrixView<const double>& B, double beta, const MatrixView<double>& C_tile,
+                                  std::size_t row, std::size_t column, std::size_t tile_k) {
+  const std::size_t k = op_cols(op_a, A);
+  double* C_device = staging_;
+  const MatrixView<double> C_on_device{C_device, C_tile.rows, C_tile.cols, C_tile.rows, device_memory()};
+  if (beta != 0.0) {
+    device_.copy_matrix_to(C_device, C_tile);
+    uploaded_ += sizeof(double) * C_tile.rows * C_tile.cols;
+  }
+  for (std::size_t k0 = 0; k0 < k; k0 += tile_k) {
+    const std::size_t width = std::min(tile_k, k - k0);
+    double* staging = C_device + C_tile.rows * C_tile.cols;  // the queue orders reuse after the last GEMM
+    const MatrixView<const double> A_part = on_device(op_block(A, op_a, row, C_tile.rows, k0, width), staging);
+    const MatrixView<const double> B_part = on_device(op_block(B, op_b, k0, width, column, C_tile.cols), staging);
+    device_.engine().gemm(op_a, op_b, alpha, A_part, B_part, k0 == 0 ? beta : 1.0, C_on_device);
+  }
+  device_.copy_matrix_from(C_tile, C_device);
+}
+
+void OffloadEngine::run_gemm(Op op_a, Op op_b, double alpha, const MatrixView<const double>& A,
+                             const MatrixView<const double>& B, double beta, const MatrixView<double>& C) {
+  const std::size_t m = C.rows, n = C.cols, k = op_cols(op_a, A);
+  if (k == 0) {  // C = beta C: nothing to multiply
+    host_.gemm(op_a, op_b, alpha, A, B, beta, C);
+    return;
+  }
+  const Tile t = tile_for(m, n, k, resident_copy(A) != nullptr, resident_copy(B) != nullptr);
+  for (std::size_t i0 = 0; i0 < m; i0 += t.m)
+    for (std::size_t j0 = 0; j0 < n; j0 += t.n) {
+      const MatrixView<double> C_tile = op_block(C, Op::none, i0, std::min(t.m, m - i0), j0, std::min(t.n, n - j0));
+      multiply_tile(op_a, op_b, alpha, A, B, beta, C_tile, i0, j0, t.k);
+    }
+  device_.synchronise();
+  ++products_;
+}
+
+void OffloadEngine::run_gemm(Op op_a, Op op_b, float alpha, const MatrixView<const float>& A,
+                             const MatrixView<const float>& B, float beta, const MatrixView<float>& C) {
+  host_.gemm(op_a, op_b, alpha, A, B, beta, C);
+}
+void OffloadEngine::run_syrk_lower(Op op_x, double alpha, const MatrixView<const double>& X, double beta,
+                                   const MatrixView<double>& C) {
+  host_.syrk_lower(op_x, alpha, X, beta, C);
+}
+void OffloadEngine::run_syrk_lower(Op op_x, float alpha, const MatrixView<const float>& X, float beta,
+                                   const MatrixView<float>& C) {
+  host_.syrk_lower(op_x, alpha, X, beta, C);
+}
+void OffloadEngine::run_symm_upper_left(double alpha, const MatrixView<const double>& A,
+                                        const MatrixView<const double>& B, double beta, const MatrixView<double>& C) {
+  host_.symm_upper_left(alpha, A, B, beta, C);
+}
+void OffloadEngine::run_symm_upper_left(float alpha, const MatrixView<const float>& A, const MatrixView<const float>& B,
+                                        float beta, const MatrixView<float>& C) {
+  host_.symm_upper_left(alpha, A, B, beta, C);
+}
+void OffloadEngine::run_solve_lower(Side side, Op op_l, double alpha, const MatrixView<const double>& L,
+                                    const MatrixView<double>& B) {
+  host_.solve_lower(side, op_l, alpha, L, B);
+}
+void OffloadEngine::run_solve_lower(Side side, Op op_l, float alpha, const MatrixView<const float>& L,
+                                    const MatrixView<float>& B) {
+  host_.solve_lower(side, op_l, alpha, L, B);
+}
+
+}  // namespace dfmp2::kernels

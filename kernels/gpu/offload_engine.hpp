@@ -1,0 +1,102 @@
+// The compute seam's engine for host views whose fp64 GEMMs run on a GPU (a JKDevice: the CUDA one,
+// or the tests' host stand-in): the DF-MP2 gradient's amplitude loop (src/gradient/mp2_amplitudes)
+// on the GPU without its arrays leaving host memory. Each product copies what it reads to the
+// GPU, multiplies there and copies C back; it returns complete (one host synchronisation per
+// product). Host ranges named when the engine is made (the gradient's rows of B_ia^P in memory)
+// are copied once and stay resident: an operand inside one is read there, not copied. The rest
+// passes through a staging buffer, in tiles of C's rows and columns and of the inner dimension
+// when a product does not fit it. fp32 products, SYRK, SYMM and TRSM run on the host engine.
+// Host code: built and tested without CUDA.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kernels/compute_engine.hpp"
+#include "kernels/gpu/stacked_jk.hpp"
+
+namespace dfmp2::kernels {
+
+struct GpuOffloadPlan {
+  bool resident = false;              // the named host ranges copied once and kept on the GPU
+  std::size_t resident_elements = 0;  // theirs, together
+  std::size_t staging_elements = 0;   // the staging buffer's: the other operands and C
+  std::size_t device_bytes() const;
+};
+
+// The least staging buffer a plan has: tiles of 256 × 256 of A, B and C.
+inline constexpr std::size_t kGpuLeastStagingElements = 3 * 256 * 256;
+
+// The plan for `device_bytes` of GPU memory: the ranges (elements each) resident when they fit
+// beside a staging buffer of three times the largest other operand (largest_other: then no
+// product is tiled); the staging buffer three times the largest operand it will take (the
+// largest range too when they stream), or what the memory leaves. GpuError naming `what` (the
+// products) when that is less than kGpuLeastStagingElements.
+GpuOffloadPlan plan_gpu_offload(const std::vector<std::size_t>& ranges, std::size_t largest_other,
+                                std::size_t device_bytes, const std::string& what);
+
+class OffloadEngine final : public ComputeEngine {
+ public:
+  // Carves the plan's buffers from device.memory() and copies the ranges there when the plan makes
+  // them resident (their elements at most the plan's: a gradient's orbitals may be fewer than its
+  // plan's nbf): they must not change while the engine lives.
+  OffloadEngine(const GpuOffloadPlan& plan, JKDevice& device, ComputeEngine& host,
+                std::span<const std::span<const double>> ranges);
+  OffloadEngine(const OffloadEngine&) = delete;
+  OffloadEngine& operator=(const OffloadEngine&) = delete;
+
+  Memory memory() const override { return Memory::host; }
+  // Products run on the GPU, and bytes copied to it (the resident ranges included), so far.
+  std::size_t products() const { return products_; }
+  std::size_t uploaded_bytes() const { return uploaded_; }
+
+ protected:
+  void run_gemm(Op op_a, Op op_b, double alpha, const MatrixView<const double>& A, const MatrixView<const double>& B,
+                double beta, const MatrixView<double>& C) override;
+  void run_gemm(Op op_a, Op op_b, float alpha, const MatrixView<const float>& A, const MatrixView<const float>& B,
+                float beta, const MatrixView<float>& C) override;
+  void run_syrk_lower(Op op_x, double alpha, const MatrixView<const double>& X, double beta,
+                      const MatrixView<double>& C) override;
+  void run_syrk_lower(Op op_x, float alpha, const MatrixView<const float>& X, float beta,
+                      const MatrixView<float>& C) override;
+  void run_symm_upper_left(double alpha, const MatrixView<const double>& A, const MatrixView<const double>& B,
+                           double beta, const MatrixView<double>& C) override;
+  void run_symm_upper_left(float alpha, const MatrixView<const float>& A, const MatrixView<const float>& B, float beta,
+                           const MatrixView<float>& C) override;
+  void run_solve_lower(Side side, Op op_l, double alpha, const MatrixView<const double>& L,
+                       const MatrixView<double>& B) override;
+  void run_solve_lower(Side side, Op op_l, float alpha, const MatrixView<const float>& L,
+                       const MatrixView<float>& B) override;
+
+ private:
+  struct Range {
+    const double* host;
+    std::size_t elements;
+    const double* device;
+  };
+  // A product's tile: rows and columns of C, and of the inner dimension.
+  struct Tile {
+    std::size_t m, n, k;
+  };
+  // The memory of the views on the GPU: the device engine's (the host stand-in's is the host's).
+  Memory device_memory() { return device_.engine().memory(); }
+  // Where `view`'s elements are on the GPU when they lie in a resident range, else null.
+  const double* resident_copy(const MatrixView<const double>& view) const;
+  Tile tile_for(std::size_t m, std::size_t n, std::size_t k, bool a_resident, bool b_resident) const;
+  // `block` on the GPU: in its resident range, or copied to `staging`, which moves past it.
+  MatrixView<const double> on_device(const MatrixView<const double>& block, double*& staging);
+  void multiply_tile(Op op_a, Op op_b, double alpha, const MatrixView<const double>& A,
+                     const MatrixView<const double>& B, double beta, const MatrixView<double>& C_tile,
+                     std::size_t row, std::size_t column, std::size_t tile_k);
+
+  GpuOffloadPlan plan_;
+  JKDevice& device_;
+  ComputeEngine& host_;
+  std::vector<Range> ranges_;
+  double* staging_ = nullptr;
+  std::size_t products_ = 0, uploaded_ = 0;
+};
+
+}  // namespace dfmp2::kernels

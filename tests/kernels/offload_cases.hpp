@@ -1,0 +1,71 @@
+// OffloadEngine's products against the CPU engine's, on any device: the host stand-in
+// (tests/kernels/test_offload_engine.cpp) or the GPU (tests/gpu/test_gpu_offload.cpp).
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <memory>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "kernels/gpu/offload_engine.hpp"
+#include "tests/kernels/random_matrix.hpp"
+
+namespace dfmp2::test {
+
+inline double largest_difference(const RandomMatrix<double>& a, const RandomMatrix<double>& b) {
+  double largest = 0.0;
+  for (std::size_t i = 0; i < a.data.size(); ++i) largest = std::max(largest, std::abs(a.data[i] - b.data[i]));
+  return largest;
+}
+
+// C = 0.7 op(A) op(B) + beta C on an offload engine over make_device(bytes) and on the CPU engine,
+// A in a resident range or not, for every transpose; the pad rows of C (RandomMatrix's) must stay
+// as they were. Each product copies its tiles' parts of B, of A unless resident, and of C when
+// beta reads it: all of them once when the staging buffer holds the whole product.
+template <typename MakeDevice>
+void check_offload_product(MakeDevice& make_device, std::size_t staging, bool a_resident, double beta,
+                           double tolerance) {
+  using Matrix = RandomMatrix<double>;
+  namespace k = dfmp2::kernels;
+  std::mt19937 rng(11);
+  const std::size_t m = 23, n = 17, kk = 40;
+  for (const k::Op op_a : {k::Op::none, k::Op::transpose})
+    for (const k::Op op_b : {k::Op::none, k::Op::transpose}) {
+      const Matrix A = op_a == k::Op::none ? Matrix(m, kk, rng, 3) : Matrix(kk, m, rng, 3);
+      const Matrix B = op_b == k::Op::none ? Matrix(kk, n, rng) : Matrix(n, kk, rng);
+      Matrix C(m, n, rng, 5);
+      Matrix expected = C;
+      k::cpu_engine().gemm(op_a, op_b, 0.7, A.view(), B.view(), beta, expected.view());
+      const k::GpuOffloadPlan plan{a_resident, a_resident ? A.data.size() : 0, staging};
+      const std::unique_ptr<k::JKDevice> device = make_device(plan.device_bytes());
+      const std::vector<std::span<const double>> ranges{std::span<const double>(A.data)};
+      k::OffloadEngine engine(plan, *device, k::cpu_engine(), ranges);
+      const std::size_t uploaded_before = engine.uploaded_bytes();
+      engine.gemm(op_a, op_b, 0.7, A.view(), B.view(), beta, C.view());
+      INFO("staging " << staging << ", A resident " << a_resident << ", beta " << beta << ", ops " << int(op_a)
+                      << int(op_b));
+      CHECK(largest_difference(C, expected) < tolerance);
+      CHECK(engine.products() == 1);
+      const std::size_t uploaded = engine.uploaded_bytes() - uploaded_before;
+      const std::size_t least = sizeof(double) * (kk * n + (a_resident ? 0 : m * kk) + (beta != 0.0 ? m * n : 0));
+      CHECK(uploaded >= least);
+      if (staging >= m * kk + kk * n + m * n) CHECK(uploaded == least);
+      CHECK(engine.uploaded_bytes() >= (a_resident ? sizeof(double) * A.data.size() : 0));
+    }
+}
+
+// Whole products and tiles of C and of the inner dimension down to single elements, A resident or
+// copied, beta zero or not.
+template <typename MakeDevice>
+void check_offload_products(MakeDevice make_device, double tolerance) {
+  for (const std::size_t staging : {std::size_t(4000), std::size_t(300), std::size_t(40), std::size_t(3)})
+    for (const bool a_resident : {false, true})
+      for (const double beta : {0.0, -1.5}) check_offload_product(make_device, staging, a_resident, beta, tolerance);
+}
+
+}  // namespace dfmp2::test
