@@ -166,30 +166,20 @@ __device__ __forceinline__ void stage_tiles_fragments(const double (&acc)[2][4][
 }
 
 // This thread's share of (os, ss) from its fragments of T_ij[A, B'] (columns from b0 = B' · 64); same
-// spin with T_ba of each (a, b) from `staged` (on a diagonal tile T_ab's own, transposed).
+// spin with T_ba of each (a, b) from `staged`.
 template <bool kSameSpin>
 __device__ __forceinline__ void reduce_tiles_fragments(const double (&acc)[2][4][4], const double* staged,
                                                        const FusedArgs<double>& args, const TilePair& at, int b0,
                                                        int rows0, int cols0, int g, int t, double& os, double& ss) {
   const double eps_ij = args.eps.eps_i[at.i] + args.eps.eps_j[at.j];
-  const bool diagonal = at.A0 == at.B0;
 #pragma unroll
   for (int m = 0; m < 2; ++m)
 #pragma unroll
     for (int n = 0; n < 4; ++n)
 #pragma unroll
-      for (int v = 0; v < 4; ++v) {
-        const int ra = rows0 + 16 * m + g + 8 * (v / 2), cb = cols0 + 8 * n + 2 * t + v % 2;
-        const int a = at.A0 + ra, b = b0 + cb;
-        if (a >= args.nvir_a || b >= args.nvir_b) continue;
-        const double delta = eps_ij - args.eps.eps_a[a] - args.eps.eps_b[b], t_ab = acc[m][n][v];
-        if constexpr (kSameSpin) {
-          const double t_ba = staged[diagonal ? cb * kStagedStride + ra : ra * kStagedStride + cb];
-          add_same_spin_terms(t_ab, t_ba, delta, diagonal, os, ss);
-        } else {
-          os += t_ab * t_ab / delta;
-        }
-      }
+      for (int v = 0; v < 4; ++v)
+        add_fused_terms<kSameSpin>(acc[m][n][v], staged, args, at, b0, rows0 + 16 * m + g + 8 * (v / 2),
+                                   cols0 + 8 * n + 2 * t + v % 2, eps_ij, os, ss);
 }
 
 // kBytes: cp.async's piece, 16 where naux is even, else 8 (a kernel each, as fused_pairs_dmma).
