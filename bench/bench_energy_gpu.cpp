@@ -1,9 +1,11 @@
 // bench_energy_gpu: the GPU energy step on the original design's synthetic shapes, beside cuBLAS
 // in the same run, and the size from which the GPU beats this machine's CPU threads.
 //   bench_energy_gpu [--shapes small,medium,large] [--precisions fp64,fp32] [--reps N]
-//                    [--cpu-shapes small,medium] [--threshold] [--out results/gpu/energy_gpu.json]
+//                    [--cpu-shapes small,medium] [--threshold] [--fused-kernels v1,v2]
+//                    [--out results/gpu/energy_gpu.json]
 // Per shape and precision: loop and fused with B resident (the first call copies B, the timed
-// ones reuse it: median of --reps), and B streamed in four blocks through small slots; cuBLAS
+// ones reuse it: median of --reps), and B streamed in four blocks through small slots; fp64's
+// fused with each of --fused-kernels (default v1; rows "gpu fused" and "gpu fused v2"); cuBLAS
 // DGEMM/SGEMM at the scale of all pairs (m = n = nocc·nvir, k = naux) and at one pair's shape
 // (nvir × nvir × naux); the CPU's fused/loop (auto) on --cpu-shapes. --threshold times growing
 // shapes on the CPU threads and on the GPU from a cold engine (what a run pays) to find the
@@ -97,8 +99,22 @@ Timing time_calls(int reps, Call call) {
   return t;
 }
 
+// The GPU runs of a shape: loop, then fused with each of `fused_kernels` (fp32: its one kernel).
+struct GpuRun {
+  k::Backend backend;
+  k::FusedKernel fused;
+  std::string name;
+};
+std::vector<GpuRun> gpu_runs(bool fp32, const std::vector<k::FusedKernel>& fused_kernels) {
+  std::vector<GpuRun> runs{{k::Backend::loop, k::FusedKernel::v1, "loop"}};
+  for (const k::FusedKernel f : fp32 ? std::vector<k::FusedKernel>{k::FusedKernel::v1} : fused_kernels)
+    runs.push_back({k::Backend::fused, f, f == k::FusedKernel::v2 ? "fused v2" : "fused"});
+  return runs;
+}
+
 template <typename Real>
-void bench_shape(const b::SyntheticSystem& sys, int reps, bool cpu, std::ostream& json, std::ostream& md) {
+void bench_shape(const b::SyntheticSystem& sys, int reps, bool cpu, const std::vector<k::FusedKernel>& fused_kernels,
+                 std::ostream& json, std::ostream& md) {
   const auto& sh = sys.shape;
   const k::Precision precision = sizeof(Real) == 4 ? k::Precision::fp32 : k::Precision::fp64;
   const std::string prec = k::to_string(precision);
@@ -121,18 +137,23 @@ void bench_shape(const b::SyntheticSystem& sys, int reps, bool cpu, std::ostream
          << ", \"cublas_all_pairs_gflops\": " << all_pairs << ", \"cublas_one_pair_gflops\": " << one_pair
          << ", \"energy\": " << t.energy << "},\n";
   };
-  for (const k::Backend backend : {k::Backend::loop, k::Backend::fused}) {
-    const std::string name = k::to_string(backend);
+  for (const GpuRun& run : gpu_runs(sizeof(Real) == 4, fused_kernels)) {
+    const k::Backend backend = run.backend;
+    const std::string& name = run.name;
     {
-      k::GpuEnergyEngine engine(k::plan_gpu_energy({{sh.nocc, sh.nvir()}}, sh.naux, backend, precision,
-                                                   k::gpu_properties().free_bytes / 10 * 9));
+      k::GpuEnergyPlan plan = k::plan_gpu_energy({{sh.nocc, sh.nvir()}}, sh.naux, backend, precision,
+                                                 k::gpu_properties().free_bytes / 10 * 9);
+      plan.fused_kernel = run.fused;
+      k::GpuEnergyEngine engine(plan);
       k::EnergyOptions options;
       options.gpu = &engine;
       row("gpu " + name, time_calls(reps, [&] { return k::mp2_energy(backend, view, sys.eps_occ, sys.eps_vir, options); }));
     }
     const std::size_t rows = (sh.nocc + 3) / 4;
-    k::GpuEnergyEngine engine(k::plan_gpu_blocks({{sh.nocc, sh.nvir()}}, sh.naux, backend, precision,
-                                                 k::gpu_properties().free_bytes / 10 * 9, rows));
+    k::GpuEnergyPlan plan = k::plan_gpu_blocks({{sh.nocc, sh.nvir()}}, sh.naux, backend, precision,
+                                               k::gpu_properties().free_bytes / 10 * 9, rows);
+    plan.fused_kernel = run.fused;
+    k::GpuEnergyEngine engine(plan);
     k::EnergyOptions options;
     options.gpu = &engine;
     row("gpu " + name + ", 4 blocks streamed", time_calls(reps, [&] { return blocked(backend, B, sys, rows, options); }));
@@ -183,6 +204,12 @@ void threshold(std::ostream& json, std::ostream& md) {
   }
 }
 
+std::vector<k::FusedKernel> parse_fused_kernels(const std::string& list) {
+  std::vector<k::FusedKernel> kernels;
+  for (const std::string& name : b::comma_list(list)) kernels.push_back(k::parse_fused_kernel(name, "--fused-kernels"));
+  return kernels;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) try {
@@ -190,6 +217,7 @@ int main(int argc, char** argv) try {
   std::string out = "results/gpu/energy_gpu.json";
   int reps = 5;
   bool sweep = false;
+  std::vector<k::FusedKernel> fused_kernels{k::FusedKernel::v1};
   for (int a = 1; a < argc; ++a) {
     const std::string arg = argv[a];
     const auto value = [&] { return b::option_value(argc, argv, a); };
@@ -198,6 +226,7 @@ int main(int argc, char** argv) try {
     else if (arg == "--cpu-shapes") cpu_shapes = b::comma_list(value());
     else if (arg == "--reps") reps = std::stoi(value());
     else if (arg == "--threshold") sweep = true;
+    else if (arg == "--fused-kernels") fused_kernels = parse_fused_kernels(value());
     else if (arg == "--out") out = value();
     else throw std::invalid_argument("unknown option " + arg);
   }
@@ -217,8 +246,8 @@ int main(int argc, char** argv) try {
     const b::SyntheticSystem sys = b::make_synthetic(b::find_shape(name));
     const bool cpu = std::find(cpu_shapes.begin(), cpu_shapes.end(), name) != cpu_shapes.end();
     for (const std::string& p : precisions) {
-      if (k::parse_precision(p) == k::Precision::fp32) bench_shape<float>(sys, reps, cpu, json, md);
-      else bench_shape<double>(sys, reps, cpu, json, md);
+      if (k::parse_precision(p) == k::Precision::fp32) bench_shape<float>(sys, reps, cpu, fused_kernels, json, md);
+      else bench_shape<double>(sys, reps, cpu, fused_kernels, json, md);
       std::cerr << md.str().substr(md.str().rfind("| " + name));
     }
   }

@@ -487,30 +487,39 @@ __device__ __forceinline__ void stage_fragments(const double (&acc)[4][4][2], do
           make_double2(acc[m][n][0], acc[m][n][1]);
 }
 
+// The terms of T_ab at (a, b) = (A0 + ra, b0 + cb) of a fused tile (none past nvir); same spin with
+// T_ba from `staged` (on a diagonal tile T_ab's own, transposed). Shared by the fused DMMA kernels.
+template <bool kSameSpin>
+__device__ __forceinline__ void add_fused_terms(double t_ab, const double* staged, const FusedArgs<double>& args,
+                                                const TilePair& at, int b0, int ra, int cb, double eps_ij,
+                                                double& os, double& ss) {
+  const int a = at.A0 + ra, b = b0 + cb;
+  if (a >= args.nvir_a || b >= args.nvir_b) return;
+  const double delta = eps_ij - args.eps.eps_a[a] - args.eps.eps_b[b];
+  if constexpr (kSameSpin) {
+    const bool diagonal = at.A0 == at.B0;
+    const double t_ba = staged[diagonal ? cb * kStagedStride + ra : ra * kStagedStride + cb];
+    add_same_spin_terms(t_ab, t_ba, delta, diagonal, os, ss);
+  } else {
+    os += t_ab * t_ab / delta;
+  }
+}
+
 // This thread's share of the tile pair's (os, ss) from its kM × 4 fragments of T_ab; same spin with
-// T_ba of each (a, b) from `staged` (on a diagonal tile T_ab's own, transposed).
+// T_ba of each (a, b) from `staged`.
 template <int kM, bool kSameSpin>
 __device__ __forceinline__ void reduce_fragments(const double (&acc)[kM][4][2], const double* staged,
                                                  const FusedArgs<double>& args, const TilePair& at, int rows0, int cols0,
                                                  int g, int t, double& os, double& ss) {
   const double eps_ij = args.eps.eps_i[at.i] + args.eps.eps_j[at.j];
-  const bool diagonal = at.A0 == at.B0;
 #pragma unroll
   for (int m = 0; m < kM; ++m)
 #pragma unroll
     for (int n = 0; n < 4; ++n)
 #pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const int ra = rows0 + 8 * m + g, cb = cols0 + 8 * n + 2 * t + e, a = at.A0 + ra, b = at.B0 + cb;
-        if (a >= args.nvir_a || b >= args.nvir_b) continue;
-        const double delta = eps_ij - args.eps.eps_a[a] - args.eps.eps_b[b], t_ab = acc[m][n][e];
-        if constexpr (kSameSpin) {
-          const double t_ba = staged[diagonal ? cb * kStagedStride + ra : ra * kStagedStride + cb];
-          add_same_spin_terms(t_ab, t_ba, delta, diagonal, os, ss);
-        } else {
-          os += t_ab * t_ab / delta;
-        }
-      }
+      for (int e = 0; e < 2; ++e)
+        add_fused_terms<kSameSpin>(acc[m][n][e], staged, args, at, at.B0, rows0 + 8 * m + g, cols0 + 8 * n + 2 * t + e,
+                                   eps_ij, os, ss);
 }
 
 // kBytes: cp.async's piece, 16 where naux is even, else 8 (one kernel each: both paths in one kernel

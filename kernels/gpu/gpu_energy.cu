@@ -17,6 +17,7 @@
 #include "kernels/gpu/cuda_compute_engine.hpp"
 #include "kernels/gpu/cuda_resources.hpp"
 #include "kernels/gpu/energy_kernels.cuh"
+#include "kernels/gpu/fused_tiles.cuh"
 #include "kernels/pair_schedule.hpp"
 
 namespace dfmp2::kernels {
@@ -384,10 +385,11 @@ int reduce_groups(std::size_t pairs, int tiles, std::size_t partial_sums, int mu
 
 namespace {
 
-// fp64 on the tensor cores, fp32 on the FMA units (fp32 has no tensor-core path without TF32).
-// The DMMA kernel's two stages take more than the default 48 KiB of shared memory (same spin: 80
-// KiB), and two blocks an SM need the largest shared-memory carveout.
-void launch_fused(const gpu::FusedArgs<double>& args, dim3 grid, bool same_spin, cudaStream_t stream) {
+// fp64 on the tensor cores (the plan's kernel, v1 or v2), fp32 on the FMA units (fp32 has no
+// tensor-core path without TF32). The DMMA kernels' stages take more than the default 48 KiB of
+// shared memory (v1 same spin: 80 KiB, v2: 96 KiB), and two blocks an SM need the largest carveout.
+void launch_fused(const gpu::FusedArgs<double>& args, dim3 grid, bool same_spin, FusedKernel version,
+                  cudaStream_t stream) {
   const auto launch = [&](void (*kernel)(gpu::FusedArgs<double>), std::size_t shared) {
     check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)),
           "allowing the fused kernel its shared memory");
@@ -397,12 +399,19 @@ void launch_fused(const gpu::FusedArgs<double>& args, dim3 grid, bool same_spin,
   };
   // 16-byte copies need every row of B 16-byte aligned: an even naux.
   const bool pieces16 = args.naux % 2 == 0;
-  if (same_spin)
+  if (version == FusedKernel::v2) {
+    static_assert(gpu::kTilesThreads == gpu::kFusedThreads);
+    if (same_spin)
+      launch(pieces16 ? gpu::fused_tiles_f64<true, 16> : gpu::fused_tiles_f64<true, 8>, gpu::tiles_shared_bytes());
+    else
+      launch(pieces16 ? gpu::fused_tiles_f64<false, 16> : gpu::fused_tiles_f64<false, 8>, gpu::tiles_shared_bytes());
+  } else if (same_spin) {
     launch(pieces16 ? gpu::fused_pairs_dmma<true, 16> : gpu::fused_pairs_dmma<true, 8>, gpu::dmma_shared_bytes(true));
-  else
+  } else {
     launch(pieces16 ? gpu::fused_pairs_dmma<false, 16> : gpu::fused_pairs_dmma<false, 8>, gpu::dmma_shared_bytes(false));
+  }
 }
-void launch_fused(const gpu::FusedArgs<float>& args, dim3 grid, bool same_spin, cudaStream_t stream) {
+void launch_fused(const gpu::FusedArgs<float>& args, dim3 grid, bool same_spin, FusedKernel, cudaStream_t stream) {
   if (same_spin)
     gpu::fused_pairs<float, true><<<grid, gpu::kFusedThreads, 0, stream>>>(args);
   else
@@ -483,9 +492,12 @@ EnergyResult GpuEnergyEngine::Impl::fused(const detail::PairSpace<Real>& pairs, 
                                           const EnergyOptions& options) {
   const int edge = gpu::kFusedEdge;
   const int tiles_a = int((pairs.rows.nvir + edge - 1) / edge), tiles_b = int((pairs.cols.nvir + edge - 1) / edge);
+  // v2's opposite-spin blocks form tiles B and B + 1.
+  const bool v2 = std::is_same_v<Real, double> && plan.fused_kernel == FusedKernel::v2;
+  const int b_step = v2 && !pairs.same_spin ? 2 : 1;
   std::vector<int2> tiles, list;
   for (int A = 0; A < tiles_a; ++A)
-    for (int B = pairs.same_spin ? A : 0; B < tiles_b; ++B) tiles.push_back({A, B});
+    for (int B = pairs.same_spin ? A : 0; B < tiles_b; B += b_step) tiles.push_back({A, B});
   for (std::size_t i = 0; i < pairs.rows.nocc; ++i)  // by rows, so a batch needs rows up to its last i
     for (std::size_t j = 0; j < pairs.cols_needed(i); ++j) list.push_back({int(i), int(j)});
   check(cudaMemcpyAsync(arrays.tiles, tiles.data(), tiles.size() * sizeof(int2), cudaMemcpyHostToDevice, compute),
@@ -504,7 +516,7 @@ EnergyResult GpuEnergyEngine::Impl::fused(const detail::PairSpace<Real>& pairs, 
                                     int(pairs.rows.nvir), int(pairs.cols.nvir), arrays.pairs + first, arrays.tiles,
                                     device_energies(arrays), pairs.triangular, arrays.partials};
     const dim3 grid(unsigned(tiles.size()), unsigned(n));
-    launch_fused(args, grid, pairs.same_spin, compute);
+    launch_fused(args, grid, pairs.same_spin, plan.fused_kernel, compute);
     check(cudaGetLastError(), "launching the fused energy kernel");
     gpu::sum_partials<<<1, gpu::kSumThreads, 0, compute>>>(arrays.partials, tiles.size() * n, arrays.total);
     check(cudaGetLastError(), "launching the energy sum");

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
 #include <string>
 
 #include "kernels/pair_schedule.hpp"
@@ -62,6 +64,20 @@ std::string format_gib(std::size_t bytes) {
 
 Backend gpu_automatic_backend(Precision) { return Backend::loop; }
 
+FusedKernel parse_fused_kernel(const std::string& name, const std::string& source) {
+  if (name == "v1") return FusedKernel::v1;
+  if (name == "v2") return FusedKernel::v2;
+  throw std::invalid_argument(source + " is '" + name + "': the fused kernels are v1 and v2");
+}
+
+FusedKernel fused_kernel_from_environment() {
+  static const FusedKernel kernel = [] {
+    const char* value = std::getenv("DFMP2_FUSED_KERNEL");
+    return value ? parse_fused_kernel(value, "DFMP2_FUSED_KERNEL") : FusedKernel::v1;
+  }();
+  return kernel;
+}
+
 std::size_t GpuEnergyPlan::t_flat_slot_bytes() const { return workspace_bytes / kTFlatSlots; }
 
 GpuEnergyPlan plan_gpu_blocks(const std::vector<GpuSpin>& spins, std::size_t naux, Backend backend,
@@ -69,6 +85,7 @@ GpuEnergyPlan plan_gpu_blocks(const std::vector<GpuSpin>& spins, std::size_t nau
                               std::size_t visiting_occ) {
   GpuEnergyPlan plan;
   plan.backend = backend;
+  plan.fused_kernel = fused_kernel_from_environment();
   plan.precision = precision;
   plan.naux = naux;
   for (const GpuSpin& s : spins) {

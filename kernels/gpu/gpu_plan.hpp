@@ -34,8 +34,19 @@ struct GpuSpin {
   std::size_t nocc = 0, nvir = 0;  // the occupied rows this process sums (its share), virtuals
 };
 
+// The fused backend's fp64 kernel: v1, fused_pairs_dmma (energy_kernels.cuh, m8n8k4 DMMA), or v2,
+// fused_tiles_f64 (fused_tiles.cuh, m16n8k8 DMMA, three copy stages; not yet run on a GPU). fp32
+// has one fused kernel.
+enum class FusedKernel { v1, v2 };
+
+// "v1" or "v2"; another name is std::invalid_argument naming it and `source` (where it was given).
+FusedKernel parse_fused_kernel(const std::string& name, const std::string& source);
+// DFMP2_FUSED_KERNEL: v1 (also when unset) or v2, read once per process.
+FusedKernel fused_kernel_from_environment();
+
 struct GpuEnergyPlan {
   Backend backend = Backend::loop;  // loop or fused
+  FusedKernel fused_kernel = FusedKernel::v1;  // plan_gpu_blocks: fused_kernel_from_environment()
   Precision precision = Precision::fp64;
   std::size_t naux = 0, nvir_max = 0, nocc_max = 0;
   bool resident = false;            // each spin's B in a slot of its own, uploaded once

@@ -48,8 +48,9 @@ fi
 if wants tests; then
   step "cli json" 60 "$bin/dfmp2" inputs/water.xyz --basis cc-pvdz --device gpu --json "$out/water_gpu.json"
 fi
-if wants bench; then
-  step "bench_energy_gpu" 240 "$bin/bench_energy_gpu" --cpu-shapes small,medium --threshold --out "$out/energy_gpu.json"
+if wants bench; then  # both fused fp64 kernels (v2: kernels/gpu/fused_tiles.cuh); DFMP2_BENCH_ARGS narrows the shapes
+  step "bench_energy_gpu" 240 "$bin/bench_energy_gpu" ${DFMP2_BENCH_ARGS:---cpu-shapes small,medium --threshold} \
+    --fused-kernels v1,v2 --out "$out/energy_gpu.json"
 fi
 if wants torch; then
   step "torch path" 120 python3 bench/torch_energy.py --out "$out/torch_energy.json"
@@ -75,8 +76,10 @@ if wants scaling; then  # the CPU path's thread scaling on this machine, every s
 fi
 if wants ncu; then  # what the hardware counters say of the kernels on the medium shape
   medium=("$bin/bench_energy_gpu" --shapes medium --precisions fp64 --reps 1 --out /tmp/ncu-bench.json)
-  step "ncu fused" 120 ncu --clock-control none --kernel-name regex:fused --launch-count 1 \
-    --section SpeedOfLight --section Occupancy --section MemoryWorkloadAnalysis "${medium[@]}"
+  step "ncu fused" 120 ncu --clock-control none --kernel-name regex:fused_pairs --launch-count 1 --section SpeedOfLight \
+    --section Occupancy --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis "${medium[@]}"
+  step "ncu fused v2" 120 ncu --clock-control none --kernel-name regex:fused_tiles --launch-count 1 --section SpeedOfLight \
+    --section Occupancy --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis "${medium[@]}" --fused-kernels v2
   # The loop backend's first chunk: its cuBLAS GEMM and its reduction (the probes' 8 GEMMs skipped).
   step "ncu loop" 120 ncu --clock-control none --kernel-name regex:"gemm|reduce_pairs" --launch-skip 8 \
     --launch-count 2 --section SpeedOfLight --section Occupancy "${medium[@]}"

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "kernels/gpu/gpu_energy.hpp"
@@ -55,18 +56,23 @@ void check_close(const k::EnergyResult& gpu, const k::EnergyResult& cpu, bool fp
   }
 }
 
+// RHF, cross and opposite-spin pair spaces on the GPU against the CPU reference; fp64's fused
+// backend with the plan's `fused` kernel.
 template <typename Real>
-void check_pair_spaces(k::Backend backend) {
+void check_pair_spaces(k::Backend backend, k::FusedKernel fused = k::FusedKernel::v1) {
   const std::uint64_t seed = fresh_seed();
-  INFO("seed " << seed << ", backend " << k::to_string(backend) << ", " << (sizeof(Real) == 4 ? "fp32" : "fp64"));
+  INFO("seed " << seed << ", backend " << k::to_string(backend) << ", " << (sizeof(Real) == 4 ? "fp32" : "fp64")
+                << ", fused kernel v" << (fused == k::FusedKernel::v2 ? 2 : 1));
   std::mt19937_64 rng(seed);
   const k::Precision precision = sizeof(Real) == 4 ? k::Precision::fp32 : k::Precision::fp64;
   for (const auto [nocc, nvir, naux] : {std::tuple{7, 45, 37}, std::tuple{20, 130, 300}, std::tuple{33, 200, 517}}) {
     INFO("nocc " << nocc << ", nvir " << nvir << ", naux " << naux);
     const Block a = random_block(rng, nocc, nvir, naux), b = random_block(rng, nocc / 2 + 1, nvir + 11, naux);
     const std::vector<Real> Ba = as<Real>(a.B), Bb = as<Real>(b.B);
-    k::GpuEnergyEngine engine(k::plan_gpu_energy({{a.nocc, a.nvir}, {b.nocc, b.nvir}}, naux, backend, precision,
-                                                 std::size_t(2) << 30));
+    k::GpuEnergyPlan plan = k::plan_gpu_energy({{a.nocc, a.nvir}, {b.nocc, b.nvir}}, naux, backend, precision,
+                                               std::size_t(2) << 30);
+    plan.fused_kernel = fused;
+    k::GpuEnergyEngine engine(plan);
     k::EnergyOptions on_gpu, on_cpu;
     on_gpu.gpu = &engine;
     check_close(k::mp2_energy(backend, view(Ba, a), a.eps_occ, a.eps_vir, on_gpu),
@@ -126,6 +132,32 @@ TEST_CASE("the GPU's loop and fused backends equal the CPU reference on RHF, cro
   }
 }
 
+// fused_tiles_f64 (v2): the shapes above (nvir 45 below its 64-wide tiles, none a multiple of 64 or
+// of its 16 auxiliary functions a stage; odd naux 37 and 517 take its 8-byte copies), opposite spin
+// with nvir_b = nvir + 11 (56, 141, 211: 1, 3 and 4 tiles; an odd count leaves the last block's
+// tile B + 1 past nvir_b, idle); then whole tiles and stages (nvir 128 and 256, naux 96).
+TEST_CASE("the GPU's fused kernel v2 equals the CPU reference on RHF, cross and opposite-spin pairs", "[gpu]") {
+  check_pair_spaces<double>(k::Backend::fused, k::FusedKernel::v2);
+  const std::uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  std::mt19937_64 rng(seed);
+  const Block a = random_block(rng, 11, 128, 96), b = random_block(rng, 6, 256, 96);
+  k::GpuEnergyPlan plan =
+      k::plan_gpu_energy({{a.nocc, a.nvir}, {b.nocc, b.nvir}}, a.naux, k::Backend::fused, k::Precision::fp64,
+                         std::size_t(1) << 30);
+  plan.fused_kernel = k::FusedKernel::v2;
+  k::GpuEnergyEngine engine(plan);
+  k::EnergyOptions on_gpu, on_cpu;
+  on_gpu.gpu = &engine;
+  check_close(k::mp2_energy(k::Backend::fused, view(a.B, a), a.eps_occ, a.eps_vir, on_gpu),
+              k::mp2_energy(k::Backend::reference, view(a.B, a), a.eps_occ, a.eps_vir, on_cpu), false);
+  check_close(k::mp2_energy_opposite_spin(k::Backend::fused, view(a.B, a), a.eps_occ, a.eps_vir, view(b.B, b),
+                                          b.eps_occ, b.eps_vir, on_gpu),
+              k::mp2_energy_opposite_spin(k::Backend::reference, view(a.B, a), a.eps_occ, a.eps_vir, view(b.B, b),
+                                          b.eps_occ, b.eps_vir, on_cpu),
+              false);
+}
+
 TEST_CASE("a T_flat of three pairs per slot: many chunks take turns in its two slots, long rows split",
           "[gpu][sanitize]") {
   const std::uint64_t seed = fresh_seed();
@@ -158,28 +190,36 @@ TEST_CASE("B streamed through small GPU slots gives the resident energy, kept co
   const Block a = random_block(rng, 29, 97, 211);
   const k::EnergyOptions on_cpu;
   const k::EnergyResult cpu = k::mp2_energy(k::Backend::reference, view(a.B, a), a.eps_occ, a.eps_vir, on_cpu);
-  for (const k::Backend backend : {k::Backend::loop, k::Backend::fused}) {
+  for (const auto [backend, fused] : {std::pair{k::Backend::loop, k::FusedKernel::v1},
+                                      std::pair{k::Backend::fused, k::FusedKernel::v1},
+                                      std::pair{k::Backend::fused, k::FusedKernel::v2}}) {
     // Slots of 6 rows: five blocks, the last of 5.
-    const k::GpuEnergyPlan plan =
+    k::GpuEnergyPlan plan =
         k::plan_gpu_blocks({{a.nocc, a.nvir}}, a.naux, backend, k::Precision::fp64, std::size_t(1) << 30, 6);
     REQUIRE_FALSE(plan.resident);
+    plan.fused_kernel = fused;
     k::GpuEnergyEngine engine(plan);
     k::EnergyOptions on_gpu;
     on_gpu.gpu = &engine;
     for (const bool stable : {true, false}) {
-      INFO(k::to_string(backend) << (stable ? ", copies kept" : ", every block copied again"));
+      INFO(k::to_string(backend) << (fused == k::FusedKernel::v2 ? " v2" : "")
+                                 << (stable ? ", copies kept" : ", every block copied again"));
       check_close(blocked_energy(backend, a.B, a, 6, stable, on_gpu), cpu, false);
     }
   }
 }
 
-TEST_CASE("a rerun on the GPU gives the same bits, loop and fused, both spins' kernels", "[gpu]") {
+TEST_CASE("a rerun on the GPU gives the same bits, loop and both fused kernels, both spins'", "[gpu]") {
   std::mt19937_64 rng(fresh_seed());
   const Block a = random_block(rng, 17, 150, 260), b = random_block(rng, 9, 133, 260);
-  for (const k::Backend backend : {k::Backend::loop, k::Backend::fused}) {
-    INFO(k::to_string(backend));
-    k::GpuEnergyEngine engine(k::plan_gpu_energy({{a.nocc, a.nvir}, {b.nocc, b.nvir}}, a.naux, backend,
-                                                 k::Precision::fp64, std::size_t(1) << 30));
+  for (const auto [backend, fused] : {std::pair{k::Backend::loop, k::FusedKernel::v1},
+                                      std::pair{k::Backend::fused, k::FusedKernel::v1},
+                                      std::pair{k::Backend::fused, k::FusedKernel::v2}}) {
+    INFO(k::to_string(backend) << (fused == k::FusedKernel::v2 ? " v2" : ""));
+    k::GpuEnergyPlan plan = k::plan_gpu_energy({{a.nocc, a.nvir}, {b.nocc, b.nvir}}, a.naux, backend,
+                                               k::Precision::fp64, std::size_t(1) << 30);
+    plan.fused_kernel = fused;
+    k::GpuEnergyEngine engine(plan);
     k::EnergyOptions on_gpu;
     on_gpu.gpu = &engine;
     const auto same = [&](const auto& run) {

@@ -99,3 +99,14 @@ TEST_CASE("the GPU's loop chunks of a streamed 16-row block have 4 rows (GEMMs o
   }
   CHECK(k::detail::plan_loop_chunks({16, 16, true}, pair, lots).size() == 16);
 }
+
+TEST_CASE("the fused kernel is named v1 or v2, another name is refused naming where it came from") {
+  CHECK(k::parse_fused_kernel("v1", "DFMP2_FUSED_KERNEL") == k::FusedKernel::v1);
+  CHECK(k::parse_fused_kernel("v2", "DFMP2_FUSED_KERNEL") == k::FusedKernel::v2);
+  CHECK_THROWS_WITH(k::parse_fused_kernel("v3", "DFMP2_FUSED_KERNEL"),
+                    "DFMP2_FUSED_KERNEL is 'v3': the fused kernels are v1 and v2");
+  CHECK_THROWS_AS(k::parse_fused_kernel("", "--fused-kernels"), std::invalid_argument);
+  // A plan takes the process's choice (v1 where DFMP2_FUSED_KERNEL is unset, as under ctest).
+  const k::GpuEnergyPlan plan = k::plan_gpu_energy(kMedium, kMediumAux, k::Backend::fused, k::Precision::fp64, 40 * GiB);
+  CHECK(plan.fused_kernel == k::fused_kernel_from_environment());
+}
