@@ -201,8 +201,9 @@ void print_execution(std::ostream& out, const RunResult& r) {
       << r.blas_kernels << "\n";
   if (r.gpu) {
     const kernels::GpuProperties& g = r.gpu->properties;
-    out << (r.backend ? "Energy step" : "The gradient's amplitude loop") << " on GPU " << g.index << ": " << g.name << " (compute capability " << g.compute_major << "."
-        << g.compute_minor << ", " << format_bytes(g.total_bytes) << ", driver CUDA " << g.driver_version / 1000 << "."
+    out << (r.backend ? "Energy step" : "The gradient's amplitude loop") << " on GPU " << g.index << ": " << g.name
+        << " (compute capability " << g.compute_major << "." << g.compute_minor << ", "
+        << format_bytes(g.total_bytes) << ", driver CUDA " << g.driver_version / 1000 << "."
         << g.driver_version % 1000 / 10 << ", runtime " << g.runtime_version / 1000 << "."
         << g.runtime_version % 1000 / 10 << ")\n";
   }

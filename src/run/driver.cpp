@@ -122,6 +122,11 @@ void check_gradient_supported(const RunOptions& options) {
   check_energy_from_gradient(options.backend, options.precision);
 }
 
+// The run's record of the GPU a stage ran on, and the bytes it copied there.
+RunResult::GpuUse gpu_use(const EnergyDevice& device, std::size_t uploaded_bytes) {
+  return {device.properties, device.gemm_m, device.gemm_k, device.gemm_gflops, uploaded_bytes};
+}
+
 }  // namespace
 
 struct PreparedRun::State {
@@ -197,10 +202,8 @@ struct PreparedRun::State {
       return density_fitted_mp2_gradient(in, *integrals.fock, *budget, context.comm);
     });
     if (gpu_plan) {
-      const EnergyDevice& device = plan.mp2.device;
       base.device = kernels::Device::gpu;
-      base.gpu = RunResult::GpuUse{device.properties, device.gemm_m, device.gemm_k, device.gemm_gflops,
-                                   gradient.gpu_uploaded_bytes};
+      base.gpu = gpu_use(plan.mp2.device, gradient.gpu_uploaded_bytes);
     }
     base.gradient = gradient.gradient;
     base.mp2_dipole_moment = gradient.dipole;
@@ -295,8 +298,7 @@ RunResult PreparedRun::energy(kernels::Backend backend, kernels::Precision preci
     r.peak_b_bytes = energy.distributed.peak_b_bytes;
     if (energy.gpu) {
       r.device = kernels::Device::gpu;
-      r.gpu = RunResult::GpuUse{energy.gpu->properties, energy.gpu->gemm_m, energy.gpu->gemm_k,
-                                energy.gpu->gemm_gflops, energy.distributed.gpu_uploaded_bytes};
+      r.gpu = gpu_use(*energy.gpu, energy.distributed.gpu_uploaded_bytes);
     }
   }
   r.total_seconds = s.prepare_seconds + seconds_since(start);
