@@ -46,8 +46,8 @@ inline RunOptions psi4_case_options(const std::string& source_dir, const nlohman
   return options;
 }
 
-// The case's gradient (Eh/bohr, natom × 3).
-inline Eigen::MatrixXd psi4_gradient(const nlohmann::json& ref) {
+// A reference record's gradient (Eh/bohr, natom × 3; Psi4's cases and PySCF's alike).
+inline Eigen::MatrixXd reference_gradient(const nlohmann::json& ref) {
   const nlohmann::json& rows = ref["gradient"];
   Eigen::MatrixXd g(static_cast<Eigen::Index>(rows.size()), 3);
   for (Eigen::Index a = 0; a < g.rows(); ++a)
