@@ -132,13 +132,15 @@ TEST_CASE("a run that cannot fit even its smallest batches is refused up front, 
   const std::string at_least = "raise --memory to at least ";
   const std::size_t said = sizes.err.find(at_least);
   REQUIRE(said != std::string::npos);
-  // That much and 1 MiB more passes the sizes, and the plan's integrals stage (the DF-SCF tensor's
-  // smallest batches) does not fit.
+  // That much and 5 MiB more passes the sizes, and the plan's integrals stage (the DF-SCF tensor's
+  // smallest batches) does not fit: the window is 3.2 to 14.4 MiB beside the process's baseline
+  // (measured), and under ASan the baseline moves by up to 2 MiB from run to run, so a 1 MiB
+  // margin was sometimes refused at the sizes again.
   std::istringstream number(sizes.err.substr(said + at_least.size()));
   double value = 0.0;
   std::string unit;
   number >> value >> unit;
-  const double mib = value * (unit == "GiB" ? 1024.0 : 1.0) + 1.0;
+  const double mib = value * (unit == "GiB" ? 1024.0 : 1.0) + 5.0;
   const CommandResult plan = run_dfmp2(kBenzeneCcPvdz + " --memory " + std::to_string(mib) + "MiB --quiet");
   CHECK(plan.exit_code == 1);
   CHECK(without_notes(plan.err).find("dfmp2: error: the integrals stage needs ") == 0);
