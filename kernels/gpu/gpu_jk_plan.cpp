@@ -7,8 +7,9 @@
 namespace dfmp2::kernels {
 namespace {
 
-// A batch's squares and X take up to this much: batches of tens of Q for a thousand functions
-// (SYRKs with k of thousands, near cuBLAS's peak) without holding more than the products need.
+// A batch's squares and products take up to this much: batches of tens of Q for a thousand
+// functions (SYRKs with k of thousands, near cuBLAS's peak) without holding more than the products
+// need.
 constexpr std::size_t kBatchBytes = std::size_t(1) << 30;
 // Resident rows need room beside them for batches of at least this many Q (else streaming in
 // larger batches computes faster than resident rows in tiny ones).
@@ -28,12 +29,18 @@ GpuJKPlan with_batch(GpuJKPlan p, std::size_t batch_q) {
   return p;
 }
 
-// The largest batch of at most `most` Q whose plan fits `device_bytes` (0: none does).
-std::size_t largest_batch(const GpuJKPlan& p, std::size_t most, std::size_t device_bytes) {
-  return largest_fitting(most, [&](std::size_t batch) { return with_batch(p, batch).device_bytes() <= device_bytes; });
-}
-
 }  // namespace
+
+RowBatches row_batches(std::size_t rows, std::size_t per_q, std::size_t device_bytes,
+                       const std::function<std::size_t(bool resident, std::size_t batch_q)>& bytes_at) {
+  const std::size_t wanted = std::clamp<std::size_t>(kBatchBytes / std::max<std::size_t>(per_q, 1), 1,
+                                                     std::max<std::size_t>(rows, 1));
+  for (const bool resident : {true, false}) {
+    const std::size_t batch = largest_fitting(wanted, [&](std::size_t b) { return bytes_at(resident, b) <= device_bytes; });
+    if (!resident || batch >= std::min(wanted, kLeastResidentBatch)) return {resident, batch};
+  }
+  return {};
+}
 
 std::size_t largest_fitting(std::size_t most, const std::function<bool(std::size_t)>& fits) {
   std::size_t lo = 0, hi = most;
@@ -64,20 +71,18 @@ GpuJKPlan plan_gpu_jk(std::size_t nbf, std::size_t stored, std::size_t rows, std
   p.rows = rows;
   p.densities = densities;
   p.factor_columns = densities * nbf;
-  const std::size_t per_q = sizeof(double) * nbf * (nbf + p.factor_columns);
-  const std::size_t wanted = std::clamp<std::size_t>(kBatchBytes / std::max<std::size_t>(per_q, 1), 1,
-                                                     std::max<std::size_t>(rows, 1));
-  p.resident = true;
-  if (const std::size_t batch = largest_batch(p, wanted, device_bytes);
-      batch >= std::min(wanted, kLeastResidentBatch))
-    return with_batch(p, batch);
-  p.resident = false;
-  const std::size_t batch = largest_batch(p, wanted, device_bytes);
-  if (batch == 0)
+  const RowBatches batches =
+      row_batches(rows, sizeof(double) * nbf * (nbf + p.factor_columns), device_bytes, [&](bool resident, std::size_t b) {
+        GpuJKPlan trial = p;
+        trial.resident = resident;
+        return with_batch(trial, b).device_bytes();
+      });
+  p.resident = batches.resident;
+  if (batches.batch_q == 0)
     throw GpuError("GPU: the SCF's J/K builds need at least " + format_gib(with_batch(p, 1).device_bytes()) +
                    " of GPU memory (" + std::to_string(nbf) + " functions, " + std::to_string(stored) +
                    " stored pairs), but " + format_gib(device_bytes) + " is given: raise --gpu-memory or use --device cpu");
-  return with_batch(p, batch);
+  return with_batch(p, batches.batch_q);
 }
 
 std::size_t gpu_jk_batch(const GpuJKPlan& plan, std::size_t columns, Precision precision) {

@@ -44,6 +44,18 @@ GpuJKParts gpu_jk_parts(const GpuJKPlan& plan);
 // The largest n ≤ most with fits(n), fits true up to some n and false beyond (0: fits(1) is false).
 std::size_t largest_fitting(std::size_t most, const std::function<bool(std::size_t)>& fits);
 
+// How a plan over `rows` rows B^Q takes them: resident on the GPU or streamed, in batches of batch_q.
+struct RowBatches {
+  bool resident = false;
+  std::size_t batch_q = 0;  // 0: not one Q streamed fits
+};
+// For a plan whose batch takes `per_q` bytes a Q and whose device memory is bytes_at(resident,
+// batch_q): batches of up to 1 GiB (tens of Q for a thousand functions: products near cuBLAS's
+// peak), resident when every row fits beside batches of 8 Q at least (else streaming in larger
+// batches computes faster), else streamed in the largest batches that fit `device_bytes`.
+RowBatches row_batches(std::size_t rows, std::size_t per_q, std::size_t device_bytes,
+                       const std::function<std::size_t(bool resident, std::size_t batch_q)>& bytes_at);
+
 // The plan for these sizes in `device_bytes` of GPU memory: resident when the rows fit beside a
 // batch of a few Q, else streamed in the largest batches that fit; GpuError naming the sizes when
 // not even one Q streamed fits.
