@@ -59,7 +59,7 @@ if wants runs; then
   step "amdahl" 400 python3 scripts/gpu-check/amdahl_runs.py "$bin/dfmp2_amdahl" "$out/amdahl_gpu.json" \
     ${DFMP2_GPU_MOLECULES:-water15 c20h42 water25}
 fi
-if wants gradient; then  # the DF-MP2 gradient end to end on each device (its amplitude loop on the GPU)
+if wants gradient; then  # the DF-MP2 gradient end to end on each device (its SCF's J/K, amplitude loop and Z-vector on the GPU)
   step "gradient runs" 300 python3 scripts/gpu-check/whole_runs.py "$bin/dfmp2" "$out/gradient_runs.json" \
     --gradient ${DFMP2_GRADIENT_MOLECULES:-water15}
 fi

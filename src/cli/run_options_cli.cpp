@@ -64,8 +64,9 @@ RunOptionsCli::RunOptionsCli(CLI::App& app, bool energy_choices) {
     add_choice(app, "--backend", options_.backend, backend_names(), "MP2 energy backend");
     add_choice(app, "--precision", options_.precision, precision_names(), "B tensor precision");
     add_choice(app, "--device", options_.device, device_names(),
-               "where the MP2 energy step, the DF-SCF J/K and the DF transform's products run: auto is the "
-               "GPU when one is usable and the energy step is large");
+               "where the MP2 energy step, the DF-SCF J/K and the DF transform's products run (with --gradient, "
+               "gpu: the SCF's J/K, the amplitude loop's and the Z-vector's products): auto is the GPU when one "
+               "is usable and the energy step is large");
     app.add_option("--gpu-memory", gpu_memory_, "GPU memory each GPU stage may take, e.g. 40GB (default: 90% of "
                                                 "what is free); B_ia^P streams from RAM when it does not fit")
         ->type_name("SIZE");

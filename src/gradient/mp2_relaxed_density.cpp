@@ -82,7 +82,7 @@ RiGradientPhases gradient_phases(const std::vector<Mp2GradientSizes>& sets, std:
   else
     open_shell_amplitude_blocks(ph.amplitudes, sets);
   ph.z_vector.ram("the Z-vector's B^Q C_o, C_oᵀ B^Q C_o and buffers",
-                  OccupiedFockResponse::bytes(s.nbf, nocc, s.jk_rows, p.fp32_z_vector));
+                  OccupiedFockResponse::bytes(s.nbf, nocc, s.jk_rows, p.fp32_z_vector, p.z_vector_gpu.has_value()));
   if (p.keeps_occupied_products)
     contraction_holds.push_back({"the Z-vector's B^Q C_o, kept for the JK set's term",
                                  OccupiedFockResponse::kept_products_bytes(s.nbf, s.nocc, s.jk_rows)});
@@ -373,9 +373,10 @@ void form_W(std::size_t s, const OrbitalSet& b, const Mp2AmplitudeSums& mp2, con
 
 Mp2GradientPlan plan_mp2_gradient(const libint2::BasisSet& ri_aux, const std::vector<Mp2GradientSizes>& sets,
                                   const SeparableTermSizes& jk_terms, std::size_t ram_bytes, int ranks,
-                                  bool fp32_z_vector) {
+                                  bool fp32_z_vector, std::optional<kernels::GpuResponsePlan> z_vector_gpu) {
   Mp2GradientPlan p;
   p.sets = sets;
+  p.z_vector_gpu = std::move(z_vector_gpu);
   const Mp2GradientSizes& sizes = sets[0];
   p.ram_rows = sizes.naux;
   const std::size_t ri_shell = largest_shell(ri_aux);
@@ -411,7 +412,7 @@ Mp2GradientPlan plan_mp2_gradient(const libint2::BasisSet& ri_aux, const std::ve
   };
   p.keeps_integrals = p.closed_shell() && ranks == 1 && fits_with(&Mp2GradientPlan::keeps_integrals, false);
   p.keeps_ri_integrals = ranks == 1 && fits_with(&Mp2GradientPlan::keeps_ri_integrals, true);
-  p.fp32_z_vector = fp32_z_vector && fits_with(&Mp2GradientPlan::fp32_z_vector, true);
+  p.fp32_z_vector = fp32_z_vector && !p.z_vector_gpu && fits_with(&Mp2GradientPlan::fp32_z_vector, true);
   const auto phases = [&](std::size_t functions) { return gradient_phases(sets, functions, p); };
   p.batch_functions = ri_batch_functions(ri_aux, sets, ram_bytes, ranks, phases, p.keeps_ri_integrals);
   p.densities = phases(p.batch_functions).peak();
@@ -446,13 +447,17 @@ Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const 
   progress.message("MP2 gradient: the orbital Lagrangian's J/K, then the Z-vector");
   Sets C_occ;
   for (const OrbitalSet& set : x) C_occ.push_back(set.C_occ);
-  const std::unique_ptr<FockResponse> response = scf_fock.occupied_response(C_occ, budget, plan.fp32_z_vector);
+  std::optional<ResponseOnGpu> on_gpu;
+  if (gpu && plan.z_vector_gpu) on_gpu.emplace(*plan.z_vector_gpu, *gpu, plan.gpu_gflops);
+  const std::unique_ptr<FockResponse> response =
+      scf_fock.occupied_response(C_occ, budget, plan.fp32_z_vector, on_gpu ? &*on_gpu : nullptr);
   const Sets G = fock_response(*response, x, mo.P, engine);
   const ZVector solution = solve_z_vector(*response, form_Z_equations(x, G, L), z_convergence, plan.fp32_z_vector,
                                           engine, comm, progress);
   out.cphf_iterations = solution.iterations;
   for (std::size_t set = 0; set < x.size(); ++set) form_W(set, x[set], mp2, L, mo, G, solution, engine, out);
   out.work += response->work();  // the Fock responses of the Lagrangian and the Z-vector
+  out.gpu_uploaded_bytes += response->gpu_uploaded_bytes();
   if (plan.keeps_occupied_products) out.occupied_products = response->release_fitted_occupied_products();
   return out;
 }
@@ -460,6 +465,13 @@ Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const 
 // Each loop's operands are B_kb and Γ_kb (naux × k·v), I, t and T (o·v × k·v, of either set's i),
 // V (naux²) and P (o², v², smaller than I), with k·v the columns of a block of orbitals k (UHF:
 // one); B's rows on disk come in blocks of the read buffer.
+kernels::GpuResponsePlan plan_z_vector_on_gpu(const std::vector<Mp2GradientSizes>& sets, std::size_t device_bytes) {
+  std::vector<std::size_t> nocc;
+  for (const Mp2GradientSizes& s : sets) nocc.push_back(s.nocc);
+  const Mp2GradientSizes& s = sets[0];
+  return kernels::plan_gpu_response(s.nbf, s.stored, s.jk_rows, std::move(nocc), device_bytes);
+}
+
 kernels::GpuOffloadPlan plan_amplitudes_on_gpu(const Mp2GradientPlan& plan, std::size_t device_bytes) {
   const std::size_t naux = plan.sets[0].naux, disk_rows = naux - plan.ram_rows;
   std::size_t largest_ov = 0, largest_v = 0;

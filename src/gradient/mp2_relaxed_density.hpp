@@ -47,6 +47,7 @@
 
 #include "kernels/compute_engine.hpp"
 #include "kernels/gpu/offload_engine.hpp"
+#include "kernels/gpu/stacked_response.hpp"
 #include "src/common/memory.hpp"
 #include "src/common/memory_plan.hpp"
 #include "src/common/parallel.hpp"
@@ -102,8 +103,15 @@ struct Mp2GradientPlan {
   // The amplitude loop's products on a GPU (plan_amplitudes_on_gpu), each set's rows of B in
   // memory resident there when they fit; else (none) on the CPU.
   std::optional<kernels::GpuOffloadPlan> gpu;
+  // The Z-vector's (and the Lagrangian's) Fock responses on the GPU, after the amplitude loop in
+  // the same GPU memory (plan_z_vector_on_gpu; only with gpu); else (none) on the CPU.
+  std::optional<kernels::GpuResponsePlan> z_vector_gpu;
   double gpu_gflops = 0.0;               // cuBLAS's fp64 rate probed at start-up, for the floor
   bool closed_shell() const { return sets.size() == 1; }
+  // The GPU memory the gradient's device needs: the larger of the loop's and the responses'.
+  std::size_t gpu_device_bytes() const {
+    return std::max(gpu ? gpu->device_bytes() : 0, z_vector_gpu ? z_vector_gpu->device_bytes() : 0);
+  }
 };
 
 // The plan for `ram_bytes` of memory (what the budget leaves the densities), for the sets' sizes:
@@ -115,7 +123,8 @@ struct Mp2GradientPlan {
 // with every row on disk), the rest on disk. Its RAM exceeds ram_bytes only when the phases with
 // one orbital k, one shell per batch and every row on disk do not fit even so. Both are small
 // enough for each of `ranks` MPI ranks to have some. fp32_z_vector: the Z-vector's inner
-// iterations in fp32 if its fp32 copies fit too. The contraction that follows (jk_terms: the JK
+// iterations in fp32 if its fp32 copies fit too; z_vector_gpu: its products on a GPU so planned
+// (in fp64, holding in memory only the kept products), or none. The contraction that follows (jk_terms: the JK
 // set's, of the SCF's occupied orbitals) holds Γ and the JK set's arrays; when the whole does not
 // fit, first those arrays go to disk (the contraction reads them back once) with its blocks at
 // their smallest, then the Z-vector's products are dropped (the contraction makes them anew),
@@ -123,7 +132,12 @@ struct Mp2GradientPlan {
 // rows and its blocks, in that order.
 Mp2GradientPlan plan_mp2_gradient(const libint2::BasisSet& ri_aux, const std::vector<Mp2GradientSizes>& sets,
                                   const SeparableTermSizes& jk_terms, std::size_t ram_bytes, int ranks,
-                                  bool fp32_z_vector);
+                                  bool fp32_z_vector, std::optional<kernels::GpuResponsePlan> z_vector_gpu);
+
+// The Z-vector's Fock responses on a GPU with `device_bytes` of its memory (plan_gpu_response) for
+// the sets' sizes: each set's B^Q C_o and C_oᵀ B^Q C_o of this rank's rows of the DF-SCF tensor
+// resident, the rows too when they fit. GpuError when too little.
+kernels::GpuResponsePlan plan_z_vector_on_gpu(const std::vector<Mp2GradientSizes>& sets, std::size_t device_bytes);
 
 // The amplitude loop's products on a GPU with `device_bytes` of its memory (plan_gpu_offload): the
 // ranges each set's rows of B in memory, the other operands the loop's (its blocks of orbitals k'
@@ -141,7 +155,7 @@ struct Mp2GradientDensities {
   Mp2EnergyParts energy;
   int cphf_iterations = 0;
   StageWork work;                        // this rank's, as Mp2Gradient's
-  std::size_t gpu_uploaded_bytes = 0;    // copied to the GPU by the amplitude loop (plan.gpu)
+  std::size_t gpu_uploaded_bytes = 0;    // copied to the GPU by the amplitude loop and the responses
   double electrons_per_orbital = 2.0;    // w: 2 for RHF's one set, 1 for UHF's two
   std::vector<Eigen::MatrixXd> relaxed;  // each set's P (AO, symmetric), the MP2 part only
   Eigen::MatrixXd energy_weighted;       // W of every set (AO, symmetric), the MP2 part only: −Σ W S^x
@@ -158,8 +172,9 @@ struct Mp2GradientDensities {
 // the Z-vector (its occupied_response). scratch: for B and Γ's rows on
 // disk (may be null when the plan has none). engine: of the large products (the RI passes', the
 // fits', the amplitudes', the Lagrangian's, the Z-vector's and the densities' change of basis), on
-// host memory. gpu: where the amplitude loop's products run when plan.gpu has them there (made for
-// plan.gpu->device_bytes()), else null. Collective: the ranks share the RI batches and the
+// host memory. gpu: where the amplitude loop's products run when plan.gpu has them there, and
+// then the Z-vector's when plan.z_vector_gpu has them there too (made for plan.gpu_device_bytes()),
+// else null. Collective: the ranks share the RI batches and the
 // amplitude blocks, and every rank returns the whole densities.
 // z_convergence: the largest residual element. The gradient's error is about a fifth of it (uracil
 // cc-pVDZ: 1e-9 moves it by 2.4e-10 Eh/bohr from 1e-11's, 1e-8 by 1.6e-9).

@@ -187,13 +187,15 @@ struct PreparedRun::State {
   }
 
   // The gradient stage: the DF-MP2 gradient, its relaxed dipole and the energy its amplitudes give;
-  // its amplitude loop's products on the GPU when the plan has them there.
+  // its amplitude loop's products (and the Z-vector's) on the GPU when the plan has them there, in
+  // the GPU memory the SCF's J/K builds give back.
   void gradient_stage(const Problem& problem, const RunPlan& plan, Integrals& integrals, const ScfSolution& scf) {
     const RunContext context = this->context();
     const std::optional<kernels::GpuOffloadPlan>& gpu_plan = plan.mp2_gradient->gpu;
+    if (integrals.fock) integrals.fock->release_gpu();  // the SCF's J/K builds are done
     const Mp2Gradient gradient = timed(base.stages, base.gemm_rates, budget.get(), "gradient", [&] {
       const std::unique_ptr<kernels::JKDevice> gpu =
-          gpu_plan ? kernels::make_cuda_device(gpu_plan->device_bytes(), "the MP2 gradient's amplitude loop") : nullptr;
+          gpu_plan ? kernels::make_cuda_device(plan.mp2_gradient->gpu_device_bytes(), "the MP2 gradient") : nullptr;
       Mp2GradientInput in{problem.obs,      problem.aux,        *problem.jk_aux,     problem.pairs,
                           problem.molecule, scf.orbitals,       *plan.mp2_gradient, &context.scratch,
                           options.scf.d_convergence_for(scf.orbitals.spin_count()),

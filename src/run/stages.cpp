@@ -349,16 +349,34 @@ void plan_exact_scf(RunPlan& plan, const Problem& problem, const RunContext& con
   if (plan.store_quartets) plan.scf.ram("the stored four-index integrals", quartets);
 }
 
-// With --device gpu the gradient's amplitude loop runs its products on the GPU (auto keeps the
-// gradient on the CPU: its threshold is the energy step's), in the GPU memory --gpu-memory gives,
-// each set's rows of B in memory resident there when they fit beside the other operands; the
-// probe of cuBLAS's rate is the energy step's. Too little GPU memory is one error line.
-void plan_gradient_on_gpu(RunPlan& plan, const Problem& problem, const RunContext& context) {
+// --device gpu: the GPU the gradient (and its SCF's J/K builds) runs on, probed as the energy
+// step's; auto keeps the gradient on the CPU (its threshold is the energy step's).
+void choose_gradient_device(RunPlan& plan, const Problem& problem, const RunContext& context,
+                            const std::vector<Mp2GradientSizes>& sets) {
   if (context.options.device != kernels::Device::gpu) return;
-  Mp2GradientPlan& gradient = *plan.mp2_gradient;
   std::vector<EnergySpin> spins;
-  for (const Mp2GradientSizes& s : gradient.sets) spins.push_back({.nocc_mine = s.active(), .nvir = s.nvir()});
+  for (const Mp2GradientSizes& s : sets) spins.push_back({.nocc_mine = s.active(), .nvir = s.nvir()});
   plan.mp2.device = energy_device(context.options, spins, problem.aux.nbf(), context.comm.size(), context.cpu_rates);
+}
+
+// The Z-vector's Fock responses on the gradient's GPU when their kept products fit its memory;
+// else (none) on the CPU threads.
+std::optional<kernels::GpuResponsePlan> z_vector_device_plan(const RunPlan& plan,
+                                                             const std::vector<Mp2GradientSizes>& sets) {
+  if (!plan.mp2.device.gpu) return std::nullopt;
+  try {
+    return plan_z_vector_on_gpu(sets, plan.mp2.device.gpu_bytes);
+  } catch (const kernels::GpuError&) {
+    return std::nullopt;
+  }
+}
+
+// The gradient's amplitude loop runs its products on the GPU, in the GPU memory --gpu-memory
+// gives, each set's rows of B in memory resident there when they fit beside the other operands;
+// then the Z-vector's responses in the same memory, when planned there. Too little GPU memory for
+// the loop is one error line.
+void plan_gradient_on_gpu(RunPlan& plan) {
+  Mp2GradientPlan& gradient = *plan.mp2_gradient;
   gradient.gpu = plan_amplitudes_on_gpu(gradient, plan.mp2.device.gpu_bytes);
   gradient.gpu_gflops = plan.mp2.device.gemm_gflops;
   const kernels::GpuOffloadPlan& gpu = *gradient.gpu;
@@ -370,6 +388,14 @@ void plan_gradient_on_gpu(RunPlan& plan, const Problem& problem, const RunContex
   std::string& note = plan.gradient->note;
   note += (note.empty() ? "" : "; ") + std::string("the amplitude loop's products on the GPU (") +
           plan.mp2.device.properties.name + ")";
+  if (!gradient.z_vector_gpu) {
+    note += "; the Z-vector's on the CPU threads (its B^Q C_o do not fit the GPU's memory)";
+    return;
+  }
+  if (const std::size_t beyond = gradient.gpu_device_bytes() - gpu.device_bytes(); beyond > 0)
+    plan.gradient->gpu("the Z-vector's products, beyond the amplitude loop's GPU memory they reuse", beyond);
+  note += std::string(", then the Z-vector's (its B^Q C_o kept there, the DF-SCF tensor's rows ") +
+          (gradient.z_vector_gpu->resident ? "kept there too)" : "copied for each product)");
 }
 
 // The MP2 gradient runs after the SCF, beside the shell pairs and the Fock builder (its J/K solve
@@ -401,11 +427,12 @@ void plan_gradient(RunPlan& plan, const Problem& problem, const RunContext& cont
   if (problem.unrestricted) jk_terms.occupied.push_back(std::size_t(problem.nocc_beta));
   std::vector<Mp2GradientSizes> sets{sizes(problem.nocc)};
   if (problem.unrestricted) sets.push_back(sizes(problem.nocc_beta));
+  choose_gradient_device(plan, problem, context, sets);
   plan.mp2_gradient = plan_mp2_gradient(problem.aux, sets, jk_terms, room, context.comm.size(),
-                                        context.options.scf.fp32_until_gradient > 0.0);
+                                        context.options.scf.fp32_until_gradient > 0.0, z_vector_device_plan(plan, sets));
   add_blocks(gradient, plan.mp2_gradient->densities);
   plan.gradient = std::move(gradient);
-  plan_gradient_on_gpu(plan, problem, context);
+  if (plan.mp2.device.gpu) plan_gradient_on_gpu(plan);
 }
 
 // The DF transform's products run on the GPU where the energy step does (as the SCF's J/K), in
@@ -461,9 +488,11 @@ void plan_transform_and_energy(RunPlan& plan, const Problem& problem, const RunC
 }
 
 // The DF-SCF's J/K builds run on the GPU where the energy step does (--device gpu, or auto when
-// the step is large enough to gain), in the GPU memory the step may take (the builder is freed
-// before the step): the tensor's rows resident when they fit, else streamed per build. Too little
-// GPU memory for one row streamed: --device gpu is refused, auto keeps the builds on the CPU.
+// the step is large enough to gain) or the gradient (--device gpu), in the GPU memory the step
+// may take (the builder is freed before the step; a gradient run keeps the builder but gives its
+// GPU memory back after the SCF): the tensor's rows resident when they fit, else streamed per
+// build. Too little GPU memory for one row streamed: --device gpu is refused, auto keeps the
+// builds on the CPU.
 void plan_scf_on_gpu(RunPlan& plan, const Problem& problem, const RunOptions& options) {
   DensityFittedScfPlan& scf = *plan.density_fitted_scf;
   const EnergyDevice& device = plan.mp2.device;
@@ -511,11 +540,10 @@ RunPlan plan_run(const Problem& problem, const RunContext& context) {
   } else if (!problem.e_scf_given) {
     plan_exact_scf(plan, problem, context, scf_blocks, ram, pairs);
   }
-  if (context.options.gradient && plan.density_fitted_scf) {
+  if (context.options.gradient && plan.density_fitted_scf)
     plan_gradient(plan, problem, context, pairs);
-    return plan;
-  }
-  plan_transform_and_energy(plan, problem, context, ram);
+  else
+    plan_transform_and_energy(plan, problem, context, ram);
   if (plan.density_fitted_scf && plan.mp2.device.gpu && !problem.e_scf_given)
     plan_scf_on_gpu(plan, problem, context.options);
   return plan;

@@ -183,8 +183,9 @@ std::vector<Eigen::MatrixXd> DensityFittedFock::two_electron_fock(std::span<cons
 }
 
 std::unique_ptr<FockResponse> DensityFittedFock::occupied_response(std::vector<Eigen::MatrixXd> C_occ,
-                                                                   MemoryBudget& budget, bool fp32) {
-  return std::make_unique<OccupiedFockResponse>(store_, layout_, std::move(C_occ), budget, fp32, comm_);
+                                                                   MemoryBudget& budget, bool fp32,
+                                                                   const ResponseOnGpu* gpu) {
+  return std::make_unique<OccupiedFockResponse>(store_, layout_, std::move(C_occ), budget, fp32, gpu, comm_);
 }
 
 void DensityFittedFock::set_aside_workspace() {
@@ -244,22 +245,31 @@ std::vector<LargeArray<Real>> occupied_caches(MemoryBudget& budget, std::size_t 
 
 OccupiedFockResponse::OccupiedFockResponse(FittedTensorStore& factors, const kernels::BlockPackedLayout& layout,
                                            std::vector<Eigen::MatrixXd> C_occ, MemoryBudget& budget, bool fp32,
-                                           Communicator& comm)
+                                           const ResponseOnGpu* gpu, Communicator& comm)
     : factors_(factors),
       layout_(layout),
       comm_(comm),
       C_occ_(std::move(C_occ)),
       cache_(occupied_caches<double>(budget, layout.n(), C_occ_, factors.rows(),
-                                     "the Z-vector's B^Q C_o and C_oᵀ B^Q C_o")),
-      cache_fp32_(fp32 ? occupied_caches<float>(budget, layout.n(), C_occ_, factors.rows(),
-                                                "the Z-vector's B^Q C_o and C_oᵀ B^Q C_o in fp32")
-                       : std::vector<LargeArray<float>>()),
-      workspace_(budget.reserve(
-          kernels::OccupiedResponse::workspace_bytes(layout.n(), nocc(), omp_get_max_threads(), fp32),
-          "the Z-vector products' per-thread buffers")),
-      response_(layout, response_sets(), factors.rows(), omp_get_max_threads()) {
-  factors_.for_each_block(
-      [&](std::size_t first, std::size_t count, const double* rows) { response_.cache(first, count, rows); });
+                                     "the Z-vector's B^Q C_o and C_oᵀ B^Q C_o")) {
+  if (gpu) {
+    gpu_ = std::make_unique<kernels::StackedResponse>(layout, gpu->plan, gpu->device, response_sets());
+    gpu_gflops_ = gpu->gflops;
+  } else {
+    if (fp32)
+      cache_fp32_ = occupied_caches<float>(budget, layout.n(), C_occ_, factors.rows(),
+                                           "the Z-vector's B^Q C_o and C_oᵀ B^Q C_o in fp32");
+    workspace_ = budget.reserve(
+        kernels::OccupiedResponse::workspace_bytes(layout.n(), nocc(), omp_get_max_threads(), fp32),
+        "the Z-vector products' per-thread buffers");
+    cpu_.emplace(layout, response_sets(), factors.rows(), omp_get_max_threads());
+  }
+  factors_.for_each_block([&](std::size_t first, std::size_t count, const double* rows) {
+    if (gpu_)
+      gpu_->cache(first, count, rows);
+    else
+      cpu_->cache(first, count, rows);
+  });
 }
 
 std::vector<std::size_t> OccupiedFockResponse::nocc() const {
@@ -281,8 +291,9 @@ std::size_t OccupiedFockResponse::kept_products_bytes(std::size_t nbf, std::size
 }
 
 std::size_t OccupiedFockResponse::bytes(std::size_t nbf, std::span<const std::size_t> nocc, std::size_t rows,
-                                        bool fp32) {
-  std::size_t bytes = kernels::OccupiedResponse::workspace_bytes(nbf, nocc, omp_get_max_threads(), fp32);
+                                        bool fp32, bool gpu) {
+  fp32 = fp32 && !gpu;
+  std::size_t bytes = gpu ? 0 : kernels::OccupiedResponse::workspace_bytes(nbf, nocc, omp_get_max_threads(), fp32);
   for (const std::size_t o : nocc)
     bytes += kept_products_bytes(nbf, o, rows) +
              (fp32 ? MemoryBudget::array_bytes(sizeof(float) * kernels::OccupiedResponse::cache_elements(nbf, o, rows))
@@ -294,7 +305,11 @@ std::vector<Eigen::MatrixXd> OccupiedFockResponse::of_changes(const std::vector<
                                                               kernels::Precision precision) {
   std::vector<const double*> factors;
   for (const Eigen::MatrixXd& l : L) factors.push_back(l.data());
-  response_.begin(factors, precision);
+  if (gpu_) {
+    gpu_->begin(factors);  // in fp64 whatever was asked: fp32 rounds would only cost iterations
+    return product(kernels::gpu_response_flops(gpu_->plan(), false), 0.0);
+  }
+  cpu_->begin(factors, precision);
   const double flops = kernels::OccupiedResponse::flops(layout_.n(), nocc(), layout_.size(), factors_.rows());
   return product(precision == kernels::Precision::fp64 ? flops : 0.0, precision == kernels::Precision::fp32 ? flops : 0.0);
 }
@@ -302,7 +317,11 @@ std::vector<Eigen::MatrixXd> OccupiedFockResponse::of_changes(const std::vector<
 std::vector<Eigen::MatrixXd> OccupiedFockResponse::of_symmetric(const std::vector<Eigen::MatrixXd>& D) {
   std::vector<const double*> densities;
   for (const Eigen::MatrixXd& d : D) densities.push_back(d.data());
-  response_.begin_symmetric(densities);
+  if (gpu_) {
+    gpu_->begin_symmetric(densities);
+    return product(kernels::gpu_response_flops(gpu_->plan(), true), 0.0);
+  }
+  cpu_->begin_symmetric(densities);
   return product(
       kernels::OccupiedResponse::symmetric_flops(layout_.n(), nocc(), layout_.size(), factors_.rows()), 0.0);
 }
@@ -312,10 +331,21 @@ std::vector<Eigen::MatrixXd> OccupiedFockResponse::product(double flops_fp64, do
   std::vector<double*> out;
   for (const Eigen::MatrixXd& C : C_occ_) FC_occ.emplace_back(C.rows(), C.cols());
   for (Eigen::MatrixXd& F : FC_occ) out.push_back(F.data());
-  factors_.for_each_block(
-      [&](std::size_t first, std::size_t count, const double* rows) { response_.add(first, count, rows); });
-  response_.finish(out);
+  factors_.for_each_block([&](std::size_t first, std::size_t count, const double* rows) {
+    if (gpu_)
+      gpu_->add(first, count, rows);
+    else
+      cpu_->add(first, count, rows);
+  });
+  if (gpu_)
+    gpu_->finish(out);
+  else
+    cpu_->finish(out);
   for (Eigen::MatrixXd& F : FC_occ) comm_.allreduce_sum(F.data(), static_cast<std::size_t>(F.size()));
+  if (gpu_) {
+    work_.gpu_seconds += (flops_fp64 + flops_fp32) / (std::max(gpu_gflops_, 1.0) * 1e9);
+    return FC_occ;
+  }
   work_.flops_fp64 += flops_fp64;
   work_.flops_fp32 += flops_fp32;
   return FC_occ;

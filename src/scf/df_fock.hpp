@@ -13,6 +13,7 @@
 #include <libint2/basis.h>
 
 #include "kernels/gpu/gpu_jk.hpp"
+#include "kernels/gpu/stacked_response.hpp"
 #include "kernels/occupied_response.hpp"
 #include "kernels/packed_jk.hpp"
 #include "src/common/memory.hpp"
@@ -59,8 +60,9 @@ class DensityFittedFock : public FockBuilder {
   bool has_fp32_build() const override { return true; }
   // An OccupiedFockResponse of these factors.
   std::unique_ptr<FockResponse> occupied_response(std::vector<Eigen::MatrixXd> C_occ, MemoryBudget& budget,
-                                                  bool fp32) override;
+                                                  bool fp32, const ResponseOnGpu* gpu) override;
   void set_aside_workspace() override;
+  void release_gpu() override { gpu_jk_.reset(); }
   // Work of making the factors (integrals and fitting), apart from the builds' work().
   const StageWork& setup_work() const { return store_.setup_work(); }
   // This rank's factors B^Q themselves (the DF gradients' coefficients come from them).
@@ -92,17 +94,19 @@ class DensityFittedFock : public FockBuilder {
 // of its one set, UHF's [J(Z_α + Z_β) − K(Z_s)] C_s of each spin's) for many changes L_s and fixed
 // occupied orbitals C_s (a third of a general J/K build's work): B^Q C_s and C_sᵀ B^Q C_s of this
 // rank's Q made once, in one pass over the tensor, into memory drawn from the budget; each product
-// is summed over the ranks.
+// is summed over the ranks. With a GPU (kernels/gpu/stacked_response) the products run there in
+// fp64, the kept products resident on it and copied into memory once.
 class OccupiedFockResponse : public FockResponse {
  public:
   // factors: a DensityFittedFock's, stored in `layout` (its shell pairs'). C_occ: each set's
   // occupied orbitals, RHF's one or UHF's α and β. fp32: the kept products also in fp32, for fp32
-  // products.
+  // products (not with a GPU). gpu: the products on it (or null: on the CPU threads).
   OccupiedFockResponse(FittedTensorStore& factors, const kernels::BlockPackedLayout& layout,
-                       std::vector<Eigen::MatrixXd> C_occ, MemoryBudget& budget, bool fp32, Communicator& comm);
+                       std::vector<Eigen::MatrixXd> C_occ, MemoryBudget& budget, bool fp32, const ResponseOnGpu* gpu,
+                       Communicator& comm);
   // What it draws for `rows` rows Q and sets of `nocc` orbitals: the kept products and the
-  // threads' buffers.
-  static std::size_t bytes(std::size_t nbf, std::span<const std::size_t> nocc, std::size_t rows, bool fp32);
+  // threads' buffers (with the products on a GPU: the kept products only).
+  static std::size_t bytes(std::size_t nbf, std::span<const std::size_t> nocc, std::size_t rows, bool fp32, bool gpu);
   // What one set's kept products alone draw (release_fitted_occupied_products), of them.
   static std::size_t kept_products_bytes(std::size_t nbf, std::size_t nocc, std::size_t rows);
   std::vector<Eigen::MatrixXd> of_changes(const std::vector<Eigen::MatrixXd>& L,
@@ -110,9 +114,11 @@ class OccupiedFockResponse : public FockResponse {
   std::vector<Eigen::MatrixXd> of_symmetric(const std::vector<Eigen::MatrixXd>& D) override;
   // The first set's kept B^Q C_o and C_oᵀ B^Q C_o: per row Q of this rank, nbf·nocc then nocc² doubles.
   LargeArray<double> release_fitted_occupied_products() override { return std::move(cache_.front()); }
+  std::size_t gpu_uploaded_bytes() const override { return gpu_ ? gpu_->uploaded_bytes() : 0; }
 
  private:
-  // The begun product over every row of the store, summed over the ranks, counting its flops.
+  // The begun product over every row of the store, summed over the ranks, counting its flops (on
+  // a GPU: its time at cuBLAS's rate).
   std::vector<Eigen::MatrixXd> product(double flops_fp64, double flops_fp32);
   std::vector<std::size_t> nocc() const;
   // Each set's C_s and caches, for the kernel.
@@ -125,7 +131,9 @@ class OccupiedFockResponse : public FockResponse {
   std::vector<LargeArray<double>> cache_;
   std::vector<LargeArray<float>> cache_fp32_;
   MemoryBudget::Reservation workspace_;
-  kernels::OccupiedResponse response_;
+  std::optional<kernels::OccupiedResponse> cpu_;
+  std::unique_ptr<kernels::StackedResponse> gpu_;
+  double gpu_gflops_ = 0.0;
 };
 
 }  // namespace dfmp2

@@ -73,7 +73,7 @@ std::vector<Eigen::MatrixXd> FockBuilder::fock(std::span<const FactorPair> densi
 }
 
 std::unique_ptr<FockResponse> FockBuilder::occupied_response(std::vector<Eigen::MatrixXd> C_occ, MemoryBudget&,
-                                                             bool fp32) {
+                                                             bool fp32, const ResponseOnGpu*) {
   return std::make_unique<ResponseFromBuilds>(*this, std::move(C_occ), fp32);
 }
 

@@ -23,7 +23,20 @@
 
 namespace dfmp2 {
 
+namespace kernels {
+class JKDevice;
+struct GpuResponsePlan;
+}  // namespace kernels
+
 class FittedTensorStore;
+
+// A GPU for an occupied response's products: its device (memory as the plan lays out) and
+// cuBLAS's rate probed at start-up, for the floor.
+struct ResponseOnGpu {
+  const kernels::GpuResponsePlan& plan;
+  kernels::JKDevice& device;
+  double gflops;
+};
 
 // D = L Rᵀ, L and R nbf × k; symmetric when right is the same matrix as left.
 struct FactorPair {
@@ -50,6 +63,8 @@ class FockResponse {
   // factors (this rank's rows), made for the products and handed over for the DF gradient's
   // three-index terms once the products are done (no product after); empty from other builders.
   virtual LargeArray<double> release_fitted_occupied_products() { return {}; }
+  // Bytes its products copied to a GPU (0: none ran there).
+  virtual std::size_t gpu_uploaded_bytes() const { return 0; }
   // Work of the products so far (with any preparation of the fixed side).
   const StageWork& work() const { return work_; }
 
@@ -67,14 +82,18 @@ class FockBuilder {
   std::vector<Eigen::MatrixXd> fock(std::span<const FactorPair> densities, kernels::Precision precision);
   virtual bool has_fp32_build() const { return false; }
   // Repeated products with these occupied orbitals C_s fixed (one set or two, as fock's densities),
-  // drawing what it keeps from `budget`; fp32: fp32 products allowed. This default makes each
-  // product a build of the pairs ([L_s C_s], [C_s L_s]) (or (D_s, 1)); builders with a cheaper way
-  // override it. The builder must outlive it.
+  // drawing what it keeps from `budget`; fp32: fp32 products allowed; gpu (or null): a GPU the
+  // products may run on (in fp64). This default makes each product a build of the pairs
+  // ([L_s C_s], [C_s L_s]) (or (D_s, 1)) and ignores the GPU; builders with a cheaper way override
+  // it. The builder must outlive it.
   virtual std::unique_ptr<FockResponse> occupied_response(std::vector<Eigen::MatrixXd> C_occ, MemoryBudget& budget,
-                                                          bool fp32);
+                                                          bool fp32, const ResponseOnGpu* gpu);
   // Draws the builds' working memory from the budget (at the SCF stage's start, where the plans
   // count it); the first build draws it otherwise. Builders that hold theirs from the start: no-op.
   virtual void set_aside_workspace() {}
+  // Gives back the GPU memory its builds hold (after the SCF, for the stages after it); later
+  // builds run on the CPU threads. Builders without a GPU: no-op.
+  virtual void release_gpu() {}
   // Work of the builds so far.
   const StageWork& work() const { return work_; }
   // The density-fitted factors B^Q its builds read (this rank's rows), for the DF gradients'

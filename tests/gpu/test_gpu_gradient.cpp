@@ -1,7 +1,7 @@
-// Whole DF-MP2 gradient runs with the amplitude loop's products on the GPU (--gradient --device
-// gpu) against the same runs on the CPU and Psi4 1.3.2's gradients (tests/reference): RHF water,
-// frozen core, a UHF radical, and uracil with B's rows resident and streamed through a small
-// --gpu-memory.
+// Whole DF-MP2 gradient runs with the SCF's J/K builds, the amplitude loop's products and the
+// Z-vector's on the GPU (--gradient --device gpu) against the same runs on the CPU and Psi4
+// 1.3.2's gradients (tests/reference): RHF water, frozen core, a UHF radical, and uracil with B's
+// rows resident and streamed through a small --gpu-memory.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -37,6 +37,11 @@ void check_against_cpu(const RunResult& gpu, const RunResult& cpu, const std::st
   const bool streamed = gpu_memory > 0;
   CHECK((testing::planned_gpu_block(gpu, "gradient", "resident") != nullptr) == !streamed);
   CHECK((testing::planned_gpu_block(gpu, "gradient", "streamed") != nullptr) == streamed);
+  // The SCF's J/K builds on the GPU too, and the Z-vector's products where their kept B^Q C_o fit
+  // (not in a small --gpu-memory).
+  CHECK(testing::planned_gpu_block(gpu, "scf", "DF-SCF tensor") != nullptr);
+  for (const StagePlan& stage : gpu.memory_plan)
+    if (stage.stage == "gradient" && !streamed) CHECK(stage.note.find("then the Z-vector's") != std::string::npos);
   const double apart = (*gpu.gradient - *cpu.gradient).cwiseAbs().maxCoeff();
   std::printf("%s%s: GPU gradient %.2e Eh/bohr from the CPU's, E_corr %.2e Eh apart, %zu bytes copied\n", name.c_str(),
               streamed ? " (streamed)" : "", apart, std::abs(gpu.e_corr - cpu.e_corr), gpu.gpu->uploaded_bytes);

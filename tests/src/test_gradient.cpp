@@ -881,13 +881,16 @@ namespace {
 constexpr double kStandInGradient = 5e-11, kStandInEnergy = 5e-16;
 
 // The DF-MP2 gradient of `mol` (cc-pVDZ, -RI, -JKFIT) twice from one SCF: on the CPU, then with
-// the amplitude loop's products on the host stand-in for the GPU (tests/kernels/host_jk_device.hpp)
-// as a plan for `gpu_memory` bytes of GPU memory lays them out.
+// the amplitude loop's products and the Z-vector's on the host stand-in for the GPU
+// (tests/kernels/host_jk_device.hpp) as plans for `gpu_memory` bytes of GPU memory lay them out
+// (stream_z_vector: the Z-vector's in less, its rows streamed).
 struct StandInGradients {
   Mp2Gradient cpu, gpu;
   kernels::GpuOffloadPlan plan;
+  kernels::GpuResponsePlan z_vector;
 };
-StandInGradients gradients_with_stand_in(const Molecule& mol, bool frozen_core, std::size_t gpu_memory) {
+StandInGradients gradients_with_stand_in(const Molecule& mol, bool frozen_core, std::size_t gpu_memory,
+                                         bool stream_z_vector) {
   const RunOptions options =
       df_mp2_options("cc-pvdz", "cc-pvdz-ri", "cc-pvdz-jkfit", frozen_core, Reference::automatic);
   return after_scf(mol, options, [&](const Problem& problem, const RunPlan& plan, Integrals& integrals,
@@ -895,6 +898,11 @@ StandInGradients gradients_with_stand_in(const Molecule& mol, bool frozen_core, 
     const double z_convergence = context.options.scf.d_convergence_for(scf.orbitals.spin_count());
     Mp2GradientPlan on_gpu = *plan.mp2_gradient;
     on_gpu.gpu = plan_amplitudes_on_gpu(on_gpu, gpu_memory);
+    // Streamed: room for the Z-vector's kept products, but not for all its rows beside them and a batch.
+    const kernels::GpuResponsePlan all_z = plan_z_vector_on_gpu(on_gpu.sets, gpu_memory);
+    on_gpu.z_vector_gpu =
+        stream_z_vector ? plan_z_vector_on_gpu(on_gpu.sets, all_z.caches_bytes + all_z.fixed_bytes + all_z.rows_bytes - 1)
+                        : all_z;
     const auto gradient = [&](const Mp2GradientPlan& p, kernels::JKDevice* device) {
       Mp2GradientInput in{problem.obs,  problem.aux,       *problem.jk_aux, problem.pairs, problem.molecule,
                           scf.orbitals, p,                 &context.scratch, z_convergence, context.progress,
@@ -902,8 +910,9 @@ StandInGradients gradients_with_stand_in(const Molecule& mol, bool frozen_core, 
       in.gpu = device;
       return density_fitted_mp2_gradient(in, *integrals.fock, context.budget, context.comm);
     };
-    test::HostJKDevice device(on_gpu.gpu->device_bytes());
-    StandInGradients out{gradient(*plan.mp2_gradient, nullptr), gradient(on_gpu, &device), *on_gpu.gpu};
+    test::HostJKDevice device(on_gpu.gpu_device_bytes());
+    StandInGradients out{gradient(*plan.mp2_gradient, nullptr), gradient(on_gpu, &device), *on_gpu.gpu,
+                         *on_gpu.z_vector_gpu};
     return out;
   });
 }
@@ -912,9 +921,11 @@ StandInGradients gradients_with_stand_in(const Molecule& mol, bool frozen_core, 
 
 // The GPU's part through the host stand-in (its memory NaNs until written), so that the offload's
 // logic — B's rows resident or streamed through the staging buffer, the plan, the loop's engine —
-// is checked here; tests/gpu/test_gpu_gradient.cpp runs the same on a GPU.
-TEST_CASE("the DF-MP2 gradient with its amplitude loop's products on the GPU's host stand-in is the CPU's (water RHF "
-          "all electrons and frozen core, amino radical UHF, B resident and streamed)") {
+// and the Z-vector's responses' (the DF-SCF tensor's rows resident or streamed, the kept products
+// copied back for the JK set's term) are checked here; tests/gpu/test_gpu_gradient.cpp runs the
+// same on a GPU.
+TEST_CASE("the DF-MP2 gradient with its amplitude loop's and Z-vector's products on the GPU's host stand-in is the "
+          "CPU's (water RHF all electrons and frozen core, amino radical UHF, B resident and streamed)") {
   const Libint2Session session;
   // 1 GiB holds B beside the staging buffer; 1.6 MB does not beside its least (1.5 MiB).
   const std::size_t resident = std::size_t(1) << 30, streamed = 1'600'000;
@@ -922,11 +933,12 @@ TEST_CASE("the DF-MP2 gradient with its amplitude loop's products on the GPU's h
                                          std::pair{distorted_open_shell("amidogen", 2, 12), true}})
     for (const std::size_t gpu_memory : {resident, streamed}) {
       INFO(mol.name << ", frozen core " << frozen_core << ", GPU memory " << gpu_memory);
-      const StandInGradients g = gradients_with_stand_in(mol, frozen_core, gpu_memory);
+      const StandInGradients g = gradients_with_stand_in(mol, frozen_core, gpu_memory, gpu_memory == streamed);
       CHECK(g.plan.resident == (gpu_memory == resident));
+      CHECK(g.z_vector.resident == (gpu_memory == resident));
       const double apart = (g.gpu.gradient - g.cpu.gradient).cwiseAbs().maxCoeff();
-      std::printf("%s, frozen core %d, B %s: the stand-in's gradient %.2e Eh/bohr and E_MP2 %.2e Eh from the CPU's, "
-                  "%zu bytes copied\n",
+      std::printf("%s, frozen core %d, B and the Z-vector's rows %s: the stand-in's gradient %.2e Eh/bohr and E_MP2 "
+                  "%.2e Eh from the CPU's, %zu bytes copied\n",
                   mol.name.c_str(), int(frozen_core), g.plan.resident ? "resident" : "streamed", apart,
                   std::abs(g.gpu.energy.total() - g.cpu.energy.total()), g.gpu.gpu_uploaded_bytes);
       CHECK(apart <= kStandInGradient);

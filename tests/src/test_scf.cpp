@@ -322,8 +322,8 @@ TEST_CASE("the DF Fock builder's occupied response, from its kept B^Q C_o, equal
     INFO(sets << " set(s)");
     const std::vector<Eigen::MatrixXd> C(C_both.begin(), C_both.begin() + sets), L(L_both.begin(), L_both.begin() + sets),
         D(D_both.begin(), D_both.begin() + sets);
-    const std::unique_ptr<FockResponse> fitted = water.fock.occupied_response(C, water.budget, true);
-    const std::unique_ptr<FockResponse> from_builds = water.fock.FockBuilder::occupied_response(C, water.budget, true);
+    const std::unique_ptr<FockResponse> fitted = water.fock.occupied_response(C, water.budget, true, nullptr);
+    const std::unique_ptr<FockResponse> from_builds = water.fock.FockBuilder::occupied_response(C, water.budget, true, nullptr);
     const std::vector<Eigen::MatrixXd> expected = from_builds->of_changes(L, kernels::Precision::fp64),
                                        expected_symmetric = from_builds->of_symmetric(D),
                                        changes = fitted->of_changes(L, kernels::Precision::fp64),
@@ -350,7 +350,7 @@ TEST_CASE("exact Fock builds take a symmetric product of two factors (the Z-vect
   ExactFock fock(water.obs, water.pairs, water.this_process, budget, 1, false);
   const Eigen::Index n = water.nbf();
   const Eigen::MatrixXd C = Eigen::MatrixXd::Random(n, 5), L = Eigen::MatrixXd::Random(n, 5);
-  const std::unique_ptr<FockResponse> response = fock.occupied_response({C}, budget, false);
+  const std::unique_ptr<FockResponse> response = fock.occupied_response({C}, budget, false, nullptr);
   const Eigen::MatrixXd GC = response->of_changes({L}, kernels::Precision::fp64)[0];
   // G is linear in D: G(L Cᵀ + C Lᵀ) = G((L + C)(L + C)ᵀ) − G(L Lᵀ) − G(C Cᵀ).
   const auto G = [&](const Eigen::MatrixXd& factor) {
