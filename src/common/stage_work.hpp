@@ -35,18 +35,22 @@ struct StageWork {
 };
 
 // A part of a stage's wall time reported on its own row under the stage's (the ECP integrals of
-// the integrals stage, their derivatives in the gradient's): seconds the stage's own include.
+// the integrals stage; the gradient's phases and ECP derivatives): seconds the stage's own include.
 struct StagePart {
   std::string name;
   double seconds = 0.0;
 };
+
+inline double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
 
 // Runs `part`, adding its wall time to `parts` as `name`; returns what it returns.
 template <typename Part>
 auto timed_part(std::vector<StagePart>& parts, const char* name, Part&& part) {
   const auto start = std::chrono::steady_clock::now();
   auto product = part();
-  parts.push_back({name, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()});
+  parts.push_back({name, seconds_since(start)});
   return product;
 }
 

@@ -82,13 +82,17 @@ Mp2Gradient contract(const Mp2GradientInput& in, const Mp2Densities& mp2, Fitted
     });
   in.progress.message("MP2 gradient: JK-set fitted coefficients and metric terms");
   const ThreeCentreScreening screening(in.obs, in.pairs);  // for both sets
-  out.gradient += density_fitted_two_electron_gradient(in.obs, in.jk_aux, in.pairs, screening, jk_factors, in.mol,
-                                                       separable, in.plan.jk_layout, budget, in.scratch, comm,
-                                                       derivative_integrals("JK"), &out.work, occupied_products);
-  out.gradient += three_centre_gradient_of_squares(in.ri_aux, in.obs, in.pairs, screening, in.mol, gamma, budget,
-                                                   in.plan.jk_layout.block_bytes, comm, derivative_integrals("RI"),
-                                                   &out.work, square_flops) +
-                  metric_gradient(in.ri_aux, in.mol, mp2.metric);
+  out.gradient += timed_part(out.parts, "jk_set", [&] {
+    return density_fitted_two_electron_gradient(in.obs, in.jk_aux, in.pairs, screening, jk_factors, in.mol, separable,
+                                                in.plan.jk_layout, budget, in.scratch, comm, derivative_integrals("JK"),
+                                                &out.work, occupied_products);
+  });
+  out.gradient += timed_part(out.parts, "ri_set", [&] {
+    return Eigen::MatrixXd(three_centre_gradient_of_squares(in.ri_aux, in.obs, in.pairs, screening, in.mol, gamma,
+                                                            budget, in.plan.jk_layout.block_bytes, comm,
+                                                            derivative_integrals("RI"), &out.work, square_flops) +
+                           metric_gradient(in.ri_aux, in.mol, mp2.metric));
+  });
   return out;
 }
 
@@ -122,6 +126,7 @@ Mp2Gradient density_fitted_mp2_gradient(const Mp2GradientInput& in, FockBuilder&
     gamma.push_back(gamma_spin(mp2.gamma[s], in.orbitals.spin(int(s)), in.plan.sets[s].nfrozen));
   Mp2Gradient out = contract(in, {relaxed, mp2.relaxed, mp2.energy_weighted, gamma, 2.0 * w, -w * mp2.metric},
                              *jk_factors, budget, comm, mp2.occupied_products.data());
+  out.parts.insert(out.parts.begin(), mp2.parts.begin(), mp2.parts.end());
   out.energy = mp2.energy;
   out.cphf_iterations = mp2.cphf_iterations;
   out.work += mp2.work;

@@ -55,7 +55,9 @@ struct Mp2Gradient {
   // terms are left out: small).
   StageWork work;
   std::size_t gpu_uploaded_bytes = 0;  // copied to the GPU by the amplitude loop (in.plan.gpu)
-  std::vector<StagePart> parts;  // "ecp": the ECP derivative integrals' wall time, when the molecule has any
+  // Wall times of its phases (Mp2GradientDensities::parts), "ecp" (the ECP derivative integrals,
+  // when the molecule has any), "jk_set" and "ri_set" (the two auxiliary sets' terms).
+  std::vector<StagePart> parts;
 };
 
 // scf_fock: the DF-SCF's builder, whose Fock responses serve the Lagrangian and the Z-vector and

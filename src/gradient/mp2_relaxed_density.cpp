@@ -1,6 +1,7 @@
 #include "src/gradient/mp2_relaxed_density.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -219,6 +220,7 @@ Mp2AmplitudeSums form_gamma(const RiPasses& passes, const std::vector<OrbitalSet
                             const ScratchDirectory* scratch, kernels::JKDevice* gpu, Progress& progress,
                             Mp2GradientDensities& out) {
   MemoryBudget& budget = passes.budget;
+  const auto start = std::chrono::steady_clock::now();
   std::vector<RowStore> B = form_B(passes, x, plan, scratch, progress, out.work);
   const std::size_t disk_rows = s[0].naux - plan.ram_rows;
   std::size_t largest_ov = 0;
@@ -238,9 +240,12 @@ Mp2AmplitudeSums form_gamma(const RiPasses& passes, const std::vector<OrbitalSet
     fit_in_place(fit, set, both);
     out.work.flops_fp64 += fit.flops(set.cols());
   }
-  return amplitude_loop({fit, B, out.gamma, both.first(both.size() / 2), both.last(both.size() / 2), passes.engine,
-                         budget, passes.comm, progress, out.work},
-                        x, s, plan, gpu, out);
+  out.parts.push_back({"ri_b", seconds_since(start)});
+  return timed_part(out.parts, "ampl", [&] {
+    return amplitude_loop({fit, B, out.gamma, both.first(both.size() / 2), both.last(both.size() / 2), passes.engine,
+                           budget, passes.comm, progress, out.work},
+                          x, s, plan, gpu, out);
+  });
 }
 
 // Each set's L1_pi = 2w Σ_aP (P|pa) Γ_ia^P = 2w [Cᵀ Σ_P (P|μν) C_v Γ^Pᵀ]_pi (i active) and L2_pa =
@@ -441,10 +446,12 @@ Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const 
   const Mp2AmplitudeSums mp2 = form_gamma(passes, x, s, plan, scratch, gpu, progress, out);
   out.energy = mp2.energy;
   out.metric = mp2.V;
-  const Lagrangian L = form_L(passes, x, out.gamma, out.electrons_per_orbital, kept, progress, out.work);
+  const Lagrangian L = timed_part(
+      out.parts, "ri_lag", [&] { return form_L(passes, x, out.gamma, out.electrons_per_orbital, kept, progress, out.work); });
   MoDensities mo = form_P(x, mp2, L);
 
   progress.message("MP2 gradient: the orbital Lagrangian's J/K, then the Z-vector");
+  const auto z_vector_start = std::chrono::steady_clock::now();
   Sets C_occ;
   for (const OrbitalSet& set : x) C_occ.push_back(set.C_occ);
   std::optional<ResponseOnGpu> on_gpu;
@@ -456,6 +463,7 @@ Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const 
                                           engine, comm, progress);
   out.cphf_iterations = solution.iterations;
   for (std::size_t set = 0; set < x.size(); ++set) form_W(set, x[set], mp2, L, mo, G, solution, engine, out);
+  out.parts.push_back({"zvector", seconds_since(z_vector_start)});
   out.work += response->work();  // the Fock responses of the Lagrangian and the Z-vector
   out.gpu_uploaded_bytes += response->gpu_uploaded_bytes();
   if (plan.keeps_occupied_products) out.occupied_products = response->release_fitted_occupied_products();

@@ -155,6 +155,9 @@ struct Mp2GradientDensities {
   Mp2EnergyParts energy;
   int cphf_iterations = 0;
   StageWork work;                        // this rank's, as Mp2Gradient's
+  // Wall times: "ri_b" B_ia^P from the first RI pass, "ampl" the amplitude loop, "ri_lag" the
+  // Lagrangian's RI pass, "zvector" the Fock responses, the Z-vector and W.
+  std::vector<StagePart> parts;
   std::size_t gpu_uploaded_bytes = 0;    // copied to the GPU by the amplitude loop and the responses
   double electrons_per_orbital = 2.0;    // w: 2 for RHF's one set, 1 for UHF's two
   std::vector<Eigen::MatrixXd> relaxed;  // each set's P (AO, symmetric), the MP2 part only

@@ -19,7 +19,6 @@ namespace dfmp2 {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // Runs a named stage, recording its wall time, its MPI time, the most it drew from the budget
 // and, from the work its product reports, its floor.

@@ -308,6 +308,17 @@ TEST_CASE("the DF-MP2 gradient (--gradient) in the report and the JSON, as Psi4'
   CHECK(j["timings"]["energy"].get<double>() == 0.0);  // no energy step
   CHECK_FALSE(j.contains("energy_gemm_probe"));
   CHECK(j["floors"]["gradient"].get<double>() > 0.0);
+  // Its phases' wall times, within the gradient stage's: in the JSON and the report's "of which" rows.
+  double phases = 0.0;
+  for (const std::string part : {"ri_b", "ampl", "ri_lag", "zvector", "jk_set", "ri_set"}) {
+    INFO(part);
+    const double seconds = j.at("timings").at("gradient_" + part).get<double>();
+    CHECK(seconds > 0.0);
+    phases += seconds;
+    CHECK_THAT(r.out, Catch::Contains("\n    of which " + part + " "));
+  }
+  CHECK(phases <= j["timings"]["gradient"].get<double>());
+  CHECK_FALSE(j["timings"].contains("gradient_ecp"));
 
   expect_rejected(dir, xyz + " --basis cc-pvdz --backend fused --gradient",
                   "--backend and --precision do not apply with --gradient");
