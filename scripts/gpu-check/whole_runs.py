@@ -2,8 +2,8 @@
 """Whole runs of dfmp2 on the GPU machine, each stage timed from the run's JSON: every molecule with
 every device and thread count given, end to end (setup, integrals, SCF, DF transform and energy all
 run again each time). Used for the GPU's whole-run speedup and for the CPU path's thread scaling;
-with --gradient, the DF-MP2 gradient's runs (integrals, SCF, gradient), its amplitude loop on the
-GPU with --device gpu.
+with --gradient, the DF-MP2 gradient's runs (integrals, SCF, gradient and its phases), its SCF's
+J/K, amplitude loop and Z-vector on the GPU with --device gpu.
 Writes the runs into one JSON file (rewritten after each run: a run cut short keeps the rest) and
 prints one table row per run.
 
@@ -17,6 +17,8 @@ import tempfile
 import time
 
 STAGES = ("setup", "integrals", "scf", "df_transform", "energy", "gradient", "total")
+# The gradient stage's phases (parts of its time): which of them the GPU moves (ampl, zvector).
+GRADIENT_PHASES = tuple("gradient_" + p for p in ("ri_b", "ampl", "ri_lag", "zvector", "jk_set", "ri_set"))
 
 
 def run(exe, molecule, device, threads, gradient):
@@ -41,7 +43,8 @@ def main():
     parser.add_argument("--gradient", action="store_true")
     args = parser.parse_args()
     runs = []
-    print("| molecule | nbf | device | threads | " + " | ".join(STAGES) + " | wall | E_corr |", flush=True)
+    columns = STAGES + (GRADIENT_PHASES if args.gradient else ())
+    print("| molecule | nbf | device | threads | " + " | ".join(columns) + " | wall | E_corr |", flush=True)
     for molecule in args.molecules:
         for device in args.devices.split(","):
             for threads in (int(t) for t in args.threads.split(",")):
@@ -51,7 +54,7 @@ def main():
                     json.dump(runs, f, indent=1)
                 t = r["timings"]
                 print(f"| {molecule} | {r['nbf']} | {device} | {threads} | " +
-                      " | ".join(f"{t.get(s, 0.0):.2f}" for s in STAGES) +
+                      " | ".join(f"{t.get(s, 0.0):.2f}" for s in columns) +
                       f" | {r['wall_seconds']:.2f} | {r['e_corr']:.12f} |", flush=True)
 
 
