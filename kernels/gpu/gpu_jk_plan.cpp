@@ -36,7 +36,8 @@ RowBatches row_batches(std::size_t rows, std::size_t per_q, std::size_t device_b
   const std::size_t wanted = std::clamp<std::size_t>(kBatchBytes / std::max<std::size_t>(per_q, 1), 1,
                                                      std::max<std::size_t>(rows, 1));
   for (const bool resident : {true, false}) {
-    const std::size_t batch = largest_fitting(wanted, [&](std::size_t b) { return bytes_at(resident, b) <= device_bytes; });
+    const std::size_t batch =
+        largest_fitting(wanted, [&](std::size_t b) { return bytes_at(resident, b) <= device_bytes; });
     if (!resident || batch >= std::min(wanted, kLeastResidentBatch)) return {resident, batch};
   }
   return {};
@@ -71,12 +72,12 @@ GpuJKPlan plan_gpu_jk(std::size_t nbf, std::size_t stored, std::size_t rows, std
   p.rows = rows;
   p.densities = densities;
   p.factor_columns = densities * nbf;
-  const RowBatches batches =
-      row_batches(rows, sizeof(double) * nbf * (nbf + p.factor_columns), device_bytes, [&](bool resident, std::size_t b) {
-        GpuJKPlan trial = p;
-        trial.resident = resident;
-        return with_batch(trial, b).device_bytes();
-      });
+  const std::size_t per_q = sizeof(double) * nbf * (nbf + p.factor_columns);
+  const RowBatches batches = row_batches(rows, per_q, device_bytes, [&](bool resident, std::size_t b) {
+    GpuJKPlan trial = p;
+    trial.resident = resident;
+    return with_batch(trial, b).device_bytes();
+  });
   p.resident = batches.resident;
   if (batches.batch_q == 0)
     throw GpuError("GPU: the SCF's J/K builds need at least " + format_gib(with_batch(p, 1).device_bytes()) +

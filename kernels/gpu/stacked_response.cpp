@@ -63,12 +63,12 @@ GpuResponsePlan plan_gpu_response(std::size_t nbf, std::size_t stored, std::size
   p.rows = rows;
   p.nocc = std::move(nocc);
   const std::size_t o = most_occupied(p);
-  const RowBatches batches =
-      row_batches(rows, sizeof(double) * (nbf * nbf + nbf * o + o * o), device_bytes, [&](bool resident, std::size_t b) {
-        GpuResponsePlan trial = p;
-        trial.resident = resident;
-        return with_batch(trial, b).device_bytes();
-      });
+  const std::size_t per_q = sizeof(double) * (nbf * nbf + nbf * o + o * o);
+  const RowBatches batches = row_batches(rows, per_q, device_bytes, [&](bool resident, std::size_t b) {
+    GpuResponsePlan trial = p;
+    trial.resident = resident;
+    return with_batch(trial, b).device_bytes();
+  });
   p.resident = batches.resident;
   if (batches.batch_q == 0)
     throw GpuError("GPU: the Z-vector's products need at least " + format_gib(with_batch(p, 1).device_bytes()) +
@@ -104,7 +104,8 @@ StackedResponse::StackedResponse(const BlockPackedLayout& layout, const GpuRespo
   table_ = carve.take<std::uint32_t>(gpu_aligned(2 * sizeof(std::uint32_t) * plan.stored));
   for (std::size_t s = 0; s < sets.size(); ++s) {
     if (sets[s].nocc != plan.nocc[s] || sets[s].cache_fp32 != nullptr)
-      throw std::invalid_argument("StackedResponse: set " + std::to_string(s) + " is not the plan's, or has an fp32 cache");
+      throw std::invalid_argument("StackedResponse: set " + std::to_string(s) +
+                                  " is not the plan's, or has an fp32 cache");
     const SetParts part = set_parts(plan, sets[s].nocc);
     SetBuffers b{sets[s]};
     b.C = carve.take<double>(part.C);
@@ -200,8 +201,8 @@ void StackedResponse::begin(std::span<const double* const> L) {
     if (o == 0) continue;
     device_.copy_to(sets_[s].L, L[s], sizeof(double) * n * o);
     LC.emplace_back(n * n);
-    cpu_engine().gemm(Op::none, Op::transpose, 1.0, host_matrix(L[s], n, o, n), host_matrix(sets_[s].set.C_occ, n, o, n),
-                      0.0, host_matrix(LC.back().data(), n, n, n));
+    cpu_engine().gemm(Op::none, Op::transpose, 1.0, host_matrix(L[s], n, o, n),
+                      host_matrix(sets_[s].set.C_occ, n, o, n), 0.0, host_matrix(LC.back().data(), n, n, n));
   }
   symmetric_ = false;
   begin_product(packed_weights(layout_, LC));

@@ -54,7 +54,7 @@ struct Mp2Gradient {
   // integrals and the three-centre derivative integrals (the one-electron and metric derivative
   // terms are left out: small).
   StageWork work;
-  std::size_t gpu_uploaded_bytes = 0;  // copied to the GPU by the amplitude loop (in.plan.gpu)
+  std::size_t gpu_uploaded_bytes = 0;  // copied to the GPU by the amplitude loop and the Z-vector's responses
   // Wall times of its phases (Mp2GradientDensities::parts), "ecp" (the ECP derivative integrals,
   // when the molecule has any), "jk_set" and "ri_set" (the two auxiliary sets' terms).
   std::vector<StagePart> parts;

@@ -446,8 +446,9 @@ Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const 
   const Mp2AmplitudeSums mp2 = form_gamma(passes, x, s, plan, scratch, gpu, progress, out);
   out.energy = mp2.energy;
   out.metric = mp2.V;
-  const Lagrangian L = timed_part(
-      out.parts, "ri_lag", [&] { return form_L(passes, x, out.gamma, out.electrons_per_orbital, kept, progress, out.work); });
+  const Lagrangian L = timed_part(out.parts, "ri_lag", [&] {
+    return form_L(passes, x, out.gamma, out.electrons_per_orbital, kept, progress, out.work);
+  });
   MoDensities mo = form_P(x, mp2, L);
 
   progress.message("MP2 gradient: the orbital Lagrangian's J/K, then the Z-vector");
@@ -470,9 +471,6 @@ Mp2GradientDensities mp2_gradient_densities(const libint2::BasisSet& obs, const 
   return out;
 }
 
-// Each loop's operands are B_kb and Γ_kb (naux × k·v), I, t and T (o·v × k·v, of either set's i),
-// V (naux²) and P (o², v², smaller than I), with k·v the columns of a block of orbitals k (UHF:
-// one); B's rows on disk come in blocks of the read buffer.
 kernels::GpuResponsePlan plan_z_vector_on_gpu(const std::vector<Mp2GradientSizes>& sets, std::size_t device_bytes) {
   std::vector<std::size_t> nocc;
   for (const Mp2GradientSizes& s : sets) nocc.push_back(s.nocc);
@@ -480,6 +478,9 @@ kernels::GpuResponsePlan plan_z_vector_on_gpu(const std::vector<Mp2GradientSizes
   return kernels::plan_gpu_response(s.nbf, s.stored, s.jk_rows, std::move(nocc), device_bytes);
 }
 
+// Each loop's operands are B_kb and Γ_kb (naux × k·v), I, t and T (o·v × k·v, of either set's i),
+// V (naux²) and P (o², v², smaller than I), with k·v the columns of a block of orbitals k (UHF:
+// one); B's rows on disk come in blocks of the read buffer.
 kernels::GpuOffloadPlan plan_amplitudes_on_gpu(const Mp2GradientPlan& plan, std::size_t device_bytes) {
   const std::size_t naux = plan.sets[0].naux, disk_rows = naux - plan.ram_rows;
   std::size_t largest_ov = 0, largest_v = 0;

@@ -428,8 +428,9 @@ void plan_gradient(RunPlan& plan, const Problem& problem, const RunContext& cont
   std::vector<Mp2GradientSizes> sets{sizes(problem.nocc)};
   if (problem.unrestricted) sets.push_back(sizes(problem.nocc_beta));
   choose_gradient_device(plan, problem, context, sets);
-  plan.mp2_gradient = plan_mp2_gradient(problem.aux, sets, jk_terms, room, context.comm.size(),
-                                        context.options.scf.fp32_until_gradient > 0.0, z_vector_device_plan(plan, sets));
+  plan.mp2_gradient =
+      plan_mp2_gradient(problem.aux, sets, jk_terms, room, context.comm.size(),
+                        context.options.scf.fp32_until_gradient > 0.0, z_vector_device_plan(plan, sets));
   add_blocks(gradient, plan.mp2_gradient->densities);
   plan.gradient = std::move(gradient);
   if (plan.mp2.device.gpu) plan_gradient_on_gpu(plan);
