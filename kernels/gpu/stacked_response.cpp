@@ -125,6 +125,13 @@ StackedResponse::StackedResponse(const BlockPackedLayout& layout, const GpuRespo
   if (plan.resident) loaded_.assign(plan.rows, 0);
 }
 
+bool StackedResponse::resident_rows_loaded(std::size_t first, std::size_t count) {
+  const auto loaded = loaded_.begin() + std::ptrdiff_t(first);
+  const bool all = std::all_of(loaded, loaded + std::ptrdiff_t(count), [](char l) { return l != 0; });
+  std::fill(loaded, loaded + std::ptrdiff_t(count), char(1));
+  return all;
+}
+
 template <typename Batch>
 void StackedResponse::for_batches(std::size_t first, std::size_t count, const double* rows, const Batch& batch) {
   if (first + count > plan_.rows)
@@ -135,11 +142,9 @@ void StackedResponse::for_batches(std::size_t first, std::size_t count, const do
   for (std::size_t done = 0; done < count; done += plan_.batch_q) {
     const std::size_t nq = std::min(plan_.batch_q, count - done), q0 = first + done;
     double* B = plan_.resident ? rows_ + q0 * stored : rows_;
-    const auto loaded = loaded_.begin() + std::ptrdiff_t(q0);
-    if (!plan_.resident || !std::all_of(loaded, loaded + std::ptrdiff_t(nq), [](char l) { return l != 0; })) {
+    if (!plan_.resident || !resident_rows_loaded(q0, nq)) {
       device_.copy_to(B, rows + done * stored, sizeof(double) * nq * stored);  // after the last batch's reads
       uploaded_ += sizeof(double) * nq * stored;
-      if (plan_.resident) std::fill(loaded, loaded + std::ptrdiff_t(nq), char(1));
       copied = true;
     }
     batch(B, q0, nq);

@@ -79,6 +79,9 @@ class StackedResponse {
   // handed to `batch` with its first row and size.
   template <typename Batch>
   void for_batches(std::size_t first, std::size_t count, const double* rows, const Batch& batch);
+  // Whether resident rows first … first + count − 1 are on the device already; they are marked so
+  // (the caller copies them when not).
+  bool resident_rows_loaded(std::size_t first, std::size_t count);
   void check_batch(std::size_t first, std::size_t nq);
   void cache_batch(const double* B, std::size_t first, std::size_t nq);
   void copy_caches_to_host(std::size_t first, std::size_t nq);
