@@ -73,11 +73,7 @@ GpuJKPlan plan_gpu_jk(std::size_t nbf, std::size_t stored, std::size_t rows, std
   p.densities = densities;
   p.factor_columns = densities * nbf;
   const std::size_t per_q = sizeof(double) * nbf * (nbf + p.factor_columns);
-  const RowBatches batches = row_batches(rows, per_q, device_bytes, [&](bool resident, std::size_t b) {
-    GpuJKPlan trial = p;
-    trial.resident = resident;
-    return with_batch(trial, b).device_bytes();
-  });
+  const RowBatches batches = row_batches(p, per_q, device_bytes, with_batch);
   p.resident = batches.resident;
   if (batches.batch_q == 0)
     throw GpuError("GPU: the SCF's J/K builds need at least " + format_gib(with_batch(p, 1).device_bytes()) +

@@ -55,6 +55,17 @@ struct RowBatches {
 // batches computes faster), else streamed in the largest batches that fit `device_bytes`.
 RowBatches row_batches(std::size_t rows, std::size_t per_q, std::size_t device_bytes,
                        const std::function<std::size_t(bool resident, std::size_t batch_q)>& bytes_at);
+// The same for a plan with `rows` and `resident` whose buffers for batches of batch_q are
+// with_batch(plan, batch_q) (the J/K builds' and the Z-vector responses' plans).
+template <typename Plan>
+RowBatches row_batches(const Plan& plan, std::size_t per_q, std::size_t device_bytes,
+                       Plan (*with_batch)(Plan, std::size_t)) {
+  return row_batches(plan.rows, per_q, device_bytes, [&](bool resident, std::size_t batch_q) {
+    Plan trial = plan;
+    trial.resident = resident;
+    return with_batch(trial, batch_q).device_bytes();
+  });
+}
 
 // The plan for these sizes in `device_bytes` of GPU memory: resident when the rows fit beside a
 // batch of a few Q, else streamed in the largest batches that fit; GpuError naming the sizes when

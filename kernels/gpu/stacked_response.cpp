@@ -64,11 +64,7 @@ GpuResponsePlan plan_gpu_response(std::size_t nbf, std::size_t stored, std::size
   p.nocc = std::move(nocc);
   const std::size_t o = most_occupied(p);
   const std::size_t per_q = sizeof(double) * (nbf * nbf + nbf * o + o * o);
-  const RowBatches batches = row_batches(rows, per_q, device_bytes, [&](bool resident, std::size_t b) {
-    GpuResponsePlan trial = p;
-    trial.resident = resident;
-    return with_batch(trial, b).device_bytes();
-  });
+  const RowBatches batches = row_batches(p, per_q, device_bytes, with_batch);
   p.resident = batches.resident;
   if (batches.batch_q == 0)
     throw GpuError("GPU: the Z-vector's products need at least " + format_gib(with_batch(p, 1).device_bytes()) +
