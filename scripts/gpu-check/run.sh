@@ -23,8 +23,11 @@ fi
 bin=/tmp/gpu-bundle/bin
 steps=("${@:-all}")
 wants() { [[ " ${steps[*]} " == *" all "* || " ${steps[*]} " == *" $1 "* ]]; }
+deadline=$(( ${DFMP2_CHECK_SECONDS:-100000} - 20 ))
 step() {  # step NAME SECONDS COMMAND...: timed, logged, never fatal
-  local name=$1 limit=$2; shift 2
+  local name=$1 limit=$2 left=$((deadline - SECONDS)); shift 2
+  if ((left < 15)); then echo "=== $name: skipped, ${left} s left of the call" | tee -a "$log"; return; fi
+  ((limit > left)) && limit=$left
   echo "=== $name ($(date +%T)): $*" | tee -a "$log"
   local t0=$SECONDS
   timeout "$limit" "$@" >>"$log" 2>&1
@@ -42,8 +45,8 @@ if wants tests; then
   step "test_gpu" 240 "$bin/test_gpu"
   step "memcheck" 120 compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/test_gpu" "[sanitize]"
 fi
-if wants racecheck; then
-  step "racecheck" 120 compute-sanitizer --tool racecheck --error-exitcode 9 "$bin/test_gpu" "[sanitize]"
+if wants racecheck; then  # the kernels that share memory between threads: the energy step's (the others are cuBLAS's)
+  step "racecheck" 120 compute-sanitizer --tool racecheck --error-exitcode 9 "$bin/test_gpu" "[racecheck]"
 fi
 if wants tests; then
   step "cli json" 60 "$bin/dfmp2" inputs/water.xyz --basis cc-pvdz --device gpu --json "$out/water_gpu.json"
@@ -51,6 +54,16 @@ fi
 if wants bench; then  # both fused fp64 kernels (v2: kernels/gpu/fused_tiles.cuh); DFMP2_BENCH_ARGS narrows the shapes
   step "bench_energy_gpu" 240 "$bin/bench_energy_gpu" ${DFMP2_BENCH_ARGS:---cpu-shapes small,medium --threshold} \
     --fused-kernels v1,v2 --out "$out/energy_gpu.json"
+fi
+if wants ncu; then  # what the hardware counters say of the kernels on the medium shape
+  medium=("$bin/bench_energy_gpu" --shapes medium --precisions fp64 --reps 1 --out /tmp/ncu-bench.json)
+  step "ncu fused" 120 ncu --clock-control none --kernel-name regex:fused_pairs --launch-count 1 --section SpeedOfLight \
+    --section Occupancy --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis "${medium[@]}"
+  step "ncu fused v2" 120 ncu --clock-control none --kernel-name regex:fused_tiles --launch-count 1 --section SpeedOfLight \
+    --section Occupancy --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis "${medium[@]}" --fused-kernels v2
+  # The loop backend's first chunk: its cuBLAS GEMM and its reduction (the probes' 8 GEMMs skipped).
+  step "ncu loop" 120 ncu --clock-control none --kernel-name regex:"gemm|reduce_pairs" --launch-skip 8 \
+    --launch-count 2 --section SpeedOfLight --section Occupancy "${medium[@]}"
 fi
 if wants torch; then
   step "torch path" 120 python3 bench/torch_energy.py --out "$out/torch_energy.json"
@@ -64,25 +77,16 @@ if wants gradient; then  # the DF-MP2 gradient end to end on each device (its SC
     --gradient ${DFMP2_GRADIENT_MOLECULES:-water15}
 fi
 if wants whole; then  # end to end on each device: every stage runs again on the GPU's side
-  # Limits in seconds: 40 waters take about 260 s on 16 CPU threads and 35 s with the GPU (H200).
-  step "whole runs" "${DFMP2_WHOLE_SECONDS:-300}" python3 scripts/gpu-check/whole_runs.py "$bin/dfmp2" \
-    "$out/whole_runs.json" --devices cpu,gpu ${DFMP2_WHOLE_MOLECULES:-water25}
+  # GPU-only molecules first, each molecule's GPU run before its CPU run: a cut step keeps those.
+  # 40 waters took 260 s on 16 CPU threads and 34 s with the GPU (H200).
   [ -n "${DFMP2_GPU_ONLY_MOLECULES:-}" ] && step "whole runs, GPU only" "${DFMP2_GPU_ONLY_SECONDS:-200}" \
     python3 scripts/gpu-check/whole_runs.py "$bin/dfmp2" "$out/whole_runs_gpu.json" --devices gpu $DFMP2_GPU_ONLY_MOLECULES
+  step "whole runs" "${DFMP2_WHOLE_SECONDS:-300}" python3 scripts/gpu-check/whole_runs.py "$bin/dfmp2" \
+    "$out/whole_runs.json" --devices gpu,cpu ${DFMP2_WHOLE_MOLECULES:-water25}
 fi
 if wants scaling; then  # the CPU path's thread scaling on this machine, every stage
   step "thread scaling" 240 python3 scripts/gpu-check/whole_runs.py "$bin/dfmp2" "$out/thread_scaling.json" \
     --devices cpu --threads 1,2,4,8,16 ${DFMP2_SCALING_MOLECULE:-water15}
-fi
-if wants ncu; then  # what the hardware counters say of the kernels on the medium shape
-  medium=("$bin/bench_energy_gpu" --shapes medium --precisions fp64 --reps 1 --out /tmp/ncu-bench.json)
-  step "ncu fused" 120 ncu --clock-control none --kernel-name regex:fused_pairs --launch-count 1 --section SpeedOfLight \
-    --section Occupancy --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis "${medium[@]}"
-  step "ncu fused v2" 120 ncu --clock-control none --kernel-name regex:fused_tiles --launch-count 1 --section SpeedOfLight \
-    --section Occupancy --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis "${medium[@]}" --fused-kernels v2
-  # The loop backend's first chunk: its cuBLAS GEMM and its reduction (the probes' 8 GEMMs skipped).
-  step "ncu loop" 120 ncu --clock-control none --kernel-name regex:"gemm|reduce_pairs" --launch-skip 8 \
-    --launch-count 2 --section SpeedOfLight --section Occupancy "${medium[@]}"
 fi
 # What comes back is at most 8 files: the results in one archive beside the log and env.txt.
 (cd "$out" && shopt -s nullglob && files=(*.json *.md) && ((${#files[@]})) && tar -czf results.tar.gz --remove-files "${files[@]}")

@@ -159,7 +159,7 @@ TEST_CASE("the GPU's fused kernel v2 equals the CPU reference on RHF, cross and 
 }
 
 TEST_CASE("a T_flat of three pairs per slot: many chunks take turns in its two slots, long rows split",
-          "[gpu][sanitize]") {
+          "[gpu][sanitize][racecheck]") {
   const std::uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   std::mt19937_64 rng(seed);
@@ -183,7 +183,7 @@ TEST_CASE("a T_flat of three pairs per slot: many chunks take turns in its two s
               false);
 }
 
-TEST_CASE("B streamed through small GPU slots gives the resident energy, kept copies or not", "[gpu][sanitize]") {
+TEST_CASE("B streamed through small GPU slots gives the resident energy, kept copies or not", "[gpu][sanitize][racecheck]") {
   const std::uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   std::mt19937_64 rng(seed);
@@ -235,7 +235,7 @@ TEST_CASE("a rerun on the GPU gives the same bits, loop and both fused kernels, 
   }
 }
 
-TEST_CASE("a stable B stays on the GPU between calls, a refilled one is copied again", "[gpu][sanitize]") {
+TEST_CASE("a stable B stays on the GPU between calls, a refilled one is copied again", "[gpu][sanitize][racecheck]") {
   std::mt19937_64 rng(fresh_seed());
   const Block a = random_block(rng, 10, 50, 64);
   k::GpuEnergyEngine engine(k::plan_gpu_energy({{a.nocc, a.nvir}}, a.naux, k::Backend::loop, k::Precision::fp64,
