@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <span>
 #include <type_traits>
 
 namespace dfmp2::kernels {
@@ -83,6 +84,13 @@ class ComputeEngine {
   void solve_lower(Side side, Op op_l, double alpha, MatrixView<const double> L, MatrixView<double> B);
   void solve_lower(Side side, Op op_l, float alpha, MatrixView<const float> L, MatrixView<float> B);
 
+  // A hint for an engine that copies host operands to where it multiplies (OffloadEngine): the
+  // products until release_operands() read `operands` several times and nothing writes them, so
+  // they may be copied once and read there. Each call adds to those held; the other engines
+  // ignore both.
+  virtual void hold_operands(std::span<const double> operands) { (void)operands; }
+  virtual void release_operands() {}
+
  protected:
   // The calls after their checks: shapes agree, every view is in memory(), C is not empty, and
   // every ld is at least 1.
@@ -102,6 +110,18 @@ class ComputeEngine {
                                const MatrixView<double>& B) = 0;
   virtual void run_solve_lower(Side side, Op op_l, float alpha, const MatrixView<const float>& L,
                                const MatrixView<float>& B) = 0;
+};
+
+// Releases an engine's held operands (hold_operands) when its scope ends, by an exception too.
+class OperandRelease {
+ public:
+  explicit OperandRelease(ComputeEngine& engine) : engine_(engine) {}
+  OperandRelease(const OperandRelease&) = delete;
+  OperandRelease& operator=(const OperandRelease&) = delete;
+  ~OperandRelease() { engine_.release_operands(); }
+
+ private:
+  ComputeEngine& engine_;
 };
 
 // The CPU engine: OpenBLAS on host memory, shared by every thread (it holds no state).

@@ -27,23 +27,26 @@ std::size_t extent(const MatrixView<Real>& M) {
 }  // namespace
 
 std::size_t GpuOffloadPlan::device_bytes() const {
-  return gpu_aligned(sizeof(double) * resident_elements) + gpu_aligned(sizeof(double) * staging_elements);
+  return gpu_aligned(sizeof(double) * resident_elements) + gpu_aligned(sizeof(double) * staging_elements) +
+         gpu_aligned(sizeof(double) * held_elements);
 }
 
-GpuOffloadPlan plan_gpu_offload(const std::vector<std::size_t>& ranges, std::size_t largest_other,
+GpuOffloadPlan plan_gpu_offload(const std::vector<std::size_t>& ranges, std::size_t largest_other, std::size_t held,
                                 std::size_t device_bytes, const std::string& what) {
   const std::size_t total = std::accumulate(ranges.begin(), ranges.end(), std::size_t(0));
   const std::size_t largest_range = ranges.empty() ? 0 : *std::max_element(ranges.begin(), ranges.end());
-  // Elements, less two alignments' rounding.
-  const std::size_t available = device_bytes > 512 ? (device_bytes - 512) / sizeof(double) : 0;
+  // Elements, less three alignments' rounding.
+  const std::size_t available = device_bytes > 768 ? (device_bytes - 768) / sizeof(double) : 0;
   GpuOffloadPlan plan;
   plan.resident = total + 3 * std::max(largest_other, kGpuLeastStagingElements / 3) <= available;
   if (plan.resident) plan.resident_elements = total;
-  const std::size_t wanted = 3 * (plan.resident ? largest_other : std::max(largest_other, largest_range));
-  plan.staging_elements = std::min(std::max(wanted, kGpuLeastStagingElements), available - plan.resident_elements);
+  const std::size_t wanted =
+      std::max(3 * (plan.resident ? largest_other : std::max(largest_other, largest_range)), kGpuLeastStagingElements);
+  if (plan.resident_elements + held + wanted <= available) plan.held_elements = held;
+  plan.staging_elements = std::min(wanted, available - plan.resident_elements - plan.held_elements);
   if (plan.staging_elements < kGpuLeastStagingElements)
     throw GpuError("GPU: " + format_gib(device_bytes) + " of GPU memory is less than the " +
-                   format_gib(sizeof(double) * kGpuLeastStagingElements + 512) + " " + what +
+                   format_gib(sizeof(double) * kGpuLeastStagingElements + 768) + " " + what +
                    " need there: raise --gpu-memory or use --device cpu");
   return plan;
 }
@@ -55,6 +58,7 @@ OffloadEngine::OffloadEngine(const GpuOffloadPlan& plan, JKDevice& device, Compu
   DeviceCarver carve(device.memory());
   double* resident = carve.take<double>(gpu_aligned(sizeof(double) * plan.resident_elements));
   staging_ = carve.take<double>(gpu_aligned(sizeof(double) * plan.staging_elements));
+  held_room_ = carve.take<double>(gpu_aligned(sizeof(double) * plan.held_elements));
   if (!plan.resident) return;
   std::size_t elements = 0;
   for (const std::span<const double> range : ranges) elements += range.size();
@@ -70,10 +74,26 @@ OffloadEngine::OffloadEngine(const GpuOffloadPlan& plan, JKDevice& device, Compu
 }
 
 const double* OffloadEngine::resident_copy(const MatrixView<const double>& view) const {
-  for (const Range& range : ranges_)
-    if (view.data >= range.host && view.data + extent(view) <= range.host + range.elements)
-      return range.device + (view.data - range.host);
+  for (const std::vector<Range>* kept : {&ranges_, &held_})
+    for (const Range& range : *kept)
+      if (view.data >= range.host && view.data + extent(view) <= range.host + range.elements)
+        return range.device + (view.data - range.host);
   return nullptr;
+}
+
+void OffloadEngine::hold_operands(std::span<const double> operands) {
+  if (operands.empty() || held_used_ + operands.size() > plan_.held_elements) return;
+  double* room = held_room_ + held_used_;
+  device_.copy_to(room, operands.data(), sizeof(double) * operands.size());
+  uploaded_ += sizeof(double) * operands.size();
+  held_.push_back({operands.data(), operands.size(), room});
+  held_used_ += operands.size();
+}
+
+// Every product has finished when it returns (run_gemm synchronises), so the room is free.
+void OffloadEngine::release_operands() {
+  held_.clear();
+  held_used_ = 0;
 }
 
 // The whole product when it fits the staging buffer; else the dimension that is largest among

@@ -3,8 +3,9 @@
 // on the GPU without its arrays leaving host memory. Each product copies what it reads to the
 // GPU, multiplies there and copies C back; it returns complete (one host synchronisation per
 // product). Host ranges named when the engine is made (the gradient's rows of B_ia^P in memory)
-// are copied once and stay resident: an operand inside one is read there, not copied. The rest
-// passes through a staging buffer, in tiles of C's rows and columns and of the inner dimension
+// are copied once and stay resident: an operand inside one is read there, not copied. Operands
+// held (hold_operands: the amplitude loop's t and T of a block, read by three products) are
+// copied once to a room of their own, while it holds them. The rest passes through a staging buffer, in tiles of C's rows and columns and of the inner dimension
 // when a product does not fit it. fp32 products, SYRK, SYMM and TRSM run on the host engine.
 // Host code: built and tested without CUDA.
 #pragma once
@@ -23,6 +24,7 @@ struct GpuOffloadPlan {
   bool resident = false;              // the named host ranges copied once and kept on the GPU
   std::size_t resident_elements = 0;  // theirs, together
   std::size_t staging_elements = 0;   // the staging buffer's: the other operands and C
+  std::size_t held_elements = 0;      // the room for held operands (0: they are staged as the rest)
   std::size_t device_bytes() const;
 };
 
@@ -31,10 +33,11 @@ inline constexpr std::size_t kGpuLeastStagingElements = 3 * 256 * 256;
 
 // The plan for `device_bytes` of GPU memory: the ranges (elements each) resident when they fit
 // beside a staging buffer of three times the largest other operand (largest_other: then no
-// product is tiled); the staging buffer three times the largest operand it will take (the
-// largest range too when they stream), or what the memory leaves. GpuError naming `what` (the
-// products) when that is less than kGpuLeastStagingElements.
-GpuOffloadPlan plan_gpu_offload(const std::vector<std::size_t>& ranges, std::size_t largest_other,
+// product is tiled); `held` elements of room for held operands when they fit beside both; the
+// staging buffer three times the largest operand it will take (the largest range too when they
+// stream), or what the memory leaves. GpuError naming `what` (the products) when that is less
+// than kGpuLeastStagingElements.
+GpuOffloadPlan plan_gpu_offload(const std::vector<std::size_t>& ranges, std::size_t largest_other, std::size_t held,
                                 std::size_t device_bytes, const std::string& what);
 
 class OffloadEngine final : public ComputeEngine {
@@ -48,6 +51,11 @@ class OffloadEngine final : public ComputeEngine {
   OffloadEngine& operator=(const OffloadEngine&) = delete;
 
   Memory memory() const override { return Memory::host; }
+  // Copies `operands` to the room for held operands when they fit what is left of it (else they
+  // are staged as the rest); release_operands() empties the room. Products that read them must
+  // come after, and nothing may write them until the release.
+  void hold_operands(std::span<const double> operands) override;
+  void release_operands() override;
   // Products run on the GPU, and bytes copied to it (the resident ranges included), so far.
   std::size_t products() const { return products_; }
   std::size_t uploaded_bytes() const { return uploaded_; }
@@ -82,7 +90,7 @@ class OffloadEngine final : public ComputeEngine {
   };
   // The memory of the views on the GPU: the device engine's (the host stand-in's is the host's).
   Memory device_memory() { return device_.engine().memory(); }
-  // Where `view`'s elements are on the GPU when they lie in a resident range, else null.
+  // Where `view`'s elements are on the GPU when they lie in a resident range or a held one, else null.
   const double* resident_copy(const MatrixView<const double>& view) const;
   Tile tile_for(std::size_t m, std::size_t n, std::size_t k, bool a_resident, bool b_resident) const;
   // `block` on the GPU: in its resident range, or copied to `staging`, which moves past it.
@@ -94,8 +102,10 @@ class OffloadEngine final : public ComputeEngine {
   GpuOffloadPlan plan_;
   JKDevice& device_;
   ComputeEngine& host_;
-  std::vector<Range> ranges_;
+  std::vector<Range> ranges_, held_;
   double* staging_ = nullptr;
+  double* held_room_ = nullptr;
+  std::size_t held_used_ = 0;
   std::size_t products_ = 0, uploaded_ = 0;
 };
 

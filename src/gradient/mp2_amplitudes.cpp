@@ -256,8 +256,14 @@ Mp2AmplitudeSums ClosedShellPairs::run() {
             static_cast<std::size_t>(kv));
     form_integrals(k0, B_k);
     form_amplitudes(k0);
-    form_P(nk);
-    form_gamma(k0, B_k, gamma_k);
+    {  // t and T, read by the products of P and Γ, copied once where the engine multiplies
+      const kernels::OperandRelease release(loop_.engine);
+      const auto elements = static_cast<std::size_t>(ov_ * kv);
+      loop_.engine.hold_operands({t_block_.data(), elements});
+      loop_.engine.hold_operands({T_block_.data(), elements});
+      form_P(nk);
+      form_gamma(k0, B_k, gamma_k);
+    }
     loop_.work.flops_fp64 += block_flops(k0);
     progress.add(static_cast<std::size_t>(block_flops(k0)));
     progress.report();
@@ -374,6 +380,7 @@ void OpenShellPairs::same_spin(int sigma, Eigen::Index k, const Eigen::Map<RowMa
     return energy;
   });
   e_same_[static_cast<std::size_t>(sigma)] += e.ss;  // Σ over i > k of Σ t·I, half the sum over every i
+  loop_.engine.hold_operands({t_same_data(), static_cast<std::size_t>(x.ov() * v)});  // for P and Γ
   const Eigen::Map<const RowMajorMatrix> t_rows(t_same_data(), o, v * v);  // rows i of [a][b], for P_ij
   gemm(loop_.engine, Op::none, Op::transpose, -0.5, t_rows, t_rows, 1.0, out_.P_occ[static_cast<std::size_t>(sigma)]);
   gemm(loop_.engine, Op::transpose, Op::none, 0.5, t, t, 1.0, out_.P_vir[static_cast<std::size_t>(sigma)]);
@@ -399,6 +406,7 @@ void OpenShellPairs::opposite_spin(int sigma, Eigen::Index k, const Eigen::Map<R
         eps_a, eps_b, t_i.data(), static_cast<std::size_t>(v));
   });
   e_opposite_ += e.os;
+  loop_.engine.hold_operands({t_opposite_data(), static_cast<std::size_t>(other.ov() * v)});  // for P and Γ
   const Eigen::Map<const RowMajorMatrix> t_rows(t_opposite_data(), o_other, va * v);
   gemm(loop_.engine, Op::none, Op::transpose, -1.0, t_rows, t_rows, 1.0,
        out_.P_occ[static_cast<std::size_t>(1 - sigma)]);
@@ -441,6 +449,7 @@ void OpenShellPairs::pairs_of(int sigma, ProgressCounter& progress) {
   for (Eigen::Index k = loop_.comm.rank(); k < o; k += loop_.comm.size(), ++mine) {
     B.read(0, B.rows(), static_cast<std::size_t>(k * v), static_cast<std::size_t>(v), B_k.data(),
            static_cast<std::size_t>(v));
+    const kernels::OperandRelease release(loop_.engine);  // the t that same_spin and opposite_spin hold
     same_spin(sigma, k, B_k);
     opposite_spin(sigma, k, B_k);
     form_gamma(sigma, k, B_k);

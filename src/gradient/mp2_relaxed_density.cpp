@@ -478,9 +478,19 @@ kernels::GpuResponsePlan plan_z_vector_on_gpu(const std::vector<Mp2GradientSizes
   return kernels::plan_gpu_response(s.nbf, s.stored, s.jk_rows, std::move(nocc), device_bytes);
 }
 
+// The amplitudes the loop holds on the GPU while its products read them (hold_operands): RHF, a
+// block's t and T (o·v × k·v each); UHF, one k's same-spin t (o·v × v) and opposite-spin t (of the
+// other spin's i), the larger spin's of each.
+std::size_t held_amplitudes(const Mp2GradientPlan& plan) {
+  const std::vector<Mp2GradientSizes>& s = plan.sets;
+  if (plan.closed_shell()) return 2 * s[0].ov() * plan.amplitude_orbitals * s[0].nvir();
+  return std::max(s[0].ov() * s[0].nvir(), s[1].ov() * s[1].nvir()) +
+         std::max(s[1].ov() * s[0].nvir(), s[0].ov() * s[1].nvir());
+}
+
 // Each loop's operands are B_kb and Γ_kb (naux × k·v), I, t and T (o·v × k·v, of either set's i),
 // V (naux²) and P (o², v², smaller than I), with k·v the columns of a block of orbitals k (UHF:
-// one); B's rows on disk come in blocks of the read buffer.
+// one); B's rows on disk come in blocks of the read buffer. t and T are held where they fit.
 kernels::GpuOffloadPlan plan_amplitudes_on_gpu(const Mp2GradientPlan& plan, std::size_t device_bytes) {
   const std::size_t naux = plan.sets[0].naux, disk_rows = naux - plan.ram_rows;
   std::size_t largest_ov = 0, largest_v = 0;
@@ -493,7 +503,8 @@ kernels::GpuOffloadPlan plan_amplitudes_on_gpu(const Mp2GradientPlan& plan, std:
   const std::size_t kv = (plan.closed_shell() ? plan.amplitude_orbitals : 1) * largest_v;
   std::size_t largest_other = std::max(std::max(naux, largest_ov) * kv, naux * naux);
   if (disk_rows > 0) largest_other = std::max(largest_other, ri_read_buffer_elements(naux, largest_ov, disk_rows));
-  return kernels::plan_gpu_offload(ranges, largest_other, device_bytes, "the MP2 gradient's amplitude products");
+  return kernels::plan_gpu_offload(ranges, largest_other, held_amplitudes(plan), device_bytes,
+                                   "the MP2 gradient's amplitude products");
 }
 
 }  // namespace dfmp2

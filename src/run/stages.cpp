@@ -385,6 +385,8 @@ void plan_gradient_on_gpu(RunPlan& plan) {
   plan.gradient->gpu(gpu.resident ? "the amplitude loop's other operands, staged on the GPU"
                                   : "the amplitude loop's operands, B_ia^P's rows streamed to the GPU",
                      sizeof(double) * gpu.staging_elements);
+  if (gpu.held_elements > 0)
+    plan.gradient->gpu("the amplitude loop's t and T, held on the GPU for their products", sizeof(double) * gpu.held_elements);
   std::string& note = plan.gradient->note;
   note += (note.empty() ? "" : "; ") + std::string("the amplitude loop's products on the GPU (") +
           plan.mp2.device.properties.name + ")";

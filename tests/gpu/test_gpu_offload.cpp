@@ -1,5 +1,5 @@
 // OffloadEngine (kernels/gpu/offload_engine) on the GPU's CUDA device against the CPU engine:
-// its copies of strided blocks (cudaMemcpy2DAsync), resident ranges and tiles, small enough for
+// its copies of strided blocks (cudaMemcpy2DAsync), resident ranges, held operands and tiles, small enough for
 // compute-sanitizer (scripts/gpu-check/run.sh runs the [sanitize] cases).
 #include <catch2/catch.hpp>
 
@@ -13,6 +13,13 @@ TEST_CASE("the offload engine on the GPU equals the CPU engine: whole, in tiles,
           "[gpu][sanitize]") {
   // cuBLAS against OpenBLAS, as the cuBLAS engine's own test (test_cuda_compute_engine.cpp).
   dfmp2::test::check_offload_products(
+      [](std::size_t bytes) { return dfmp2::kernels::make_cuda_device(bytes, "the offload engine's test"); },
+      dfmp2::test::kEngineTolerance<double>);
+}
+
+TEST_CASE("the offload engine on the GPU reads held operands where it copied them, until they are released",
+          "[gpu][sanitize]") {
+  dfmp2::test::check_held_operands(
       [](std::size_t bytes) { return dfmp2::kernels::make_cuda_device(bytes, "the offload engine's test"); },
       dfmp2::test::kEngineTolerance<double>);
 }

@@ -68,4 +68,43 @@ void check_offload_products(MakeDevice make_device, double tolerance) {
       for (const double beta : {0.0, -1.5}) check_offload_product(make_device, staging, a_resident, beta, tolerance);
 }
 
+// Operands held (hold_operands) are copied once and read there by every product until released;
+// one that does not fit what is left of the room is staged as before; after the release both are
+// staged again. C = A B with beta 0 copies only what is not held.
+template <typename MakeDevice>
+void check_held_operands(MakeDevice make_device, double tolerance) {
+  using Matrix = RandomMatrix<double>;
+  namespace k = dfmp2::kernels;
+  std::mt19937 rng(13);
+  const std::size_t m = 23, n = 17, kk = 40;
+  const Matrix A(m, kk, rng), B(kk, n, rng), initial(m, n, rng);
+  Matrix expected = initial;
+  k::cpu_engine().gemm(k::Op::none, k::Op::none, 0.7, A.view(), B.view(), 0.0, expected.view());
+  const k::GpuOffloadPlan plan{false, 0, 4000, A.data.size() + B.data.size()};
+  const std::unique_ptr<k::JKDevice> device = make_device(plan.device_bytes());
+  k::OffloadEngine engine(plan, *device, k::cpu_engine(), {});
+  const auto product_copies = [&] {  // bytes one product copies, and its result checked
+    Matrix C = initial;
+    const std::size_t before = engine.uploaded_bytes();
+    engine.gemm(k::Op::none, k::Op::none, 0.7, A.view(), B.view(), 0.0, C.view());
+    CHECK(largest_difference(C, expected) < tolerance);
+    return engine.uploaded_bytes() - before;
+  };
+  // Held: the arrays, pad rows too; staged: the views' elements.
+  const std::size_t a_held = sizeof(double) * A.data.size(), b_held = sizeof(double) * B.data.size();
+  const std::size_t a_staged = sizeof(double) * m * kk, b_staged = sizeof(double) * kk * n;
+  engine.hold_operands(A.data);
+  CHECK(engine.uploaded_bytes() == a_held);
+  const std::vector<double> beyond(B.data.size() + 1, 1.0);
+  engine.hold_operands(beyond);  // more than the room has left: not held
+  CHECK(engine.uploaded_bytes() == a_held);
+  CHECK(product_copies() == b_staged);
+  engine.hold_operands(B.data);
+  CHECK(engine.uploaded_bytes() == a_held + b_staged + b_held);
+  CHECK(product_copies() == 0);
+  CHECK(product_copies() == 0);
+  engine.release_operands();
+  CHECK(product_copies() == a_staged + b_staged);
+}
+
 }  // namespace dfmp2::test

@@ -34,6 +34,11 @@ TEST_CASE("the offload engine's products equal the CPU engine's: whole, in tiles
                                       kTolerance);
 }
 
+TEST_CASE("the offload engine reads held operands where it copied them, until they are released") {
+  dfmp2::test::check_held_operands([](std::size_t bytes) { return std::make_unique<HostJKDevice>(bytes); },
+                                   kTolerance);
+}
+
 TEST_CASE("the offload engine leaves fp32 products to the host engine") {
   std::mt19937 rng(5);
   const dfmp2::test::RandomMatrix<float> A(6, 4, rng), B(4, 3, rng);
@@ -61,20 +66,31 @@ TEST_CASE("the offload plan: ranges resident when they fit beside the staging bu
   const std::vector<std::size_t> ranges{std::size_t(1) << 24, std::size_t(1) << 23};  // 128 + 64 MiB
   const std::size_t other = std::size_t(1) << 20;                                     // 8 MiB
   const std::string what = "the products";
-  const k::GpuOffloadPlan resident = k::plan_gpu_offload(ranges, other, std::size_t(1) << 30, what);
+  const k::GpuOffloadPlan resident = k::plan_gpu_offload(ranges, other, 0, std::size_t(1) << 30, what);
   CHECK(resident.resident);
   CHECK(resident.resident_elements == (std::size_t(3) << 23));
   CHECK(resident.staging_elements == 3 * other);
   CHECK(resident.device_bytes() <= std::size_t(1) << 30);
   // 200 MiB: the ranges (192 MiB) do not fit beside 24 MiB of staging.
-  const k::GpuOffloadPlan streamed = k::plan_gpu_offload(ranges, other, std::size_t(200) << 20, what);
+  const k::GpuOffloadPlan streamed = k::plan_gpu_offload(ranges, other, 0, std::size_t(200) << 20, what);
   CHECK_FALSE(streamed.resident);
   CHECK(streamed.resident_elements == 0);
   CHECK(streamed.staging_elements < 3 * ranges[0]);  // what the memory leaves
   CHECK(streamed.device_bytes() <= std::size_t(200) << 20);
-  CHECK(k::plan_gpu_offload(ranges, other, std::size_t(4) << 30, what).staging_elements == 3 * other);
-  CHECK(k::plan_gpu_offload(ranges, 10, std::size_t(4) << 30, what).staging_elements == k::kGpuLeastStagingElements);
-  CHECK_THROWS_WITH(k::plan_gpu_offload(ranges, other, std::size_t(1) << 20, what),
+  CHECK(k::plan_gpu_offload(ranges, other, 0, std::size_t(4) << 30, what).staging_elements == 3 * other);
+  CHECK(k::plan_gpu_offload(ranges, 10, 0, std::size_t(4) << 30, what).staging_elements == k::kGpuLeastStagingElements);
+  // Room for held operands beside the ranges and the staging buffer, none where it does not fit.
+  const std::size_t held = std::size_t(1) << 22;  // 32 MiB
+  const k::GpuOffloadPlan holding = k::plan_gpu_offload(ranges, other, held, std::size_t(1) << 30, what);
+  CHECK(holding.resident);
+  CHECK(holding.held_elements == held);
+  CHECK(holding.staging_elements == 3 * other);
+  CHECK(holding.device_bytes() <= std::size_t(1) << 30);
+  const k::GpuOffloadPlan no_room = k::plan_gpu_offload(ranges, other, held, std::size_t(220) << 20, what);
+  CHECK(no_room.resident);  // 192 + 24 MiB fit 220 MiB, 32 more do not
+  CHECK(no_room.held_elements == 0);
+  CHECK(no_room.staging_elements == 3 * other);
+  CHECK_THROWS_WITH(k::plan_gpu_offload(ranges, other, 0, std::size_t(1) << 20, what),
                     "GPU: 1.0 MiB of GPU memory is less than the 1.5 MiB the products need there: raise "
                     "--gpu-memory or use --device cpu");
 }

@@ -883,9 +883,10 @@ constexpr double kStandInGradient = 5e-11, kStandInEnergy = 5e-16;
 // The DF-MP2 gradient of `mol` (cc-pVDZ, -RI, -JKFIT) twice from one SCF: on the CPU, then with
 // the amplitude loop's products and the Z-vector's on the host stand-in for the GPU
 // (tests/kernels/host_jk_device.hpp) as plans for `gpu_memory` bytes of GPU memory lay them out
-// (stream_z_vector: the Z-vector's in less, its rows streamed).
+// (stream_z_vector: the Z-vector's in less, its rows streamed); and once more on the stand-in with
+// no room for held operands, every product copying its t and T.
 struct StandInGradients {
-  Mp2Gradient cpu, gpu;
+  Mp2Gradient cpu, gpu, unheld;
   kernels::GpuOffloadPlan plan;
   kernels::GpuResponsePlan z_vector;
 };
@@ -911,8 +912,11 @@ StandInGradients gradients_with_stand_in(const Molecule& mol, bool frozen_core, 
       return density_fitted_mp2_gradient(in, *integrals.fock, context.budget, context.comm);
     };
     test::HostJKDevice device(on_gpu.gpu_device_bytes());
-    StandInGradients out{gradient(*plan.mp2_gradient, nullptr), gradient(on_gpu, &device), *on_gpu.gpu,
-                         *on_gpu.z_vector_gpu};
+    Mp2GradientPlan unheld = on_gpu;
+    unheld.gpu->held_elements = 0;
+    test::HostJKDevice unheld_device(unheld.gpu_device_bytes());
+    StandInGradients out{gradient(*plan.mp2_gradient, nullptr), gradient(on_gpu, &device),
+                         gradient(unheld, &unheld_device), *on_gpu.gpu, *on_gpu.z_vector_gpu};
     return out;
   });
 }
@@ -938,12 +942,19 @@ TEST_CASE("the DF-MP2 gradient with its amplitude loop's and Z-vector's products
       CHECK(g.z_vector.resident == (gpu_memory == resident));
       const double apart = (g.gpu.gradient - g.cpu.gradient).cwiseAbs().maxCoeff();
       std::printf("%s, frozen core %d, B and the Z-vector's rows %s: the stand-in's gradient %.2e Eh/bohr and E_MP2 "
-                  "%.2e Eh from the CPU's, %zu bytes copied\n",
+                  "%.2e Eh from the CPU's, %zu bytes copied (%zu with nothing held)\n",
                   mol.name.c_str(), int(frozen_core), g.plan.resident ? "resident" : "streamed", apart,
-                  std::abs(g.gpu.energy.total() - g.cpu.energy.total()), g.gpu.gpu_uploaded_bytes);
+                  std::abs(g.gpu.energy.total() - g.cpu.energy.total()), g.gpu.gpu_uploaded_bytes,
+                  g.unheld.gpu_uploaded_bytes);
       CHECK(apart <= kStandInGradient);
       CHECK(std::abs(g.gpu.energy.total() - g.cpu.energy.total()) <= kStandInEnergy);
       CHECK(g.gpu.gpu_uploaded_bytes > 0);
       CHECK(g.cpu.gpu_uploaded_bytes == 0);
+      // t and T held where there is room (always in 1 GiB; in 1.6 MB only the amino radical's, one
+      // k's), copied once per block instead of by each product.
+      if (gpu_memory == resident) CHECK(g.plan.held_elements > 0);
+      if (g.plan.held_elements > 0) CHECK(g.gpu.gpu_uploaded_bytes < g.unheld.gpu_uploaded_bytes);
+      else CHECK(g.gpu.gpu_uploaded_bytes == g.unheld.gpu_uploaded_bytes);
+      CHECK((g.unheld.gradient - g.cpu.gradient).cwiseAbs().maxCoeff() <= kStandInGradient);
     }
 }
