@@ -193,7 +193,7 @@ void print_molecule(std::ostream& out, const RunResult& r) {
 }
 
 // Where the energy step ran: backend, precision, threads, ranks, BLAS kernels, the GPU (with
-// --gradient: the amplitude loop's).
+// --gradient: the one its amplitude loop's and Z-vector's products ran on).
 void print_execution(std::ostream& out, const RunResult& r) {
   out << (r.backend ? "\nEnergy backend " + name_of(*r.backend) : "\nMP2 energy from the gradient's amplitudes")
       << " (" << name_of(r.precision) << "), " << r.threads << " threads"
@@ -201,7 +201,7 @@ void print_execution(std::ostream& out, const RunResult& r) {
       << r.blas_kernels << "\n";
   if (r.gpu) {
     const kernels::GpuProperties& g = r.gpu->properties;
-    out << (r.backend ? "Energy step" : "The gradient's amplitude loop") << " on GPU " << g.index << ": " << g.name
+    out << (r.backend ? "Energy step" : "The gradient's products") << " on GPU " << g.index << ": " << g.name
         << " (compute capability " << g.compute_major << "." << g.compute_minor << ", "
         << format_bytes(g.total_bytes) << ", driver CUDA " << g.driver_version / 1000 << "."
         << g.driver_version % 1000 / 10 << ", runtime " << g.runtime_version / 1000 << "."
