@@ -40,6 +40,45 @@ __global__ void add_float(const float* from, double* to, std::size_t nbf, bool l
 }
 
 constexpr unsigned kThreads = 256;
+
+// One block of threads per pair (i, k = blockIdx.y): its t, T and weighted energies
+// (ClosedShellBlock). Each thread sums its elements in turn, then the warps and the block in a
+// fixed tree, so a rerun gives the same bits. Reading I_ba is strided; the kernel moves o²v²
+// elements once per block of k, far less than the GEMMs that made I.
+__global__ void closed_shell_amplitudes_kernel(ClosedShellBlock b) {
+  const std::size_t i = blockIdx.x, k = blockIdx.y, v = b.v, ld = b.nk * v, offset = i * v * ld + k * v;
+  const double* I = b.I + offset;
+  const double eps_ik = b.eps_occ[i] + b.eps_occ[b.k0 + k];
+  double os = 0.0, ss = 0.0;
+  for (std::size_t x = threadIdx.x; x < v * v; x += blockDim.x) {
+    const std::size_t a = x / v, c = x - a * v;
+    const double delta = eps_ik - b.eps_vir[a] - b.eps_vir[c];
+    const double I_ac = I[a * ld + c], t_ac = I_ac / delta, t_ca = I[c * ld + a] / delta;
+    b.t[offset + a * ld + c] = t_ac;
+    b.T[offset + a * ld + c] = 2.0 * t_ac - t_ca;
+    os += t_ac * I_ac;
+    ss += (t_ac - t_ca) * I_ac;
+  }
+  for (int step = 16; step > 0; step /= 2) {
+    os += __shfl_down_sync(0xffffffffu, os, step);
+    ss += __shfl_down_sync(0xffffffffu, ss, step);
+  }
+  __shared__ double warps[2][kThreads / 32];
+  if (threadIdx.x % 32 == 0) {
+    warps[0][threadIdx.x / 32] = os;
+    warps[1][threadIdx.x / 32] = ss;
+  }
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+  for (unsigned w = 1; w < blockDim.x / 32; ++w) {
+    os += warps[0][w];
+    ss += warps[1][w];
+  }
+  const std::size_t kk = b.k0 + k;
+  const double weight = i < kk ? 0.0 : (i == kk ? 1.0 : 2.0);
+  b.energies[2 * (i * b.nk + k)] = weight * os;
+  b.energies[2 * (i * b.nk + k) + 1] = weight * ss;
+}
 unsigned grid_for(std::size_t elements) {
   return static_cast<unsigned>(std::clamp<std::size_t>((elements + kThreads - 1) / kThreads, 1, 8192));
 }
@@ -82,6 +121,11 @@ class CudaJKDevice final : public JKDevice {
   void add_fp32(const float* from, double* to, std::size_t nbf, bool lower_only) override {
     add_float<<<grid_for(nbf * nbf), kThreads, 0, stream_>>>(from, to, nbf, lower_only);
     check(cudaGetLastError(), "launching the fp32 K sum");
+  }
+  void closed_shell_amplitudes(const ClosedShellBlock& block) override {
+    if (block.o == 0 || block.nk == 0) return;
+    closed_shell_amplitudes_kernel<<<dim3(unsigned(block.o), unsigned(block.nk)), kThreads, 0, stream_>>>(block);
+    check(cudaGetLastError(), "launching the amplitudes kernel");
   }
 
  private:

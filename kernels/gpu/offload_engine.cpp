@@ -73,22 +73,46 @@ OffloadEngine::OffloadEngine(const GpuOffloadPlan& plan, JKDevice& device, Compu
   device.synchronise();
 }
 
+namespace {
+
+// Whether a view's elements lie in a range of host elements.
+template <typename Real>
+bool inside(const MatrixView<Real>& view, const double* host, std::size_t elements) {
+  return view.data >= host && view.data + extent(view) <= host + elements;
+}
+
+}  // namespace
+
 const double* OffloadEngine::resident_copy(const MatrixView<const double>& view) const {
   for (const std::vector<Range>* kept : {&ranges_, &held_})
     for (const Range& range : *kept)
-      if (view.data >= range.host && view.data + extent(view) <= range.host + range.elements)
-        return range.device + (view.data - range.host);
+      if (inside(view, range.host, range.elements)) return range.device + (view.data - range.host);
   return nullptr;
 }
 
-void OffloadEngine::hold_operands(std::span<const double> operands) {
-  if (operands.empty() || held_used_ + operands.size() > plan_.held_elements) return;
+double* OffloadEngine::placed_copy(const MatrixView<double>& C) const {
+  for (const Range& range : held_)
+    if (range.placed && inside(C, range.host, range.elements)) return range.device + (C.data - range.host);
+  return nullptr;
+}
+
+double* OffloadEngine::take_room(std::span<const double> range, bool placed) {
+  if (range.empty() || held_used_ + range.size() > plan_.held_elements) return nullptr;
   double* room = held_room_ + held_used_;
+  held_.push_back({range.data(), range.size(), room, placed});
+  held_used_ += range.size();
+  return room;
+}
+
+const double* OffloadEngine::hold(std::span<const double> operands) {
+  double* room = take_room(operands, false);
+  if (room == nullptr) return nullptr;
   device_.copy_to(room, operands.data(), sizeof(double) * operands.size());
   uploaded_ += sizeof(double) * operands.size();
-  held_.push_back({operands.data(), operands.size(), room});
-  held_used_ += operands.size();
+  return room;
 }
+
+double* OffloadEngine::place(std::span<const double> range) { return take_room(range, true); }
 
 // Every product has finished when it returns (run_gemm synchronises), so the room is free.
 void OffloadEngine::release_operands() {
@@ -99,10 +123,12 @@ void OffloadEngine::release_operands() {
 // The whole product when it fits the staging buffer; else the dimension that is largest among
 // those the staging buffer holds is halved until it fits.
 OffloadEngine::Tile OffloadEngine::tile_for(std::size_t m, std::size_t n, std::size_t k, bool a_resident,
-                                            bool b_resident) const {
+                                            bool b_resident, bool c_placed) const {
   Tile t{m, n, k};
   const bool k_staged = !a_resident || !b_resident;
-  const auto need = [&] { return (a_resident ? 0 : t.m * t.k) + (b_resident ? 0 : t.k * t.n) + t.m * t.n; };
+  const auto need = [&] {
+    return (a_resident ? 0 : t.m * t.k) + (b_resident ? 0 : t.k * t.n) + (c_placed ? 0 : t.m * t.n);
+  };
   while (need() > plan_.staging_elements) {
     std::size_t& largest = k_staged && t.k >= t.m && t.k >= t.n ? t.k : (t.m >= t.n ? t.m : t.n);
     if (largest == 1) throw GpuError("GPU: the staging buffer cannot hold one element of a product");
@@ -122,39 +148,44 @@ MatrixView<const double> OffloadEngine::on_device(const MatrixView<const double>
 }
 
 // C_tile (rows from `row`, columns from `column` of C) = alpha op(A) op(B) + beta C_tile, the inner
-// dimension in pieces of tile_k, on the GPU; C_tile copied there first only when beta reads it.
+// dimension in pieces of tile_k, on the GPU: at C_placed, or in the staging buffer, copied there
+// first only when beta reads it and back at the end.
 void OffloadEngine::multiply_tile(Op op_a, Op op_b, double alpha, const MatrixView<const double>& A,
                                   const MatrixView<const double>& B, double beta, const MatrixView<double>& C_tile,
-                                  std::size_t row, std::size_t column, std::size_t tile_k) {
-  const std::size_t k = op_cols(op_a, A);
-  double* C_device = staging_;
-  const MatrixView<double> C_on_device{C_device, C_tile.rows, C_tile.cols, C_tile.rows, device_memory()};
-  if (beta != 0.0) {
-    device_.copy_matrix_to(C_device, C_tile);
-    uploaded_ += sizeof(double) * C_tile.rows * C_tile.cols;
+                                  double* C_placed, std::size_t row, std::size_t column, std::size_t tile_k) {
+  const std::size_t k = op_cols(op_a, A), staged_c = C_placed ? 0 : C_tile.rows * C_tile.cols;
+  const MatrixView<double> C_on_device = C_placed
+      ? MatrixView<double>{C_placed, C_tile.rows, C_tile.cols, C_tile.ld, device_memory()}
+      : MatrixView<double>{staging_, C_tile.rows, C_tile.cols, C_tile.rows, device_memory()};
+  if (beta != 0.0 && !C_placed) {
+    device_.copy_matrix_to(staging_, C_tile);
+    uploaded_ += sizeof(double) * staged_c;
   }
   for (std::size_t k0 = 0; k0 < k; k0 += tile_k) {
     const std::size_t width = std::min(tile_k, k - k0);
-    double* staging = C_device + C_tile.rows * C_tile.cols;  // the queue orders reuse after the last GEMM
+    double* staging = staging_ + staged_c;  // the queue orders reuse after the last GEMM
     const MatrixView<const double> A_part = on_device(op_block(A, op_a, row, C_tile.rows, k0, width), staging);
     const MatrixView<const double> B_part = on_device(op_block(B, op_b, k0, width, column, C_tile.cols), staging);
     device_.engine().gemm(op_a, op_b, alpha, A_part, B_part, k0 == 0 ? beta : 1.0, C_on_device);
   }
-  device_.copy_matrix_from(C_tile, C_device);
+  if (!C_placed) device_.copy_matrix_from(C_tile, staging_);
 }
 
 void OffloadEngine::run_gemm(Op op_a, Op op_b, double alpha, const MatrixView<const double>& A,
                              const MatrixView<const double>& B, double beta, const MatrixView<double>& C) {
   const std::size_t m = C.rows, n = C.cols, k = op_cols(op_a, A);
+  double* const C_placed = placed_copy(C);
   if (k == 0) {  // C = beta C: nothing to multiply
+    if (C_placed) throw std::logic_error("OffloadEngine: a product into a placed C needs an inner dimension");
     host_.gemm(op_a, op_b, alpha, A, B, beta, C);
     return;
   }
-  const Tile t = tile_for(m, n, k, resident_copy(A) != nullptr, resident_copy(B) != nullptr);
+  const Tile t = tile_for(m, n, k, resident_copy(A) != nullptr, resident_copy(B) != nullptr, C_placed != nullptr);
   for (std::size_t i0 = 0; i0 < m; i0 += t.m)
     for (std::size_t j0 = 0; j0 < n; j0 += t.n) {
       const MatrixView<double> C_tile = op_block(C, Op::none, i0, std::min(t.m, m - i0), j0, std::min(t.n, n - j0));
-      multiply_tile(op_a, op_b, alpha, A, B, beta, C_tile, i0, j0, t.k);
+      multiply_tile(op_a, op_b, alpha, A, B, beta, C_tile, C_placed ? C_placed + (C_tile.data - C.data) : nullptr, i0,
+                    j0, t.k);
     }
   device_.synchronise();
   ++products_;

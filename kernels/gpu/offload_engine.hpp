@@ -5,7 +5,9 @@
 // product). Host ranges named when the engine is made (the gradient's rows of B_ia^P in memory)
 // are copied once and stay resident: an operand inside one is read there, not copied. Operands
 // held (hold_operands: the amplitude loop's t and T of a block, read by three products) are
-// copied once to a room of their own, while it holds them. The rest passes through a staging buffer, in tiles of C's rows and columns and of the inner dimension
+// copied once to a room of their own, while it holds them; arrays placed there (place: a block's
+// I, t and T made on the GPU) are not copied at all, and a C in one stays there. The rest passes
+// through a staging buffer, in tiles of C's rows and columns and of the inner dimension
 // when a product does not fit it. fp32 products, SYRK, SYMM and TRSM run on the host engine.
 // Host code: built and tested without CUDA.
 #pragma once
@@ -54,8 +56,15 @@ class OffloadEngine final : public ComputeEngine {
   // Copies `operands` to the room for held operands when they fit what is left of it (else they
   // are staged as the rest); release_operands() empties the room. Products that read them must
   // come after, and nothing may write them until the release.
-  void hold_operands(std::span<const double> operands) override;
+  void hold_operands(std::span<const double> operands) override { hold(operands); }
   void release_operands() override;
+  // hold_operands, saying where they are on the GPU (null: not held).
+  const double* hold(std::span<const double> operands);
+  // A place in the same room, without a copy, for an array made on the GPU that `range` (host
+  // memory of its size) stands for: products read it there and write a C that lies in it there,
+  // not copied back. Null when the room has too little left.
+  double* place(std::span<const double> range);
+  JKDevice& device() { return device_; }
   // Products run on the GPU, and bytes copied to it (the resident ranges included), so far.
   std::size_t products() const { return products_; }
   std::size_t uploaded_bytes() const { return uploaded_; }
@@ -82,7 +91,8 @@ class OffloadEngine final : public ComputeEngine {
   struct Range {
     const double* host;
     std::size_t elements;
-    const double* device;
+    double* device;
+    bool placed = false;  // made on the GPU (place), so a product may write it there
   };
   // A product's tile: rows and columns of C, and of the inner dimension.
   struct Tile {
@@ -92,12 +102,17 @@ class OffloadEngine final : public ComputeEngine {
   Memory device_memory() { return device_.engine().memory(); }
   // Where `view`'s elements are on the GPU when they lie in a resident range or a held one, else null.
   const double* resident_copy(const MatrixView<const double>& view) const;
-  Tile tile_for(std::size_t m, std::size_t n, std::size_t k, bool a_resident, bool b_resident) const;
+  // Where C's elements are on the GPU when they lie in a placed range, else null.
+  double* placed_copy(const MatrixView<double>& C) const;
+  // `range`'s piece of what is left of the room for held operands, null when it does not fit.
+  double* take_room(std::span<const double> range, bool placed);
+  Tile tile_for(std::size_t m, std::size_t n, std::size_t k, bool a_resident, bool b_resident, bool c_placed) const;
   // `block` on the GPU: in its resident range, or copied to `staging`, which moves past it.
   MatrixView<const double> on_device(const MatrixView<const double>& block, double*& staging);
+  // C_placed: C_tile's place on the GPU (C lies in a placed range), else null.
   void multiply_tile(Op op_a, Op op_b, double alpha, const MatrixView<const double>& A,
                      const MatrixView<const double>& B, double beta, const MatrixView<double>& C_tile,
-                     std::size_t row, std::size_t column, std::size_t tile_k);
+                     double* C_placed, std::size_t row, std::size_t column, std::size_t tile_k);
 
   GpuOffloadPlan plan_;
   JKDevice& device_;

@@ -19,13 +19,14 @@
 #include <vector>
 
 #include "kernels/compute_engine.hpp"
+#include "kernels/gpu/amplitude_block.hpp"
 #include "kernels/gpu/gpu_jk_plan.hpp"
 #include "kernels/packed_jk.hpp"
 
 namespace dfmp2::kernels {
 
-// Where a StackedJK's (and the DF transform's StackedTransform's, and OffloadEngine's) buffers live
-// and its work runs:
+// Where a StackedJK's (and the DF transform's StackedTransform's, and OffloadEngine's and the
+// gradient's closed-shell amplitudes') buffers live and its work runs:
 // one block of memory, copies and kernels queued in order (one stream), and an engine on that
 // memory and queue.
 class JKDevice {
@@ -53,6 +54,8 @@ class JKDevice {
                       std::size_t nbf, std::size_t ld, float* stack) = 0;
   // to += from (nbf × nbf, column-major), only where row ≥ column when lower_only.
   virtual void add_fp32(const float* from, double* to, std::size_t nbf, bool lower_only) = 0;
+  // A block of the gradient's closed-shell amplitudes and their pair energies (ClosedShellBlock).
+  virtual void closed_shell_amplitudes(const ClosedShellBlock& block) = 0;
 };
 
 // Hands out consecutive pieces of one block of device memory.

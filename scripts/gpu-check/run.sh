@@ -45,7 +45,7 @@ if wants tests; then
   step "test_gpu" 240 "$bin/test_gpu"
   step "memcheck" 120 compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/test_gpu" "[sanitize]"
 fi
-if wants racecheck; then  # the kernels that share memory between threads: the energy step's (the others are cuBLAS's)
+if wants racecheck; then  # the kernels that share memory between threads: the energy step's and the amplitudes' (the others are cuBLAS's)
   step "racecheck" 120 compute-sanitizer --tool racecheck --error-exitcode 9 "$bin/test_gpu" "[racecheck]"
 fi
 if wants tests; then
@@ -73,8 +73,10 @@ if wants runs; then
     ${DFMP2_GPU_MOLECULES:-water15 c20h42 water25}
 fi
 if wants gradient; then  # the DF-MP2 gradient end to end on each device (its SCF's J/K, amplitude loop and Z-vector on the GPU)
+  step "gradient runs, amplitudes made on the GPU" 300 env DFMP2_GPU_AMPLITUDES=1 python3 scripts/gpu-check/whole_runs.py \
+    "$bin/dfmp2" "$out/gradient_runs_made.json" --devices gpu --gradient ${DFMP2_GRADIENT_MOLECULES:-water15}
   step "gradient runs" 300 python3 scripts/gpu-check/whole_runs.py "$bin/dfmp2" "$out/gradient_runs.json" \
-    --gradient ${DFMP2_GRADIENT_MOLECULES:-water15}
+    --devices gpu,cpu --gradient ${DFMP2_GRADIENT_MOLECULES:-water15}
 fi
 if wants whole; then  # end to end on each device: every stage runs again on the GPU's side
   # GPU-only molecules first, each molecule's GPU run before its CPU run: a cut step keeps those.

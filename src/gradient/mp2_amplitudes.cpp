@@ -20,6 +20,7 @@ using kernels::detail::PairEnergy;
 using kernels::detail::ProgressCounter;
 using kernels::Op;
 constexpr auto kEveryPair = [](std::size_t, std::size_t) { return true; };
+constexpr const char* kBlockIntegrals = "a block of occupied orbitals' I";
 
 // Pairs (i, k) of every i of `rows` with orbitals k of [k0, k0 + nk), as the pair loop takes them.
 PairBlock pairs_with(Eigen::Index rows, Eigen::Index k0, Eigen::Index nk) {
@@ -104,6 +105,7 @@ class ClosedShellPairs {
                                               "a block of orbitals' B_kb^P and Γ_kb^P")),
         slot_of_(static_cast<std::size_t>(blocks_ * blocks_), -1) {
     if (keeps_ && loop.comm.size() > 1) throw std::logic_error("I_ia,kb is kept on one rank only");
+    if (keeps_ && loop.amplitudes_on_gpu) throw std::logic_error("I_ia,kb made on the GPU is not kept");
     if (keeps_)
       for (auto slot = static_cast<Eigen::Index>(s.kept_integrals(block) / slot_size_); slot-- > 0;)
         free_slots_.push_back(slot);
@@ -124,6 +126,9 @@ class ClosedShellPairs {
   double block_flops(Eigen::Index k0) const;
   void form_integrals(Eigen::Index k0, const Eigen::Map<RowMajorMatrix>& B_k);
   void form_amplitudes(Eigen::Index k0);
+  // The block's arrays placed on the GPU (I before its products write it), then t and T made there.
+  kernels::ClosedShellBlock place_on_gpu(Eigen::Index k0, Eigen::Index nk);
+  void form_amplitudes_on_gpu(const kernels::ClosedShellBlock& block);
   void form_P(Eigen::Index nk);
   void form_gamma(Eigen::Index k0, const Eigen::Map<RowMajorMatrix>& B_k, Eigen::Map<RowMajorMatrix>& gamma_k);
 
@@ -135,6 +140,7 @@ class ClosedShellPairs {
   const Eigen::Index o_, v_, ov_, naux_, step_, blocks_;
   const std::size_t slot_size_;
   LargeArray<double> integrals_, t_block_, T_block_, factors_;
+  std::vector<double> pair_energies_;  // on the GPU's path: each pair's (os, ss) of a block
   // The kept slots, (step·v)² elements each: which holds block pair (kb, ib), and which are free.
   std::vector<Eigen::Index> slot_of_, free_slots_;
   Mp2AmplitudeSums out_;
@@ -212,6 +218,38 @@ void ClosedShellPairs::form_amplitudes(Eigen::Index k0) {
       free_slots_.push_back(slot_of_[static_cast<std::size_t>(ib * blocks_ + kb)]);
 }
 
+kernels::ClosedShellBlock ClosedShellPairs::place_on_gpu(Eigen::Index k0, Eigen::Index nk) {
+  kernels::OffloadEngine& gpu = *loop_.amplitudes_on_gpu;
+  const auto elements = static_cast<std::size_t>(ov_ * nk * v_), o = static_cast<std::size_t>(o_);
+  pair_energies_.resize(2 * o * static_cast<std::size_t>(nk));
+  kernels::ClosedShellBlock block;
+  block.I = gpu.place({integrals_.data(), elements});
+  block.t = gpu.place({t_block_.data(), elements});
+  block.T = gpu.place({T_block_.data(), elements});
+  block.energies = gpu.place(pair_energies_);
+  block.eps_occ = gpu.hold({x_.eps.data() + x_.nfrozen, o});
+  block.eps_vir = gpu.hold({x_.eps.data() + x_.nocc, static_cast<std::size_t>(v_)});
+  if (!block.I || !block.t || !block.T || !block.energies || !block.eps_occ || !block.eps_vir)
+    throw std::logic_error("the GPU's room for the amplitudes is smaller than planned");
+  block.o = o;
+  block.v = static_cast<std::size_t>(v_);
+  block.k0 = static_cast<std::size_t>(k0);
+  block.nk = static_cast<std::size_t>(nk);
+  return block;
+}
+
+// The pairs' energies come back, summed in the CPU loop's order of pairs (i, k).
+void ClosedShellPairs::form_amplitudes_on_gpu(const kernels::ClosedShellBlock& block) {
+  kernels::JKDevice& device = loop_.amplitudes_on_gpu->device();
+  device.closed_shell_amplitudes(block);
+  device.copy_from(pair_energies_.data(), block.energies, sizeof(double) * pair_energies_.size());
+  device.synchronise();
+  for (std::size_t pair = 0; pair < pair_energies_.size(); pair += 2) {
+    e_os_ += pair_energies_[pair];
+    e_ss_ += pair_energies_[pair + 1];
+  }
+}
+
 // P_ij −= 2 Σ_kab t_ik^ab T_jk^ab (rows i of [a][k][b]); P_ab = 2 Σ_ijc t_ij^ac T_ij^bc is, summed
 // over every k, 2 Σ_ick t_ik^ca T_ik^cb (t_ik^ca = t_ki^ac): rows [i][c][k] of [b], one product's
 // upper triangle.
@@ -254,16 +292,21 @@ Mp2AmplitudeSums ClosedShellPairs::run() {
     Eigen::Map<RowMajorMatrix> B_k(factors_.data(), naux_, kv), gamma_k(factors_.data() + naux_ * kv, naux_, kv);
     B_.read(0, s_.naux, static_cast<std::size_t>(k0 * v_), static_cast<std::size_t>(kv), B_k.data(),
             static_cast<std::size_t>(kv));
-    form_integrals(k0, B_k);
-    form_amplitudes(k0);
-    {  // t and T, read by the products of P and Γ, copied once where the engine multiplies
-      const kernels::OperandRelease release(loop_.engine);
+    const kernels::OperandRelease release(loop_.engine);  // what the block held or placed on a GPU
+    if (loop_.amplitudes_on_gpu) {
+      const kernels::ClosedShellBlock block = place_on_gpu(k0, nk);
+      form_integrals(k0, B_k);
+      form_amplitudes_on_gpu(block);
+    } else {
+      form_integrals(k0, B_k);
+      form_amplitudes(k0);
+      // t and T, read by the products of P and Γ, copied once where the engine multiplies
       const auto elements = static_cast<std::size_t>(ov_ * kv);
       loop_.engine.hold_operands({t_block_.data(), elements});
       loop_.engine.hold_operands({T_block_.data(), elements});
-      form_P(nk);
-      form_gamma(k0, B_k, gamma_k);
     }
+    form_P(nk);
+    form_gamma(k0, B_k, gamma_k);
     loop_.work.flops_fp64 += block_flops(k0);
     progress.add(static_cast<std::size_t>(block_flops(k0)));
     progress.report();
@@ -511,7 +554,15 @@ void closed_shell_amplitude_blocks(StagePlan& phase, const Mp2GradientSizes& s, 
   if (keeps_integrals)
     phase.ram(ClosedShellPairs::kKeptIntegrals, MemoryBudget::double_array_bytes(s.kept_integrals(block)));
   else
-    phase.ram("a block of occupied orbitals' I", MemoryBudget::double_array_bytes(s.amplitude_block(block)));
+    phase.ram(kBlockIntegrals, MemoryBudget::double_array_bytes(s.amplitude_block(block)));
+}
+
+void drop_kept_integrals(StagePlan& phase, const Mp2GradientSizes& s, std::size_t block) {
+  for (PlannedBlock& planned : phase.blocks)
+    if (planned.what == ClosedShellPairs::kKeptIntegrals) {
+      planned.what = kBlockIntegrals;
+      planned.bytes = MemoryBudget::double_array_bytes(s.amplitude_block(block));
+    }
 }
 
 void open_shell_amplitude_blocks(StagePlan& phase, const std::vector<Mp2GradientSizes>& s) {

@@ -51,6 +51,9 @@ struct AmplitudeLoop {
   Communicator& comm;
   Progress& progress;
   StageWork& work;  // each loop adds its GEMMs' flops
+  // Set (RHF, engine being this OffloadEngine, integrals not kept): each block's I, t and T are
+  // made on its GPU (I by its products, t and T by JKDevice::closed_shell_amplitudes) and stay there.
+  kernels::OffloadEngine* amplitudes_on_gpu = nullptr;
 };
 
 // What the loops sum (over every rank): the energy, each set's P_ij (active i, j) and P_ab, V_PQ.
@@ -72,5 +75,8 @@ Mp2AmplitudeSums open_shell_amplitudes(const std::vector<CorrelatedOrbitals>& or
 void closed_shell_amplitude_blocks(StagePlan& phase, const Mp2GradientSizes& sizes, std::size_t block,
                                    bool keeps_integrals);
 void open_shell_amplitude_blocks(StagePlan& phase, const std::vector<Mp2GradientSizes>& sizes);
+// A phase's kept I (closed_shell_amplitude_blocks with keeps_integrals) made one block's I, as the
+// loop holds it when its amplitudes are made on a GPU.
+void drop_kept_integrals(StagePlan& phase, const Mp2GradientSizes& sizes, std::size_t block);
 
 }  // namespace dfmp2

@@ -195,6 +195,7 @@ Mp2AmplitudeSums amplitude_loop(const AmplitudeLoop& cpu, const std::vector<Orbi
   kernels::ComputeEngine& engine = offload ? static_cast<kernels::ComputeEngine&>(*offload) : cpu.engine;
   AmplitudeLoop loop{cpu.fit,    cpu.B,  cpu.gamma, cpu.buffer, cpu.next_buffer, engine,
                      cpu.budget, cpu.comm, cpu.progress, cpu.work};
+  if (plan.amplitudes_on_gpu) loop.amplitudes_on_gpu = &*offload;
   const double flops_before = out.work.flops_fp64;
   Mp2AmplitudeSums sums;
   if (plan.closed_shell()) {
@@ -503,8 +504,27 @@ kernels::GpuOffloadPlan plan_amplitudes_on_gpu(const Mp2GradientPlan& plan, std:
   const std::size_t kv = (plan.closed_shell() ? plan.amplitude_orbitals : 1) * largest_v;
   std::size_t largest_other = std::max(std::max(naux, largest_ov) * kv, naux * naux);
   if (disk_rows > 0) largest_other = std::max(largest_other, ri_read_buffer_elements(naux, largest_ov, disk_rows));
-  return kernels::plan_gpu_offload(ranges, largest_other, held_amplitudes(plan), device_bytes,
-                                   "the MP2 gradient's amplitude products");
+  return kernels::plan_gpu_offload(ranges, largest_other,
+                                   plan.amplitudes_on_gpu ? gpu_amplitude_room(plan) : held_amplitudes(plan),
+                                   device_bytes, "the MP2 gradient's amplitude products");
+}
+
+std::size_t gpu_amplitude_room(const Mp2GradientPlan& plan) {
+  const Mp2GradientSizes& s = plan.sets[0];
+  return 3 * s.amplitude_block(plan.amplitude_orbitals) + s.active() + s.nvir() + 2 * s.active() * plan.amplitude_orbitals;
+}
+
+void plan_amplitude_loop_on_gpu(Mp2GradientPlan& plan, std::size_t device_bytes, bool make_amplitudes_there) {
+  plan.amplitudes_on_gpu = make_amplitudes_there && plan.closed_shell();
+  plan.gpu = plan_amplitudes_on_gpu(plan, device_bytes);
+  if (plan.amplitudes_on_gpu && plan.gpu->held_elements == 0) {  // no room: made on the host, t and T held
+    plan.amplitudes_on_gpu = false;
+    plan.gpu = plan_amplitudes_on_gpu(plan, device_bytes);
+  }
+  if (plan.amplitudes_on_gpu && plan.keeps_integrals) {
+    plan.keeps_integrals = false;
+    drop_kept_integrals(plan.densities, plan.sets[0], plan.amplitude_orbitals);
+  }
 }
 
 }  // namespace dfmp2

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <string_view>
 #include <tuple>
 #include <type_traits>
 
@@ -11,6 +14,7 @@
 #include "kernels/gpu/gpu_energy.hpp"
 #include "kernels/gpu/gpu_jk_plan.hpp"
 #include "src/common/errors.hpp"
+#include "src/gradient/mp2_amplitudes.hpp"
 #include "src/integrals/ecp.hpp"
 #include "src/integrals/one_electron.hpp"
 #include "src/integrals/shell_ranges.hpp"
@@ -371,13 +375,26 @@ std::optional<kernels::GpuResponsePlan> z_vector_device_plan(const RunPlan& plan
   }
 }
 
+// DFMP2_GPU_AMPLITUDES=1: an RHF gradient's amplitudes are made on the GPU (JKDevice::
+// closed_shell_amplitudes), not yet the default: that kernel has not run on a GPU. Unset or 0:
+// made on the CPU threads.
+bool gpu_amplitudes_asked() {
+  const char* value = std::getenv("DFMP2_GPU_AMPLITUDES");
+  if (value == nullptr || std::string_view(value) == "0") return false;
+  if (std::string_view(value) == "1") return true;
+  throw InputError(std::string("DFMP2_GPU_AMPLITUDES is 0 or 1, not '") + value + "'");
+}
+
 // The gradient's amplitude loop runs its products on the GPU, in the GPU memory --gpu-memory
 // gives, each set's rows of B in memory resident there when they fit beside the other operands;
 // then the Z-vector's responses in the same memory, when planned there. Too little GPU memory for
 // the loop is one error line.
 void plan_gradient_on_gpu(RunPlan& plan) {
   Mp2GradientPlan& gradient = *plan.mp2_gradient;
-  gradient.gpu = plan_amplitudes_on_gpu(gradient, plan.mp2.device.gpu_bytes);
+  const bool kept_integrals = gradient.keeps_integrals;
+  plan_amplitude_loop_on_gpu(gradient, plan.mp2.device.gpu_bytes, gpu_amplitudes_asked());
+  if (kept_integrals && !gradient.keeps_integrals)
+    drop_kept_integrals(*plan.gradient, gradient.sets[0], gradient.amplitude_orbitals);
   gradient.gpu_gflops = plan.mp2.device.gemm_gflops;
   const kernels::GpuOffloadPlan& gpu = *gradient.gpu;
   if (gpu.resident)
@@ -385,7 +402,9 @@ void plan_gradient_on_gpu(RunPlan& plan) {
   plan.gradient->gpu(gpu.resident ? "the amplitude loop's other operands, staged on the GPU"
                                   : "the amplitude loop's operands, B_ia^P's rows streamed to the GPU",
                      sizeof(double) * gpu.staging_elements);
-  if (gpu.held_elements > 0)
+  if (gradient.amplitudes_on_gpu)
+    plan.gradient->gpu("the amplitude loop's I, t and T of a block, made on the GPU", sizeof(double) * gpu.held_elements);
+  else if (gpu.held_elements > 0)
     plan.gradient->gpu("the amplitude loop's t and T, held on the GPU for their products", sizeof(double) * gpu.held_elements);
   std::string& note = plan.gradient->note;
   note += (note.empty() ? "" : "; ") + std::string("the amplitude loop's products on the GPU (") +

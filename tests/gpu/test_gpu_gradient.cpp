@@ -1,11 +1,13 @@
 // Whole DF-MP2 gradient runs with the SCF's J/K builds, the amplitude loop's products and the
 // Z-vector's on the GPU (--gradient --device gpu) against the same runs on the CPU and Psi4
 // 1.3.2's gradients (tests/reference): RHF water, frozen core, a UHF radical, and uracil with B's
-// rows resident and streamed through a small --gpu-memory.
+// rows resident and streamed through a small --gpu-memory; RHF's also with its amplitudes made
+// on the GPU (DFMP2_GPU_AMPLITUDES=1).
 #include <catch2/catch.hpp>
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -51,8 +53,18 @@ void check_against_cpu(const RunResult& gpu, const RunResult& cpu, const std::st
   CHECK(std::abs(gpu.e_corr - cpu.e_corr) <= kDevicesRelative * std::abs(cpu.e_corr));
 }
 
+// DFMP2_GPU_AMPLITUDES=1 while it lives: RHF's amplitudes made on the GPU (read when a run plans).
+class AmplitudesMadeOnGpu {
+ public:
+  AmplitudesMadeOnGpu() { setenv("DFMP2_GPU_AMPLITUDES", "1", 1); }
+  AmplitudesMadeOnGpu(const AmplitudesMadeOnGpu&) = delete;
+  AmplitudesMadeOnGpu& operator=(const AmplitudesMadeOnGpu&) = delete;
+  ~AmplitudesMadeOnGpu() { unsetenv("DFMP2_GPU_AMPLITUDES"); }
+};
+
 // The case's gradient on the CPU, then on the GPU with each --gpu-memory (0: the default), each
-// checked against the CPU's; the GPU's runs.
+// checked against the CPU's; RHF's also with its amplitudes made on the GPU (where their room
+// fits: always at the default --gpu-memory); the GPU's runs.
 std::vector<RunResult> check_devices(const std::string& file, const std::string& name,
                                      const std::vector<std::size_t>& gpu_memories = {0}, double d_convergence = 1e-10) {
   const nlohmann::json ref = testing::psi4_case(testing::gpu_tests_source_dir(), file, name);
@@ -69,6 +81,12 @@ std::vector<RunResult> check_devices(const std::string& file, const std::string&
     options.gpu_memory_bytes = gpu_memory;
     gpu.push_back(run(input, options, quiet));
     check_against_cpu(gpu.back(), cpu, name, gpu_memory);
+    if (cpu.unrestricted()) continue;
+    const AmplitudesMadeOnGpu made;
+    gpu.push_back(run(input, options, quiet));
+    const bool made_there = testing::planned_gpu_block(gpu.back(), "gradient", "made on the GPU") != nullptr;
+    CHECK((made_there || gpu_memory > 0));
+    check_against_cpu(gpu.back(), cpu, name + (made_there ? ", amplitudes made on the GPU" : ""), gpu_memory);
   }
   return gpu;
 }

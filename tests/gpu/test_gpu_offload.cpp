@@ -1,6 +1,6 @@
 // OffloadEngine (kernels/gpu/offload_engine) on the GPU's CUDA device against the CPU engine:
-// its copies of strided blocks (cudaMemcpy2DAsync), resident ranges, held operands and tiles, small enough for
-// compute-sanitizer (scripts/gpu-check/run.sh runs the [sanitize] cases).
+// its copies of strided blocks (cudaMemcpy2DAsync), resident ranges, held operands, placed arrays
+// and tiles, small enough for compute-sanitizer (scripts/gpu-check/run.sh runs the [sanitize] cases).
 #include <catch2/catch.hpp>
 
 #include <cstddef>
@@ -20,6 +20,13 @@ TEST_CASE("the offload engine on the GPU equals the CPU engine: whole, in tiles,
 TEST_CASE("the offload engine on the GPU reads held operands where it copied them, until they are released",
           "[gpu][sanitize]") {
   dfmp2::test::check_held_operands(
+      [](std::size_t bytes) { return dfmp2::kernels::make_cuda_device(bytes, "the offload engine's test"); },
+      dfmp2::test::kEngineTolerance<double>);
+}
+
+TEST_CASE("the offload engine on the GPU writes a C that lies in a placed array where it is placed, and reads it there",
+          "[gpu][sanitize]") {
+  dfmp2::test::check_placed_arrays(
       [](std::size_t bytes) { return dfmp2::kernels::make_cuda_device(bytes, "the offload engine's test"); },
       dfmp2::test::kEngineTolerance<double>);
 }

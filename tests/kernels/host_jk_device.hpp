@@ -1,6 +1,7 @@
 // The GPU's part on the host, for the tests of the GPU code's host logic (StackedJK,
-// StackedTransform, OffloadEngine) on machines without a GPU: memory starts as NaNs (cudaMalloc's
-// is not zeroed), copies are immediate, the kernels loops, the engine OpenBLAS's.
+// StackedTransform, OffloadEngine, the gradient's amplitudes formed on the GPU) on machines
+// without a GPU: memory starts as NaNs (cudaMalloc's is not zeroed), copies are immediate, the
+// kernels loops, the engine OpenBLAS's.
 #pragma once
 
 #include <cstddef>
@@ -43,6 +44,27 @@ class HostJKDevice final : public kernels::JKDevice {
   void add_fp32(const float* from, double* to, std::size_t nbf, bool lower_only) override {
     for (std::size_t col = 0; col < nbf; ++col)
       for (std::size_t row = lower_only ? col : 0; row < nbf; ++row) to[row + nbf * col] += from[row + nbf * col];
+  }
+  void closed_shell_amplitudes(const kernels::ClosedShellBlock& b) override {
+    const std::size_t v = b.v, ld = b.nk * v;
+    for (std::size_t i = 0; i < b.o; ++i)
+      for (std::size_t k = 0; k < b.nk; ++k) {
+        const std::size_t offset = i * v * ld + k * v, kk = b.k0 + k;
+        const double eps_ik = b.eps_occ[i] + b.eps_occ[kk];
+        double os = 0.0, ss = 0.0;
+        for (std::size_t a = 0; a < v; ++a)
+          for (std::size_t c = 0; c < v; ++c) {
+            const double delta = eps_ik - b.eps_vir[a] - b.eps_vir[c], I_ac = b.I[offset + a * ld + c];
+            const double t_ac = I_ac / delta, t_ca = b.I[offset + c * ld + a] / delta;
+            b.t[offset + a * ld + c] = t_ac;
+            b.T[offset + a * ld + c] = 2.0 * t_ac - t_ca;
+            os += t_ac * I_ac;
+            ss += (t_ac - t_ca) * I_ac;
+          }
+        const double weight = i < kk ? 0.0 : (i == kk ? 1.0 : 2.0);
+        b.energies[2 * (i * b.nk + k)] = weight * os;
+        b.energies[2 * (i * b.nk + k) + 1] = weight * ss;
+      }
   }
 
  private:

@@ -107,4 +107,40 @@ void check_held_operands(MakeDevice make_device, double tolerance) {
   CHECK(product_copies() == a_staged + b_staged);
 }
 
+// Arrays placed on the device (place) stand for their host ranges without a copy: a product whose
+// C lies in one writes it there (the host range untouched, nothing copied back), a later product
+// reads it there, and the device copy holds the product.
+template <typename MakeDevice>
+void check_placed_arrays(MakeDevice make_device, double tolerance) {
+  using Matrix = RandomMatrix<double>;
+  namespace k = dfmp2::kernels;
+  std::mt19937 rng(17);
+  const std::size_t m = 23, n = 17, kk = 40;
+  const Matrix A(m, kk, rng), B(kk, n, rng), D(n, 9, rng);
+  Matrix C(m, n, rng), E(m, 9, rng), expected_C = C, expected_E = E;
+  k::cpu_engine().gemm(k::Op::none, k::Op::none, 0.7, A.view(), B.view(), 0.0, expected_C.view());
+  k::cpu_engine().gemm(k::Op::none, k::Op::none, 1.0, expected_C.view(), D.view(), 0.0, expected_E.view());
+  const k::GpuOffloadPlan plan{false, 0, 4000, C.data.size()};
+  const std::unique_ptr<k::JKDevice> device = make_device(plan.device_bytes());
+  k::OffloadEngine engine(plan, *device, k::cpu_engine(), {});
+  const Matrix C_before = C;
+  const double* placed = engine.place(C.data);
+  REQUIRE(placed != nullptr);
+  CHECK(engine.place(C.data) == nullptr);  // the room is full
+  engine.gemm(k::Op::none, k::Op::none, 0.7, A.view(), B.view(), 0.0, C.view());
+  CHECK(C.data == C_before.data);  // not copied back
+  const std::size_t before = engine.uploaded_bytes();
+  engine.gemm(k::Op::none, k::Op::none, 1.0, C.view(), D.view(), 0.0, E.view());
+  CHECK(engine.uploaded_bytes() - before == sizeof(double) * D.rows * D.cols);  // C read where it is
+  CHECK(largest_difference(E, expected_E) < tolerance);
+  Matrix on_device = C;  // the placed C, pad rows included
+  device->copy_from(on_device.data.data(), placed, sizeof(double) * on_device.data.size());
+  device->synchronise();
+  for (std::size_t col = 0; col < n; ++col)
+    for (std::size_t row = 0; row < m; ++row)
+      CHECK(std::abs(on_device.data[row + col * C.ld] - expected_C.data[row + col * C.ld]) < tolerance);
+  engine.release_operands();
+  CHECK(engine.place(C.data) != nullptr);
+}
+
 }  // namespace dfmp2::test

@@ -39,6 +39,11 @@ TEST_CASE("the offload engine reads held operands where it copied them, until th
                                    kTolerance);
 }
 
+TEST_CASE("the offload engine writes a C that lies in a placed array where it is placed, and reads it there") {
+  dfmp2::test::check_placed_arrays([](std::size_t bytes) { return std::make_unique<HostJKDevice>(bytes); },
+                                   kTolerance);
+}
+
 TEST_CASE("the offload engine leaves fp32 products to the host engine") {
   std::mt19937 rng(5);
   const dfmp2::test::RandomMatrix<float> A(6, 4, rng), B(4, 3, rng);

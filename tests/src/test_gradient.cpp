@@ -883,12 +883,14 @@ constexpr double kStandInGradient = 5e-11, kStandInEnergy = 5e-16;
 // The DF-MP2 gradient of `mol` (cc-pVDZ, -RI, -JKFIT) twice from one SCF: on the CPU, then with
 // the amplitude loop's products and the Z-vector's on the host stand-in for the GPU
 // (tests/kernels/host_jk_device.hpp) as plans for `gpu_memory` bytes of GPU memory lay them out
-// (stream_z_vector: the Z-vector's in less, its rows streamed); and once more on the stand-in with
-// no room for held operands, every product copying its t and T.
+// (stream_z_vector: the Z-vector's in less, its rows streamed); once more on the stand-in with
+// no room for held operands, every product copying its t and T; and, RHF, with the amplitudes
+// made on the stand-in (amplitudes_on_gpu) where their room fits.
 struct StandInGradients {
   Mp2Gradient cpu, gpu, unheld;
   kernels::GpuOffloadPlan plan;
   kernels::GpuResponsePlan z_vector;
+  std::optional<Mp2Gradient> made_on_gpu;
 };
 StandInGradients gradients_with_stand_in(const Molecule& mol, bool frozen_core, std::size_t gpu_memory,
                                          bool stream_z_vector) {
@@ -917,6 +919,12 @@ StandInGradients gradients_with_stand_in(const Molecule& mol, bool frozen_core, 
     test::HostJKDevice unheld_device(unheld.gpu_device_bytes());
     StandInGradients out{gradient(*plan.mp2_gradient, nullptr), gradient(on_gpu, &device),
                          gradient(unheld, &unheld_device), *on_gpu.gpu, *on_gpu.z_vector_gpu};
+    Mp2GradientPlan made = on_gpu;
+    plan_amplitude_loop_on_gpu(made, gpu_memory, true);
+    if (made.amplitudes_on_gpu) {
+      test::HostJKDevice made_device(made.gpu_device_bytes());
+      out.made_on_gpu = gradient(made, &made_device);
+    }
     return out;
   });
 }
@@ -956,5 +964,17 @@ TEST_CASE("the DF-MP2 gradient with its amplitude loop's and Z-vector's products
       if (g.plan.held_elements > 0) CHECK(g.gpu.gpu_uploaded_bytes < g.unheld.gpu_uploaded_bytes);
       else CHECK(g.gpu.gpu_uploaded_bytes == g.unheld.gpu_uploaded_bytes);
       CHECK((g.unheld.gradient - g.cpu.gradient).cwiseAbs().maxCoeff() <= kStandInGradient);
+      // RHF's amplitudes made on the stand-in (1 GiB holds their room; 1.6 MB does not): only B_k
+      // and the orbital energies go out per block, far less than t and T.
+      CHECK(g.made_on_gpu.has_value() == (mol.multiplicity == 1 && gpu_memory == resident));
+      if (g.made_on_gpu) {
+        std::printf("  amplitudes made on the stand-in: gradient %.2e Eh/bohr and E_MP2 %.2e Eh from the CPU's, %zu bytes "
+                    "copied\n",
+                    (g.made_on_gpu->gradient - g.cpu.gradient).cwiseAbs().maxCoeff(),
+                    std::abs(g.made_on_gpu->energy.total() - g.cpu.energy.total()), g.made_on_gpu->gpu_uploaded_bytes);
+        CHECK((g.made_on_gpu->gradient - g.cpu.gradient).cwiseAbs().maxCoeff() <= kStandInGradient);
+        CHECK(std::abs(g.made_on_gpu->energy.total() - g.cpu.energy.total()) <= kStandInEnergy);
+        CHECK(g.made_on_gpu->gpu_uploaded_bytes < g.gpu.gpu_uploaded_bytes);
+      }
     }
 }
