@@ -73,13 +73,11 @@ GpuJKPlan plan_gpu_jk(std::size_t nbf, std::size_t stored, std::size_t rows, std
   p.densities = densities;
   p.factor_columns = densities * nbf;
   const std::size_t per_q = sizeof(double) * nbf * (nbf + p.factor_columns);
-  const RowBatches batches = row_batches(p, per_q, device_bytes, with_batch);
-  p.resident = batches.resident;
-  if (batches.batch_q == 0)
-    throw GpuError("GPU: the SCF's J/K builds need at least " + format_gib(with_batch(p, 1).device_bytes()) +
-                   " of GPU memory (" + std::to_string(nbf) + " functions, " + std::to_string(stored) +
-                   " stored pairs), but " + format_gib(device_bytes) + " is given: raise --gpu-memory or use --device cpu");
-  return with_batch(p, batches.batch_q);
+  return batched_plan(p, per_q, device_bytes, with_batch, [&](std::size_t least) {
+    return "GPU: the SCF's J/K builds need at least " + format_gib(least) + " of GPU memory (" + std::to_string(nbf) +
+           " functions, " + std::to_string(stored) + " stored pairs), but " + format_gib(device_bytes) +
+           " is given: raise --gpu-memory or use --device cpu";
+  });
 }
 
 std::size_t gpu_jk_batch(const GpuJKPlan& plan, std::size_t columns, Precision precision) {

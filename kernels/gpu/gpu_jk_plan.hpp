@@ -55,16 +55,20 @@ struct RowBatches {
 // batches computes faster), else streamed in the largest batches that fit `device_bytes`.
 RowBatches row_batches(std::size_t rows, std::size_t per_q, std::size_t device_bytes,
                        const std::function<std::size_t(bool resident, std::size_t batch_q)>& bytes_at);
-// The same for a plan with `rows` and `resident` whose buffers for batches of batch_q are
-// with_batch(plan, batch_q) (the J/K builds' and the Z-vector responses' plans).
-template <typename Plan>
-RowBatches row_batches(const Plan& plan, std::size_t per_q, std::size_t device_bytes,
-                       Plan (*with_batch)(Plan, std::size_t)) {
-  return row_batches(plan.rows, per_q, device_bytes, [&](bool resident, std::size_t batch_q) {
+// A plan with `rows` and `resident` whose buffers for batches of batch_q are with_batch(plan,
+// batch_q) (the J/K builds' and the Z-vector responses' plans), taking its rows as row_batches
+// says; GpuError(refusal(least)) when not even one Q streamed fits, least what that would need.
+template <typename Plan, typename Refusal>
+Plan batched_plan(Plan plan, std::size_t per_q, std::size_t device_bytes, Plan (*with_batch)(Plan, std::size_t),
+                  const Refusal& refusal) {
+  const RowBatches batches = row_batches(plan.rows, per_q, device_bytes, [&](bool resident, std::size_t batch_q) {
     Plan trial = plan;
     trial.resident = resident;
     return with_batch(trial, batch_q).device_bytes();
   });
+  plan.resident = batches.resident;
+  if (batches.batch_q == 0) throw GpuError(refusal(with_batch(plan, 1).device_bytes()));
+  return with_batch(plan, batches.batch_q);
 }
 
 // The plan for these sizes in `device_bytes` of GPU memory: resident when the rows fit beside a

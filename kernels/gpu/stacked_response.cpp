@@ -64,13 +64,11 @@ GpuResponsePlan plan_gpu_response(std::size_t nbf, std::size_t stored, std::size
   p.nocc = std::move(nocc);
   const std::size_t o = most_occupied(p);
   const std::size_t per_q = sizeof(double) * (nbf * nbf + nbf * o + o * o);
-  const RowBatches batches = row_batches(p, per_q, device_bytes, with_batch);
-  p.resident = batches.resident;
-  if (batches.batch_q == 0)
-    throw GpuError("GPU: the Z-vector's products need at least " + format_gib(with_batch(p, 1).device_bytes()) +
-                   " of GPU memory (" + std::to_string(nbf) + " functions, " + std::to_string(rows) +
-                   " rows B^Q, their B^Q C_o resident), but " + format_gib(device_bytes) + " is given");
-  return with_batch(p, batches.batch_q);
+  return batched_plan(p, per_q, device_bytes, with_batch, [&](std::size_t least) {
+    return "GPU: the Z-vector's products need at least " + format_gib(least) + " of GPU memory (" +
+           std::to_string(nbf) + " functions, " + std::to_string(rows) + " rows B^Q, their B^Q C_o resident), but " +
+           format_gib(device_bytes) + " is given";
+  });
 }
 
 double gpu_response_flops(const GpuResponsePlan& plan, bool symmetric) {
