@@ -14,7 +14,6 @@
 #include "kernels/gpu/gpu_energy.hpp"
 #include "kernels/gpu/gpu_jk_plan.hpp"
 #include "src/common/errors.hpp"
-#include "src/gradient/mp2_amplitudes.hpp"
 #include "src/integrals/ecp.hpp"
 #include "src/integrals/one_electron.hpp"
 #include "src/integrals/shell_ranges.hpp"
@@ -385,16 +384,12 @@ bool gpu_amplitudes_asked() {
   throw InputError(std::string("DFMP2_GPU_AMPLITUDES is 0 or 1, not '") + value + "'");
 }
 
-// The gradient's amplitude loop runs its products on the GPU, in the GPU memory --gpu-memory
-// gives, each set's rows of B in memory resident there when they fit beside the other operands;
-// then the Z-vector's responses in the same memory, when planned there. Too little GPU memory for
-// the loop is one error line.
+// The gradient stage's GPU blocks and note, its amplitude loop planned on the GPU
+// (plan_amplitude_loop_on_gpu: in the GPU memory --gpu-memory gives, each set's rows of B in
+// memory resident there when they fit beside the other operands); then the Z-vector's responses
+// in the same memory, when planned there.
 void plan_gradient_on_gpu(RunPlan& plan) {
   Mp2GradientPlan& gradient = *plan.mp2_gradient;
-  const bool kept_integrals = gradient.keeps_integrals;
-  plan_amplitude_loop_on_gpu(gradient, plan.mp2.device.gpu_bytes, gpu_amplitudes_asked());
-  if (kept_integrals && !gradient.keeps_integrals)
-    drop_kept_integrals(*plan.gradient, gradient.sets[0], gradient.amplitude_orbitals);
   gradient.gpu_gflops = plan.mp2.device.gemm_gflops;
   const kernels::GpuOffloadPlan& gpu = *gradient.gpu;
   if (gpu.resident)
@@ -452,6 +447,10 @@ void plan_gradient(RunPlan& plan, const Problem& problem, const RunContext& cont
   plan.mp2_gradient =
       plan_mp2_gradient(problem.aux, sets, jk_terms, room, context.comm.size(),
                         context.options.scf.fp32_until_gradient > 0.0, z_vector_device_plan(plan, sets));
+  // Before the densities' blocks are listed: amplitudes made on the GPU keep no I in memory. Too
+  // little GPU memory for the loop is one error line.
+  if (plan.mp2.device.gpu)
+    plan_amplitude_loop_on_gpu(*plan.mp2_gradient, plan.mp2.device.gpu_bytes, gpu_amplitudes_asked());
   add_blocks(gradient, plan.mp2_gradient->densities);
   plan.gradient = std::move(gradient);
   if (plan.mp2.device.gpu) plan_gradient_on_gpu(plan);
