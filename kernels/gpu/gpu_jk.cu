@@ -41,10 +41,20 @@ __global__ void add_float(const float* from, double* to, std::size_t nbf, bool l
 
 constexpr unsigned kThreads = 256;
 
+// x summed over the block of threads in a fixed tree, so that a rerun gives the same bits: the
+// sum is thread 0's. `warps` (shared, kThreads / 32 elements) takes the warps' sums.
+__device__ double block_sum(double x, double* warps) {
+  for (int step = 16; step > 0; step /= 2) x += __shfl_down_sync(0xffffffffu, x, step);
+  if (threadIdx.x % 32 == 0) warps[threadIdx.x / 32] = x;
+  __syncthreads();
+  if (threadIdx.x == 0)
+    for (unsigned w = 1; w < blockDim.x / 32; ++w) x += warps[w];
+  return x;
+}
+
 // One block of threads per pair (i, k = blockIdx.y): its t, T and weighted energies
-// (ClosedShellBlock). Each thread sums its elements in turn, then the warps and the block in a
-// fixed tree, so a rerun gives the same bits. Reading I_ba is strided; the kernel moves o²v²
-// elements once per block of k, far less than the GEMMs that made I.
+// (ClosedShellBlock). Each thread sums its elements in turn, then block_sum. Reading I_ba is
+// strided; the kernel moves o²v² elements once per block of k, far less than the GEMMs that made I.
 __global__ void closed_shell_amplitudes_kernel(ClosedShellBlock b) {
   const std::size_t i = blockIdx.x, k = blockIdx.y, v = b.v, ld = b.nk * v, offset = i * v * ld + k * v;
   const double* I = b.I + offset;
@@ -59,25 +69,32 @@ __global__ void closed_shell_amplitudes_kernel(ClosedShellBlock b) {
     os += t_ac * I_ac;
     ss += (t_ac - t_ca) * I_ac;
   }
-  for (int step = 16; step > 0; step /= 2) {
-    os += __shfl_down_sync(0xffffffffu, os, step);
-    ss += __shfl_down_sync(0xffffffffu, ss, step);
-  }
   __shared__ double warps[2][kThreads / 32];
-  if (threadIdx.x % 32 == 0) {
-    warps[0][threadIdx.x / 32] = os;
-    warps[1][threadIdx.x / 32] = ss;
-  }
-  __syncthreads();
+  os = block_sum(os, warps[0]);
+  ss = block_sum(ss, warps[1]);
   if (threadIdx.x != 0) return;
-  for (unsigned w = 1; w < blockDim.x / 32; ++w) {
-    os += warps[0][w];
-    ss += warps[1][w];
-  }
   const std::size_t kk = b.k0 + k;
   const double weight = i < kk ? 0.0 : (i == kk ? 1.0 : 2.0);
   b.energies[2 * (i * b.nk + k)] = weight * os;
   b.energies[2 * (i * b.nk + k) + 1] = weight * ss;
+}
+
+// One block of threads per pair (i, k): its t and Σ t·I (OpenShellBlock), as the closed-shell kernel.
+__global__ void open_shell_amplitudes_kernel(OpenShellBlock b) {
+  const std::size_t i = blockIdx.x, va = b.va, vb = b.vb, offset = i * va * vb;
+  const double* I = b.I + offset;
+  const double eps_ik = b.eps_occ[i] + b.eps_k;
+  double energy = 0.0;
+  for (std::size_t x = threadIdx.x; x < va * vb; x += blockDim.x) {
+    const std::size_t a = x / vb, c = x - a * vb;
+    const double I_ac = I[x], numerator = b.same_spin ? I_ac - I[c * vb + a] : I_ac;
+    const double t_ac = numerator / (eps_ik - b.eps_a[a] - b.eps_b[c]);
+    b.t[offset + x] = t_ac;
+    energy += t_ac * I_ac;
+  }
+  __shared__ double warps[kThreads / 32];
+  energy = block_sum(energy, warps);
+  if (threadIdx.x == 0) b.energies[i] = energy;
 }
 unsigned grid_for(std::size_t elements) {
   return static_cast<unsigned>(std::clamp<std::size_t>((elements + kThreads - 1) / kThreads, 1, 8192));
@@ -126,6 +143,11 @@ class CudaJKDevice final : public JKDevice {
     if (block.o == 0 || block.nk == 0) return;
     closed_shell_amplitudes_kernel<<<dim3(unsigned(block.o), unsigned(block.nk)), kThreads, 0, stream_>>>(block);
     check(cudaGetLastError(), "launching the amplitudes kernel");
+  }
+  void open_shell_amplitudes(const OpenShellBlock& block) override {
+    if (block.o == 0) return;
+    open_shell_amplitudes_kernel<<<unsigned(block.o), kThreads, 0, stream_>>>(block);
+    check(cudaGetLastError(), "launching the open-shell amplitudes kernel");
   }
 
  private:

@@ -56,6 +56,9 @@ class JKDevice {
   virtual void add_fp32(const float* from, double* to, std::size_t nbf, bool lower_only) = 0;
   // A block of the gradient's closed-shell amplitudes and their pair energies (ClosedShellBlock).
   virtual void closed_shell_amplitudes(const ClosedShellBlock& block) = 0;
+  // One occupied orbital's open-shell amplitudes with every i of a spin, and their pair energies
+  // (OpenShellBlock).
+  virtual void open_shell_amplitudes(const OpenShellBlock& block) = 0;
 };
 
 // Hands out consecutive pieces of one block of device memory.

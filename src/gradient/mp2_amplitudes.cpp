@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <functional>
+#include <optional>
 #include <stdexcept>
 
 #include "kernels/pair_schedule.hpp"
@@ -365,11 +366,25 @@ class OpenShellPairs {
   static constexpr const char* kFactors = "one occupied orbital's B_kb^P and Γ_kb^P";
 
  private:
+  // On the GPU's path, one k's I and both t placed in the offload engine's room, with the pairs'
+  // energies and each spin's active and virtual orbitals' energies held there.
+  struct OnGpu {
+    double *I, *t_same, *t_opposite, *energies;
+    std::array<const double*, 2> eps_occ, eps_vir;
+  };
+
   double* I_data() { return amplitudes_.data(); }
   double* t_same_data() { return I_data() + blocks_.I; }
   double* t_opposite_data() { return t_same_data() + blocks_.same; }
   // I_ia,kb of spin `of`'s i with k of σ (B_k: its B_kb): Σ over blocks of rows P of B[of]ᵀ B_k.
   Eigen::Map<RowMajorMatrix> integrals(int of, const Eigen::Map<RowMajorMatrix>& B_k);
+  OnGpu place_on_gpu();
+  // t of k of σ with every i of spin `of` made on the GPU from I there; returns Σ t·I over the pairs
+  // from i = first_counted on (same spin: i > k; opposite spins: every i, or none).
+  double amplitudes_on_gpu(int of, int sigma, Eigen::Index k, Eigen::Index first_counted);
+  // t made on the CPU threads and held for its products; returns the energy the loop counts.
+  double same_spin_on_host(int sigma, Eigen::Index k, const Eigen::Map<RowMajorMatrix>& I);
+  double opposite_spin_on_host(int sigma, Eigen::Index k, const Eigen::Map<RowMajorMatrix>& I);
   void same_spin(int sigma, Eigen::Index k, const Eigen::Map<RowMajorMatrix>& B_k);
   void opposite_spin(int sigma, Eigen::Index k, const Eigen::Map<RowMajorMatrix>& B_k);
   void form_gamma(int sigma, Eigen::Index k, const Eigen::Map<RowMajorMatrix>& B_k);
@@ -380,6 +395,8 @@ class OpenShellPairs {
   const Eigen::Index naux_;
   const OpenShellBlocks blocks_;
   LargeArray<double> amplitudes_, factors_;
+  std::optional<OnGpu> on_gpu_;        // this k's, with loop.amplitudes_on_gpu
+  std::vector<double> pair_energies_;  // on the GPU's path: each pair's Σ t·I of one k
   std::array<double, 2> e_same_{};
   double e_opposite_ = 0.0;
   Mp2AmplitudeSums out_;
@@ -399,15 +416,60 @@ Eigen::Map<RowMajorMatrix> OpenShellPairs::integrals(int of, const Eigen::Map<Ro
   return I;
 }
 
-void OpenShellPairs::same_spin(int sigma, Eigen::Index k, const Eigen::Map<RowMajorMatrix>& B_k) {
+OpenShellPairs::OnGpu OpenShellPairs::place_on_gpu() {
+  kernels::OffloadEngine& gpu = *loop_.amplitudes_on_gpu;
+  std::size_t most_active = 0;
+  for (const CorrelatedOrbitals& x : x_) most_active = std::max(most_active, static_cast<std::size_t>(x.active()));
+  pair_energies_.resize(most_active);
+  OnGpu out{gpu.place({I_data(), blocks_.I}), gpu.place({t_same_data(), blocks_.same}),
+            gpu.place({t_opposite_data(), blocks_.opposite}), gpu.place(pair_energies_), {}, {}};
+  const auto missing = [](std::size_t elements, const void* there) { return elements > 0 && there == nullptr; };
+  bool short_of_room = missing(blocks_.I, out.I) || missing(blocks_.same, out.t_same) ||
+                       missing(blocks_.opposite, out.t_opposite) || missing(most_active, out.energies);
+  for (std::size_t s = 0; s < 2; ++s) {
+    const auto active = static_cast<std::size_t>(x_[s].active()), nvir = static_cast<std::size_t>(x_[s].nvir);
+    out.eps_occ[s] = gpu.hold({x_[s].eps.data() + x_[s].nfrozen, active});
+    out.eps_vir[s] = gpu.hold({x_[s].eps.data() + x_[s].nocc, nvir});
+    short_of_room = short_of_room || missing(active, out.eps_occ[s]) || missing(nvir, out.eps_vir[s]);
+  }
+  if (short_of_room) throw std::logic_error("the GPU's room for the amplitudes is smaller than planned");
+  return out;
+}
+
+// The pairs' energies come back when some are counted, summed in the CPU loop's order of i.
+double OpenShellPairs::amplitudes_on_gpu(int of, int sigma, Eigen::Index k, Eigen::Index first_counted) {
+  const CorrelatedOrbitals &rows = x_[static_cast<std::size_t>(of)], &x = x_[static_cast<std::size_t>(sigma)];
+  const bool same_spin = of == sigma;
+  const kernels::OpenShellBlock block{on_gpu_->I,
+                                      same_spin ? on_gpu_->t_same : on_gpu_->t_opposite,
+                                      on_gpu_->eps_occ[static_cast<std::size_t>(of)],
+                                      on_gpu_->eps_vir[static_cast<std::size_t>(of)],
+                                      on_gpu_->eps_vir[static_cast<std::size_t>(sigma)],
+                                      x.eps_active(k),
+                                      on_gpu_->energies,
+                                      static_cast<std::size_t>(rows.active()),
+                                      static_cast<std::size_t>(rows.nvir),
+                                      static_cast<std::size_t>(x.nvir),
+                                      same_spin};
+  kernels::JKDevice& device = loop_.amplitudes_on_gpu->device();
+  device.open_shell_amplitudes(block);  // queued before the products that read t, on the same stream
+  if (first_counted >= rows.active()) return 0.0;
+  device.copy_from(pair_energies_.data(), block.energies, sizeof(double) * block.o);
+  device.synchronise();
+  double sum = 0.0;
+  for (auto i = static_cast<std::size_t>(first_counted); i < block.o; ++i) sum += pair_energies_[i];
+  return sum;
+}
+
+// t = (I − Iᵀ)/Δ as I/Δ − (I/Δ)ᵀ; the pairs i > k sum their energy and pair (k, i)'s, which is
+// theirs (pair (k, k) has none, I_kk being symmetric), by the reduction, whose quotients they keep.
+double OpenShellPairs::same_spin_on_host(int sigma, Eigen::Index k, const Eigen::Map<RowMajorMatrix>& I) {
   const CorrelatedOrbitals& x = x_[static_cast<std::size_t>(sigma)];
-  const Eigen::Index v = x.nvir, o = x.active();
+  const Eigen::Index v = x.nvir;
   Eigen::Map<RowMajorMatrix> t(t_same_data(), x.ov(), v);
-  const Eigen::Map<RowMajorMatrix> I = integrals(sigma, B_k);
   const double* eps_vir = x.eps.data() + x.nocc;
-  // t = (I − Iᵀ)/Δ as I/Δ − (I/Δ)ᵀ; the pairs i > k sum their energy and pair (k, i)'s, which is
-  // theirs (pair (k, k) has none, I_kk being symmetric), by the reduction, whose quotients they keep.
-  const PairEnergy e = kernels::detail::sum_pairs(pairs_with(o, k, 1), kEveryPair, [&](std::size_t p, std::size_t) {
+  const PairBlock pairs = pairs_with(x.active(), k, 1);
+  const PairEnergy e = kernels::detail::sum_pairs(pairs, kEveryPair, [&](std::size_t p, std::size_t) {
     const auto i = static_cast<Eigen::Index>(p);
     const auto I_i = I.middleRows(i * v, v);
     auto t_i = t.middleRows(i * v, v);
@@ -422,25 +484,36 @@ void OpenShellPairs::same_spin(int sigma, Eigen::Index k, const Eigen::Map<RowMa
     antisymmetrize(t_i);
     return energy;
   });
-  e_same_[static_cast<std::size_t>(sigma)] += e.ss;  // Σ over i > k of Σ t·I, half the sum over every i
   loop_.engine.hold_operands({t_same_data(), static_cast<std::size_t>(x.ov() * v)});  // for P and Γ
+  return e.ss;
+}
+
+void OpenShellPairs::same_spin(int sigma, Eigen::Index k, const Eigen::Map<RowMajorMatrix>& B_k) {
+  const CorrelatedOrbitals& x = x_[static_cast<std::size_t>(sigma)];
+  const Eigen::Index v = x.nvir, o = x.active();
+  const Eigen::Map<RowMajorMatrix> I = integrals(sigma, B_k);
+  // Σ over i > k of Σ t·I, half the sum over every i
+  e_same_[static_cast<std::size_t>(sigma)] +=
+      on_gpu_ ? amplitudes_on_gpu(sigma, sigma, k, k + 1) : same_spin_on_host(sigma, k, I);
+  const Eigen::Map<const RowMajorMatrix> t(t_same_data(), x.ov(), v);
   const Eigen::Map<const RowMajorMatrix> t_rows(t_same_data(), o, v * v);  // rows i of [a][b], for P_ij
   gemm(loop_.engine, Op::none, Op::transpose, -0.5, t_rows, t_rows, 1.0, out_.P_occ[static_cast<std::size_t>(sigma)]);
   gemm(loop_.engine, Op::transpose, Op::none, 0.5, t, t, 1.0, out_.P_vir[static_cast<std::size_t>(sigma)]);
 }
 
-void OpenShellPairs::opposite_spin(int sigma, Eigen::Index k, const Eigen::Map<RowMajorMatrix>& B_k) {
+// Each αβ pair's energy is summed once, with its k of β.
+double OpenShellPairs::opposite_spin_on_host(int sigma, Eigen::Index k, const Eigen::Map<RowMajorMatrix>& I) {
   const CorrelatedOrbitals &x = x_[static_cast<std::size_t>(sigma)], &other = x_[static_cast<std::size_t>(1 - sigma)];
-  const Eigen::Index v = x.nvir, va = other.nvir, o_other = other.active();
+  const Eigen::Index v = x.nvir, va = other.nvir;
   Eigen::Map<RowMajorMatrix> t_other(t_opposite_data(), other.ov(), v);
-  const Eigen::Map<RowMajorMatrix> I = integrals(1 - sigma, B_k);
   const double *eps_a = other.eps.data() + other.nocc, *eps_b = x.eps.data() + x.nocc;
-  const PairEnergy e = kernels::detail::sum_pairs(pairs_with(o_other, k, 1), kEveryPair, [&](std::size_t p, std::size_t) {
+  const PairBlock pairs = pairs_with(other.active(), k, 1);
+  const PairEnergy e = kernels::detail::sum_pairs(pairs, kEveryPair, [&](std::size_t p, std::size_t) {
     const auto i = static_cast<Eigen::Index>(p);
     const auto I_i = I.middleRows(i * va, va);
     auto t_i = t_other.middleRows(i * va, va);
     const double eps_ik = other.eps_active(i) + x.eps_active(k);
-    if (sigma == 0) {  // each αβ pair's energy is summed once, with its k of β
+    if (sigma == 0) {
       divide(t_i, I_i, eps_ik, eps_a, eps_b);
       return PairEnergy{};
     }
@@ -448,8 +521,17 @@ void OpenShellPairs::opposite_spin(int sigma, Eigen::Index k, const Eigen::Map<R
         I_i.data(), static_cast<std::size_t>(v), static_cast<std::size_t>(va), static_cast<std::size_t>(v), eps_ik,
         eps_a, eps_b, t_i.data(), static_cast<std::size_t>(v));
   });
-  e_opposite_ += e.os;
   loop_.engine.hold_operands({t_opposite_data(), static_cast<std::size_t>(other.ov() * v)});  // for P and Γ
+  return e.os;
+}
+
+void OpenShellPairs::opposite_spin(int sigma, Eigen::Index k, const Eigen::Map<RowMajorMatrix>& B_k) {
+  const CorrelatedOrbitals &x = x_[static_cast<std::size_t>(sigma)], &other = x_[static_cast<std::size_t>(1 - sigma)];
+  const Eigen::Index v = x.nvir, va = other.nvir, o_other = other.active();
+  const Eigen::Map<RowMajorMatrix> I = integrals(1 - sigma, B_k);
+  e_opposite_ += on_gpu_ ? amplitudes_on_gpu(1 - sigma, sigma, k, sigma == 1 ? 0 : o_other)
+                         : opposite_spin_on_host(sigma, k, I);
+  const Eigen::Map<const RowMajorMatrix> t_other(t_opposite_data(), other.ov(), v);
   const Eigen::Map<const RowMajorMatrix> t_rows(t_opposite_data(), o_other, va * v);
   gemm(loop_.engine, Op::none, Op::transpose, -1.0, t_rows, t_rows, 1.0,
        out_.P_occ[static_cast<std::size_t>(1 - sigma)]);
@@ -492,7 +574,9 @@ void OpenShellPairs::pairs_of(int sigma, ProgressCounter& progress) {
   for (Eigen::Index k = loop_.comm.rank(); k < o; k += loop_.comm.size(), ++mine) {
     B.read(0, B.rows(), static_cast<std::size_t>(k * v), static_cast<std::size_t>(v), B_k.data(),
            static_cast<std::size_t>(v));
-    const kernels::OperandRelease release(loop_.engine);  // the t that same_spin and opposite_spin hold
+    const kernels::OperandRelease release(loop_.engine);  // the t that same_spin and opposite_spin hold or place
+    on_gpu_.reset();
+    if (loop_.amplitudes_on_gpu) on_gpu_ = place_on_gpu();
     same_spin(sigma, k, B_k);
     opposite_spin(sigma, k, B_k);
     form_gamma(sigma, k, B_k);
@@ -563,6 +647,17 @@ void drop_kept_integrals(StagePlan& phase, const Mp2GradientSizes& s, std::size_
       planned.what = kBlockIntegrals;
       planned.bytes = MemoryBudget::double_array_bytes(s.amplitude_block(block));
     }
+}
+
+std::size_t gpu_amplitude_elements(const std::vector<Mp2GradientSizes>& s, std::size_t block) {
+  std::size_t orbital_energies = 0, most_active = 0;
+  for (const Mp2GradientSizes& set : s) {
+    orbital_energies += set.active() + set.nvir();
+    most_active = std::max(most_active, set.active());
+  }
+  if (s.size() == 1) return 3 * s[0].amplitude_block(block) + 2 * s[0].active() * block + orbital_energies;
+  const OpenShellBlocks blocks = open_shell_blocks(s);
+  return blocks.I + blocks.same + blocks.opposite + most_active + orbital_energies;
 }
 
 void open_shell_amplitude_blocks(StagePlan& phase, const std::vector<Mp2GradientSizes>& s) {

@@ -51,8 +51,9 @@ struct AmplitudeLoop {
   Communicator& comm;
   Progress& progress;
   StageWork& work;  // each loop adds its GEMMs' flops
-  // Set (RHF, engine being this OffloadEngine, integrals not kept): each block's I, t and T are
-  // made on its GPU (I by its products, t and T by JKDevice::closed_shell_amplitudes) and stay there.
+  // Set (engine being this OffloadEngine, RHF's integrals not kept): the amplitudes are made on
+  // its GPU and stay there, I by its products, then RHF each block's t and T by JKDevice::
+  // closed_shell_amplitudes, UHF each k's t by open_shell_amplitudes.
   kernels::OffloadEngine* amplitudes_on_gpu = nullptr;
 };
 
@@ -78,5 +79,9 @@ void open_shell_amplitude_blocks(StagePlan& phase, const std::vector<Mp2Gradient
 // A phase's kept I (closed_shell_amplitude_blocks with keeps_integrals) made one block's I, as the
 // loop holds it when its amplitudes are made on a GPU.
 void drop_kept_integrals(StagePlan& phase, const Mp2GradientSizes& sizes, std::size_t block);
+// The GPU room (elements) the loop's amplitudes made there take (AmplitudeLoop::amplitudes_on_gpu),
+// RHF's with blocks of `block` orbitals k: what it places (RHF a block's I, t, T and pair energies,
+// UHF one k's I, both t and its pairs' energies) and each set's orbital energies it holds.
+std::size_t gpu_amplitude_elements(const std::vector<Mp2GradientSizes>& sizes, std::size_t block);
 
 }  // namespace dfmp2

@@ -505,17 +505,13 @@ kernels::GpuOffloadPlan plan_amplitudes_on_gpu(const Mp2GradientPlan& plan, std:
   std::size_t largest_other = std::max(std::max(naux, largest_ov) * kv, naux * naux);
   if (disk_rows > 0) largest_other = std::max(largest_other, ri_read_buffer_elements(naux, largest_ov, disk_rows));
   return kernels::plan_gpu_offload(ranges, largest_other,
-                                   plan.amplitudes_on_gpu ? gpu_amplitude_room(plan) : held_amplitudes(plan),
+                                   plan.amplitudes_on_gpu ? gpu_amplitude_elements(plan.sets, plan.amplitude_orbitals)
+                                                          : held_amplitudes(plan),
                                    device_bytes, "the MP2 gradient's amplitude products");
 }
 
-std::size_t gpu_amplitude_room(const Mp2GradientPlan& plan) {
-  const Mp2GradientSizes& s = plan.sets[0];
-  return 3 * s.amplitude_block(plan.amplitude_orbitals) + s.active() + s.nvir() + 2 * s.active() * plan.amplitude_orbitals;
-}
-
 void plan_amplitude_loop_on_gpu(Mp2GradientPlan& plan, std::size_t device_bytes, bool make_amplitudes_there) {
-  plan.amplitudes_on_gpu = make_amplitudes_there && plan.closed_shell();
+  plan.amplitudes_on_gpu = make_amplitudes_there;
   plan.gpu = plan_amplitudes_on_gpu(plan, device_bytes);
   if (plan.amplitudes_on_gpu && plan.gpu->held_elements == 0) {  // no room: made on the host, t and T held
     plan.amplitudes_on_gpu = false;

@@ -103,8 +103,9 @@ struct Mp2GradientPlan {
   // The amplitude loop's products on a GPU (plan_amplitudes_on_gpu), each set's rows of B in
   // memory resident there when they fit; else (none) on the CPU.
   std::optional<kernels::GpuOffloadPlan> gpu;
-  // RHF with gpu: each block's I, t and T made on the GPU, in gpu's room for held operands
-  // (gpu_amplitude_room), and I not kept (keeps_integrals false).
+  // With gpu: the loop's amplitudes made on the GPU, in gpu's room for held operands
+  // (gpu_amplitude_elements: RHF each block's I, t and T, UHF each k's I and t), and RHF's I not
+  // kept (keeps_integrals false).
   bool amplitudes_on_gpu = false;
   // The Z-vector's (and the Lagrangian's) Fock responses on the GPU, after the amplitude loop in
   // the same GPU memory (plan_z_vector_on_gpu; only with gpu); else (none) on the CPU.
@@ -145,15 +146,12 @@ kernels::GpuResponsePlan plan_z_vector_on_gpu(const std::vector<Mp2GradientSizes
 // The amplitude loop's products on a GPU with `device_bytes` of its memory (plan_gpu_offload): the
 // ranges each set's rows of B in memory, the other operands the loop's (its blocks of orbitals k'
 // I, t, T, B_kb and Γ_kb, V, P) and the blocks of B's rows on disk; the room for held operands
-// gpu_amplitude_room with plan.amplitudes_on_gpu, else a block's t and T. GpuError when too little.
+// gpu_amplitude_elements with plan.amplitudes_on_gpu, else the t (and T) the loop holds. GpuError
+// when too little.
 kernels::GpuOffloadPlan plan_amplitudes_on_gpu(const Mp2GradientPlan& plan, std::size_t device_bytes);
 
-// The GPU room (elements) for RHF's amplitudes made there: a block's I, t and T, the active and
-// virtual orbitals' energies, and the block's pair energies.
-std::size_t gpu_amplitude_room(const Mp2GradientPlan& plan);
-
 // Plans the amplitude loop on a GPU of `device_bytes` (plan.gpu, plan_amplitudes_on_gpu) and, when
-// `make_amplitudes_there` (RHF) and their room fits, its amplitudes made there (amplitudes_on_gpu,
+// `make_amplitudes_there` and their room fits, its amplitudes made there (amplitudes_on_gpu, RHF's
 // I then not kept).
 void plan_amplitude_loop_on_gpu(Mp2GradientPlan& plan, std::size_t device_bytes, bool make_amplitudes_there);
 

@@ -374,9 +374,9 @@ std::optional<kernels::GpuResponsePlan> z_vector_device_plan(const RunPlan& plan
   }
 }
 
-// DFMP2_GPU_AMPLITUDES=1: an RHF gradient's amplitudes are made on the GPU (JKDevice::
-// closed_shell_amplitudes), not yet the default: that kernel has not run on a GPU. Unset or 0:
-// made on the CPU threads.
+// DFMP2_GPU_AMPLITUDES=1: a gradient's amplitudes are made on the GPU (JKDevice::
+// closed_shell_amplitudes, open_shell_amplitudes), not yet the default: those kernels have not
+// run on a GPU. Unset or 0: made on the CPU threads.
 bool gpu_amplitudes_asked() {
   const char* value = std::getenv("DFMP2_GPU_AMPLITUDES");
   if (value == nullptr || std::string_view(value) == "0") return false;
@@ -398,7 +398,9 @@ void plan_gradient_on_gpu(RunPlan& plan) {
                                   : "the amplitude loop's operands, B_ia^P's rows streamed to the GPU",
                      sizeof(double) * gpu.staging_elements);
   if (gradient.amplitudes_on_gpu)
-    plan.gradient->gpu("the amplitude loop's I, t and T of a block, made on the GPU", sizeof(double) * gpu.held_elements);
+    plan.gradient->gpu(gradient.closed_shell() ? "the amplitude loop's I, t and T of a block, made on the GPU"
+                                               : "the amplitude loop's I and t of an orbital k, made on the GPU",
+                       sizeof(double) * gpu.held_elements);
   else if (gpu.held_elements > 0)
     plan.gradient->gpu("the amplitude loop's t and T, held on the GPU for their products", sizeof(double) * gpu.held_elements);
   std::string& note = plan.gradient->note;

@@ -66,6 +66,21 @@ class HostJKDevice final : public kernels::JKDevice {
         b.energies[2 * (i * b.nk + k) + 1] = weight * ss;
       }
   }
+  void open_shell_amplitudes(const kernels::OpenShellBlock& b) override {
+    const std::size_t va = b.va, vb = b.vb;
+    for (std::size_t i = 0; i < b.o; ++i) {
+      const double* I = b.I + i * va * vb;
+      double energy = 0.0;
+      for (std::size_t a = 0; a < va; ++a)
+        for (std::size_t c = 0; c < vb; ++c) {
+          const double numerator = b.same_spin ? I[a * vb + c] - I[c * vb + a] : I[a * vb + c];
+          const double t_ac = numerator / (b.eps_occ[i] + b.eps_k - b.eps_a[a] - b.eps_b[c]);
+          b.t[i * va * vb + a * vb + c] = t_ac;
+          energy += t_ac * I[a * vb + c];
+        }
+      b.energies[i] = energy;
+    }
+  }
 
  private:
   template <typename Real>
