@@ -63,31 +63,39 @@ CoulombFitting::CoulombFitting(const Eigen::MatrixXd& metric, kernels::ComputeEn
 
 void CoulombFitting::fit_columns(double* data, std::size_t ncols, std::size_t stride, bool fit,
                                  bool transpose) const {
-  // Threads fit blocks of x, each with single-threaded BLAS: no temporary the size of A.
+  // Blocks of x, with no temporary the size of A: each thread fits whole blocks with single-threaded
+  // BLAS when there are blocks for every thread; else the blocks go one after another through the
+  // threaded BLAS (a few orbitals' columns, one block, would keep one thread busy and the rest idle).
   constexpr std::size_t kBlock = 2048;
   const Eigen::Index naux = factor_.rows();
   using Strided = Eigen::Map<Eigen::MatrixXd, 0, Eigen::OuterStride<>>;
   using kernels::Op;
   using kernels::Side;
   kernels::ComputeEngine& engine = *engine_;
+  const auto fit_block = [&](std::size_t first, Eigen::MatrixXd& fitted) {
+    const auto rows = static_cast<Eigen::Index>(std::min(kBlock, ncols - first));
+    Strided A(data + first, rows, naux, Eigen::OuterStride<>(static_cast<Eigen::Index>(stride)));
+    if (cholesky_) {  // M = L⁻¹
+      if (fit) engine.solve_lower(Side::right, Op::transpose, 1.0, host_view(factor_), host_view(A));
+      if (transpose) engine.solve_lower(Side::right, Op::none, 1.0, host_view(factor_), host_view(A));
+    } else {  // M = J^-1/2, symmetric: A M once or twice
+      fitted.resize(rows, naux);
+      for (int times = int(fit) + int(transpose); times > 0; --times) {
+        engine.gemm(Op::none, Op::none, 1.0, host_view(A), host_view(factor_), 0.0, host_view(fitted));
+        A = fitted;
+      }
+    }
+  };
+  if ((ncols + kBlock - 1) / kBlock < static_cast<std::size_t>(omp_get_max_threads())) {
+    Eigen::MatrixXd fitted;
+    for (std::size_t first = 0; first < ncols; first += kBlock) fit_block(first, fitted);
+    return;
+  }
 #pragma omp parallel
   {
     Eigen::MatrixXd fitted;
 #pragma omp for schedule(dynamic)
-    for (std::size_t first = 0; first < ncols; first += kBlock) {
-      const auto rows = static_cast<Eigen::Index>(std::min(kBlock, ncols - first));
-      Strided A(data + first, rows, naux, Eigen::OuterStride<>(static_cast<Eigen::Index>(stride)));
-      if (cholesky_) {  // M = L⁻¹
-        if (fit) engine.solve_lower(Side::right, Op::transpose, 1.0, host_view(factor_), host_view(A));
-        if (transpose) engine.solve_lower(Side::right, Op::none, 1.0, host_view(factor_), host_view(A));
-      } else {  // M = J^-1/2, symmetric: A M once or twice
-        fitted.resize(rows, naux);
-        for (int times = int(fit) + int(transpose); times > 0; --times) {
-          engine.gemm(Op::none, Op::none, 1.0, host_view(A), host_view(factor_), 0.0, host_view(fitted));
-          A = fitted;
-        }
-      }
-    }
+    for (std::size_t first = 0; first < ncols; first += kBlock) fit_block(first, fitted);
   }
 }
 
