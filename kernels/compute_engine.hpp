@@ -8,6 +8,8 @@
 #include <cstddef>
 #include <span>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 namespace dfmp2::kernels {
 
@@ -90,6 +92,10 @@ class ComputeEngine {
   // ignore both.
   virtual void hold_operands(std::span<const double> operands) { (void)operands; }
   virtual void release_operands() {}
+  // A hint for the same engines: `host` is copied to and from where they multiply again and again
+  // until unpin_host, so it may be page-locked for faster copies (PinnedHost pins and unpins).
+  virtual void pin_host(std::span<const double> host) { (void)host; }
+  virtual void unpin_host(std::span<const double> host) { (void)host; }
 
  protected:
   // The calls after their checks: shapes agree, every view is in memory(), C is not empty, and
@@ -122,6 +128,25 @@ class OperandRelease {
 
  private:
   ComputeEngine& engine_;
+};
+
+// Host arrays pinned on an engine (pin_host) while it lives, unpinned when it goes, by an exception
+// too: declared after the arrays it names, it goes before they are freed.
+class PinnedHost {
+ public:
+  PinnedHost(ComputeEngine& engine, std::vector<std::span<const double>> arrays)
+      : engine_(engine), arrays_(std::move(arrays)) {
+    for (const std::span<const double> array : arrays_) engine_.pin_host(array);
+  }
+  PinnedHost(const PinnedHost&) = delete;
+  PinnedHost& operator=(const PinnedHost&) = delete;
+  ~PinnedHost() {
+    for (const std::span<const double> array : arrays_) engine_.unpin_host(array);
+  }
+
+ private:
+  ComputeEngine& engine_;
+  std::vector<std::span<const double>> arrays_;
 };
 
 // The CPU engine: OpenBLAS on host memory, shared by every thread (it holds no state).

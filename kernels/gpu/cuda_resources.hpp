@@ -1,12 +1,16 @@
 // CUDA resources that free themselves, shared by the .cu files of kernels/gpu/: a call's status
-// checked into one GpuError naming it, one device allocation, one stream. CUDA-only header.
+// checked into one GpuError naming it, one device allocation, one stream, page-locked host ranges.
+// CUDA-only header.
 #pragma once
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstddef>
+#include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "kernels/gpu/gpu_plan.hpp"
 
@@ -67,6 +71,39 @@ class Stream {
 
  private:
   cudaStream_t stream_ = nullptr;
+};
+
+// Host ranges page-locked until unpinned or until this goes, so that their copies to and from the
+// GPU run asynchronously at the link's full rate. A range that cannot be locked (already locked in
+// part, or refused) is copied from pageable memory instead, and not tried again until unpinned.
+// Whoever unpins a range (or lets this go) has first waited for the copies that use it.
+class PinnedRanges {
+ public:
+  PinnedRanges() = default;
+  PinnedRanges(const PinnedRanges&) = delete;
+  PinnedRanges& operator=(const PinnedRanges&) = delete;
+  ~PinnedRanges() {
+    for (const void* p : ranges_) cudaHostUnregister(const_cast<void*>(p));
+  }
+  void pin(const void* data, std::size_t bytes) {
+    if (bytes == 0 || tried_.count(data) > 0) return;
+    tried_.insert(data);
+    if (cudaHostRegister(const_cast<void*>(data), bytes, cudaHostRegisterDefault) == cudaSuccess)
+      ranges_.push_back(data);
+    else
+      cudaGetLastError();  // not sticky: the copies fall back to pageable memory
+  }
+  void unpin(const void* data) {
+    tried_.erase(data);
+    if (const auto at = std::find(ranges_.begin(), ranges_.end(), data); at != ranges_.end()) {
+      cudaHostUnregister(const_cast<void*>(data));
+      ranges_.erase(at);
+    }
+  }
+
+ private:
+  std::vector<const void*> ranges_;
+  std::set<const void*> tried_;
 };
 
 }  // namespace dfmp2::kernels::cuda

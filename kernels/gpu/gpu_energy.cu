@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <set>
 #include <utility>
 #include <string>
 #include <type_traits>
@@ -25,6 +24,7 @@ namespace {
 
 using cuda::check;
 using cuda::DeviceMemory;
+using cuda::PinnedRanges;
 using cuda::Stream;
 
 static_assert(gpu::kFusedEdge == int(kFusedTileEdge));
@@ -48,31 +48,6 @@ class Event {
 
  private:
   cudaEvent_t event_ = nullptr;
-};
-
-// Host ranges page-locked for the engine's life, so that their copies to the GPU run
-// asynchronously at the link's full rate. A range that cannot be locked (already locked in part,
-// or refused) is copied from pageable memory instead.
-class PinnedRanges {
- public:
-  PinnedRanges() = default;
-  PinnedRanges(const PinnedRanges&) = delete;
-  PinnedRanges& operator=(const PinnedRanges&) = delete;
-  ~PinnedRanges() {
-    for (const void* p : ranges_) cudaHostUnregister(const_cast<void*>(p));
-  }
-  void pin(const void* data, std::size_t bytes) {
-    if (std::find(ranges_.begin(), ranges_.end(), data) != ranges_.end() || tried_.count(data) > 0) return;
-    tried_.insert(data);
-    if (cudaHostRegister(const_cast<void*>(data), bytes, cudaHostRegisterDefault) == cudaSuccess)
-      ranges_.push_back(data);
-    else
-      cudaGetLastError();  // not sticky: the copies fall back to pageable memory
-  }
-
- private:
-  std::vector<const void*> ranges_;
-  std::set<const void*> tried_;
 };
 
 // Carves the plan's small arrays out of one allocation.

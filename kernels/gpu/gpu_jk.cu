@@ -127,6 +127,11 @@ class CudaJKDevice final : public JKDevice {
     check(cudaMemsetAsync(device, 0, bytes, stream_), "zeroing device memory");
   }
   void synchronise() override { check(cudaStreamSynchronize(stream_), "waiting for the GPU's work"); }
+  void pin(const void* host, std::size_t bytes) override { pinned_.pin(host, bytes); }
+  void unpin(const void* host) override {  // from destructors too: no throw (a fault shows at the next check)
+    cudaStreamSynchronize(stream_);
+    pinned_.unpin(host);
+  }
   void unpack(const double* rows, std::size_t nq, std::size_t stored, const std::uint32_t* table, std::size_t nbf,
               std::size_t ld, double* stack) override {
     launch_unpack(rows, nq, stored, table, nbf, ld, stack);
@@ -157,7 +162,8 @@ class CudaJKDevice final : public JKDevice {
     unpack_stack<<<grid_for(nq * stored), kThreads, 0, stream_>>>(rows, nq, stored, table, nbf, ld, stack);
     check(cudaGetLastError(), "launching the unpack kernel");
   }
-  // Destroyed in reverse: the engine, the stream (after its work), then the memory.
+  // Destroyed in reverse: the engine, the stream (after its work), the memory, then the pins.
+  cuda::PinnedRanges pinned_;
   DeviceMemory memory_;
   Stream stream_;
   CudaComputeEngine engine_;

@@ -59,7 +59,11 @@ OffloadEngine::OffloadEngine(const GpuOffloadPlan& plan, JKDevice& device, Compu
   double* resident = carve.take<double>(gpu_aligned(sizeof(double) * plan.resident_elements));
   staging_ = carve.take<double>(gpu_aligned(sizeof(double) * plan.staging_elements));
   held_room_ = carve.take<double>(gpu_aligned(sizeof(double) * plan.held_elements));
-  if (!plan.resident) return;
+  if (!plan.resident) {  // every product copies them
+    streamed_.assign(ranges.begin(), ranges.end());
+    for (const std::span<const double> range : streamed_) pin_host(range);
+    return;
+  }
   std::size_t elements = 0;
   for (const std::span<const double> range : ranges) elements += range.size();
   if (elements > plan.resident_elements)
@@ -71,6 +75,18 @@ OffloadEngine::OffloadEngine(const GpuOffloadPlan& plan, JKDevice& device, Compu
     resident += range.size();
   }
   device.synchronise();
+}
+
+OffloadEngine::~OffloadEngine() {
+  for (const std::span<const double> range : streamed_) unpin_host(range);
+}
+
+void OffloadEngine::pin_host(std::span<const double> host) {
+  if (!host.empty()) device_.pin(host.data(), sizeof(double) * host.size());
+}
+
+void OffloadEngine::unpin_host(std::span<const double> host) {
+  if (!host.empty()) device_.unpin(host.data());
 }
 
 namespace {

@@ -8,7 +8,9 @@
 // copied once to a room of their own, while it holds them; arrays placed there (place: a block's
 // I, t and T made on the GPU) are not copied at all, and a C in one stays there. The rest passes
 // through a staging buffer, in tiles of C's rows and columns and of the inner dimension
-// when a product does not fit it. fp32 products, SYRK, SYMM and TRSM run on the host engine.
+// when a product does not fit it. Host memory copied again and again is page-locked: the named
+// ranges when they stream, and what pin_host names. fp32 products, SYRK, SYMM and TRSM run on the
+// host engine.
 // Host code: built and tested without CUDA.
 #pragma once
 
@@ -49,6 +51,7 @@ class OffloadEngine final : public ComputeEngine {
   // plan's nbf): they must not change while the engine lives.
   OffloadEngine(const GpuOffloadPlan& plan, JKDevice& device, ComputeEngine& host,
                 std::span<const std::span<const double>> ranges);
+  ~OffloadEngine() override;  // unpins the streamed ranges
   OffloadEngine(const OffloadEngine&) = delete;
   OffloadEngine& operator=(const OffloadEngine&) = delete;
 
@@ -58,6 +61,8 @@ class OffloadEngine final : public ComputeEngine {
   // come after, and nothing may write them until the release.
   void hold_operands(std::span<const double> operands) override { hold(operands); }
   void release_operands() override;
+  void pin_host(std::span<const double> host) override;
+  void unpin_host(std::span<const double> host) override;
   // hold_operands, saying where they are on the GPU (null: not held).
   const double* hold(std::span<const double> operands);
   // A place in the same room, without a copy, for an array made on the GPU that `range` (host
@@ -118,6 +123,7 @@ class OffloadEngine final : public ComputeEngine {
   JKDevice& device_;
   ComputeEngine& host_;
   std::vector<Range> ranges_, held_;
+  std::vector<std::span<const double>> streamed_;  // the named ranges, pinned, when they stream
   double* staging_ = nullptr;
   double* held_room_ = nullptr;
   std::size_t held_used_ = 0;

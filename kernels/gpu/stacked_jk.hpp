@@ -35,8 +35,8 @@ class JKDevice {
   virtual ComputeEngine& engine() = 0;
   // The plan's device_bytes(), 256-byte aligned.
   virtual char* memory() = 0;
-  // Queued copies: the host side of copy_to may be reused once it returns; copy_from's is written
-  // by synchronise().
+  // Queued copies: the host side of copy_to may be reused once it returns (pinned host memory:
+  // once synchronise() has returned); copy_from's is written by synchronise().
   virtual void copy_to(void* device, const void* host, std::size_t bytes) = 0;
   virtual void copy_from(void* host, const void* device, std::size_t bytes) = 0;
   // The same for a column-major matrix: host's elements to or from `device`, packed there with
@@ -46,6 +46,11 @@ class JKDevice {
   virtual void zero(void* device, std::size_t bytes) = 0;
   // Waits for everything queued.
   virtual void synchronise() = 0;
+  // Page-locks host memory copied again and again, so that its copies run at the link's full rate,
+  // until unpin (after the copies queued from or to it) or until the device goes; where it cannot,
+  // its copies stay pageable. The memory must outlive its pin. unpin does not throw.
+  virtual void pin(const void* host, std::size_t bytes) = 0;
+  virtual void unpin(const void* host) = 0;
   // stack[m + nbf·q + ld·k] = stack[k + nbf·q + ld·m] = rows[q·stored + p], (m, k) = table[2p],
   // table[2p + 1], for q < nq and p < stored, converted to the stack's precision.
   virtual void unpack(const double* rows, std::size_t nq, std::size_t stored, const std::uint32_t* table,

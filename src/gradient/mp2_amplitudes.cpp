@@ -74,6 +74,16 @@ void antisymmetrize(Square&& u) {
 // later ones' add to it.
 double beta_of_rows(std::size_t first_P) { return first_P == 0 ? 0.0 : 1.0; }
 
+// What a loop pins on its engine (PinnedHost: a GPU's copies of them then run at the link's rate):
+// its arrays copied at every block (null: none), and the buffers B's rows on disk are read into.
+std::vector<std::span<const double>> copied_arrays(const AmplitudeLoop& loop,
+                                                   std::vector<const LargeArray<double>*> arrays) {
+  std::vector<std::span<const double>> out{loop.buffer, loop.next_buffer};
+  for (const LargeArray<double>* array : arrays)
+    if (array != nullptr) out.emplace_back(array->data(), array->size());
+  return out;
+}
+
 // Σ over the ranks of each set's P (V's by metric_lagrangian).
 void sum_over_ranks(Mp2AmplitudeSums& sums, Communicator& comm) {
   for (std::vector<Eigen::MatrixXd>* blocks : {&sums.P_occ, &sums.P_vir})
@@ -104,6 +114,7 @@ class ClosedShellPairs {
         T_block_(loop.budget.allocate<double>(s.amplitude_block(block), "a block of orbitals' T_ik^ab")),
         factors_(loop.budget.allocate<double>(2 * s.naux * block * s.nvir(),
                                               "a block of orbitals' B_kb^P and Γ_kb^P")),
+        pinned_(loop.engine, copied_arrays(loop, copied_each_block())),
         slot_of_(static_cast<std::size_t>(blocks_ * blocks_), -1) {
     if (keeps_ && loop.comm.size() > 1) throw std::logic_error("I_ia,kb is kept on one rank only");
     if (keeps_ && loop.amplitudes_on_gpu) throw std::logic_error("I_ia,kb made on the GPU is not kept");
@@ -116,6 +127,13 @@ class ClosedShellPairs {
   static constexpr const char* kKeptIntegrals = "I_ia,kb of the block pairs still to be read";
 
  private:
+  // B_k and Γ'_k; t and T (held) and I (back from the GPU) unless made there; not a kept I, whose
+  // every slot crosses once.
+  std::vector<const LargeArray<double>*> copied_each_block() const {
+    if (loop_.amplitudes_on_gpu) return {&factors_};
+    if (keeps_) return {&t_block_, &T_block_, &factors_};
+    return {&integrals_, &t_block_, &T_block_, &factors_};
+  }
   Eigen::Index width(Eigen::Index block_index) const { return std::min(step_, o_ - block_index * step_) * v_; }
   // Block kb's I rows i of block ib (ib·step ≤ i < ib·step + step), row-major [i][a][k][b]: a kept
   // slot, or rows of the reused array.
@@ -141,6 +159,7 @@ class ClosedShellPairs {
   const Eigen::Index o_, v_, ov_, naux_, step_, blocks_;
   const std::size_t slot_size_;
   LargeArray<double> integrals_, t_block_, T_block_, factors_;
+  const kernels::PinnedHost pinned_;   // before the arrays go
   std::vector<double> pair_energies_;  // on the GPU's path: each pair's (os, ss) of a block
   // The kept slots, (step·v)² elements each: which holds block pair (kb, ib), and which are free.
   std::vector<Eigen::Index> slot_of_, free_slots_;
@@ -359,7 +378,8 @@ class OpenShellPairs {
   OpenShellPairs(const std::vector<CorrelatedOrbitals>& x, const std::vector<Mp2GradientSizes>& s, AmplitudeLoop& loop)
       : x_(x), loop_(loop), naux_(static_cast<Eigen::Index>(s[0].naux)), blocks_(open_shell_blocks(s)),
         amplitudes_(loop.budget.allocate<double>(blocks_.I + blocks_.same + blocks_.opposite, kAmplitudes)),
-        factors_(loop.budget.allocate<double>(2 * s[0].naux * std::max(s[0].nvir(), s[1].nvir()), kFactors)) {}
+        factors_(loop.budget.allocate<double>(2 * s[0].naux * std::max(s[0].nvir(), s[1].nvir()), kFactors)),
+        pinned_(loop.engine, copied_arrays(loop, {&factors_, loop.amplitudes_on_gpu ? nullptr : &amplitudes_})) {}
   Mp2AmplitudeSums run();
 
   static constexpr const char* kAmplitudes = "one occupied orbital's I, same-spin t and opposite-spin t";
@@ -395,6 +415,7 @@ class OpenShellPairs {
   const Eigen::Index naux_;
   const OpenShellBlocks blocks_;
   LargeArray<double> amplitudes_, factors_;
+  const kernels::PinnedHost pinned_;  // B_kb^P, Γ'_kb and, unless made on the GPU, I and t: before they go
   std::optional<OnGpu> on_gpu_;        // this k's, with loop.amplitudes_on_gpu
   std::vector<double> pair_energies_;  // on the GPU's path: each pair's Σ t·I of one k
   std::array<double, 2> e_same_{};

@@ -1,6 +1,7 @@
-// OffloadEngine (kernels/gpu/offload_engine) on the GPU's CUDA device against the CPU engine:
-// its copies of strided blocks (cudaMemcpy2DAsync), resident ranges, held operands, placed arrays
-// and tiles, small enough for compute-sanitizer (scripts/gpu-check/run.sh runs the [sanitize] cases).
+// OffloadEngine (kernels/gpu/offload_engine) on the GPU's CUDA device against the CPU engine: its
+// copies of strided blocks (cudaMemcpy2DAsync, from pageable and page-locked memory), resident
+// ranges, held operands, placed arrays and tiles, small enough for compute-sanitizer
+// (scripts/gpu-check/run.sh runs the [sanitize] cases).
 #include <catch2/catch.hpp>
 
 #include <cstddef>
@@ -9,7 +10,8 @@
 #include "tests/kernels/offload_cases.hpp"
 #include "tests/kernels/random_matrix.hpp"
 
-TEST_CASE("the offload engine on the GPU equals the CPU engine: whole, in tiles, A resident or copied",
+TEST_CASE("the offload engine on the GPU equals the CPU engine: whole, in tiles, A resident or copied, B and C "
+          "pinned or not",
           "[gpu][sanitize]") {
   // cuBLAS against OpenBLAS, as the cuBLAS engine's own test (test_cuda_compute_engine.cpp).
   dfmp2::test::check_offload_products(

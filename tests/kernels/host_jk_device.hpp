@@ -4,9 +4,11 @@
 // kernels loops, the engine OpenBLAS's.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <vector>
 
 #include "kernels/compute_engine.hpp"
@@ -33,6 +35,20 @@ class HostJKDevice final : public kernels::JKDevice {
   }
   void zero(void* device, std::size_t bytes) override { std::memset(device, 0, bytes); }
   void synchronise() override {}
+  // Pins counted, so that the tests see what a CUDA device would page-lock, and for how long.
+  void pin(const void* host, std::size_t bytes) override {
+    if (bytes == 0 || pinned_.count(host) > 0) return;
+    pinned_[host] = bytes;
+    most_pinned_bytes_ = std::max(most_pinned_bytes_, pinned_bytes());
+  }
+  void unpin(const void* host) override { unknown_unpins_ += pinned_.erase(host) == 0 ? 1 : 0; }
+  std::size_t pinned_bytes() const {
+    std::size_t bytes = 0;
+    for (const auto& [host, size] : pinned_) bytes += size;
+    return bytes;
+  }
+  std::size_t most_pinned_bytes() const { return most_pinned_bytes_; }
+  std::size_t unknown_unpins() const { return unknown_unpins_; }  // of memory not pinned: a caller's fault
   void unpack(const double* rows, std::size_t nq, std::size_t stored, const std::uint32_t* table, std::size_t nbf,
               std::size_t ld, double* stack) override {
     unpack_stack(rows, nq, stored, table, nbf, ld, stack);
@@ -93,6 +109,8 @@ class HostJKDevice final : public kernels::JKDevice {
       }
   }
   std::vector<double> memory_;
+  std::map<const void*, std::size_t> pinned_;
+  std::size_t most_pinned_bytes_ = 0, unknown_unpins_ = 0;
 };
 
 }  // namespace dfmp2::test

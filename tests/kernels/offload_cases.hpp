@@ -24,11 +24,13 @@ inline double largest_difference(const RandomMatrix<double>& a, const RandomMatr
 }
 
 // C = 0.7 op(A) op(B) + beta C on an offload engine over make_device(bytes) and on the CPU engine,
-// A in a resident range or not, for every transpose; the pad rows of C (RandomMatrix's) must stay
-// as they were. Each product copies its tiles' parts of B, of A unless resident, and of C when
-// beta reads it: all of them once when the staging buffer holds the whole product.
+// A in a resident range or not (then streamed, so pinned by the engine), B and C pinned
+// (PinnedHost: a GPU's copies of them asynchronous) or not, for every transpose; the pad rows of C
+// (RandomMatrix's) must stay as they were. Each product copies its tiles' parts of B, of A unless
+// resident, and of C when beta reads it: all of them once when the staging buffer holds the whole
+// product.
 template <typename MakeDevice>
-void check_offload_product(MakeDevice& make_device, std::size_t staging, bool a_resident, double beta,
+void check_offload_product(MakeDevice& make_device, std::size_t staging, bool a_resident, bool pinned, double beta,
                            double tolerance) {
   using Matrix = RandomMatrix<double>;
   namespace k = dfmp2::kernels;
@@ -45,10 +47,12 @@ void check_offload_product(MakeDevice& make_device, std::size_t staging, bool a_
       const std::unique_ptr<k::JKDevice> device = make_device(plan.device_bytes());
       const std::vector<std::span<const double>> ranges{std::span<const double>(A.data)};
       k::OffloadEngine engine(plan, *device, k::cpu_engine(), ranges);
+      const k::PinnedHost pins(engine, pinned ? std::vector<std::span<const double>>{B.data, C.data}
+                                              : std::vector<std::span<const double>>{});
       const std::size_t uploaded_before = engine.uploaded_bytes();
       engine.gemm(op_a, op_b, 0.7, A.view(), B.view(), beta, C.view());
-      INFO("staging " << staging << ", A resident " << a_resident << ", beta " << beta << ", ops " << int(op_a)
-                      << int(op_b));
+      INFO("staging " << staging << ", A resident " << a_resident << ", B and C pinned " << pinned << ", beta "
+                      << beta << ", ops " << int(op_a) << int(op_b));
       CHECK(largest_difference(C, expected) < tolerance);
       CHECK(engine.products() == 1);
       const std::size_t uploaded = engine.uploaded_bytes() - uploaded_before;
@@ -60,12 +64,14 @@ void check_offload_product(MakeDevice& make_device, std::size_t staging, bool a_
 }
 
 // Whole products and tiles of C and of the inner dimension down to single elements, A resident or
-// copied, beta zero or not.
+// copied, B and C pinned or not, beta zero or not.
 template <typename MakeDevice>
 void check_offload_products(MakeDevice make_device, double tolerance) {
   for (const std::size_t staging : {std::size_t(4000), std::size_t(300), std::size_t(40), std::size_t(3)})
     for (const bool a_resident : {false, true})
-      for (const double beta : {0.0, -1.5}) check_offload_product(make_device, staging, a_resident, beta, tolerance);
+      for (const bool pinned : {false, true})
+        for (const double beta : {0.0, -1.5})
+          check_offload_product(make_device, staging, a_resident, pinned, beta, tolerance);
 }
 
 // Operands held (hold_operands) are copied once and read there by every product until released;

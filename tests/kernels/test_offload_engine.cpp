@@ -29,7 +29,7 @@ constexpr double kTolerance = 3e-14;
 }  // namespace
 
 TEST_CASE("the offload engine's products equal the CPU engine's: whole, in tiles of C and of the inner dimension, "
-          "A resident or copied, beta zero or not") {
+          "A resident or copied, B and C pinned or not, beta zero or not") {
   dfmp2::test::check_offload_products([](std::size_t bytes) { return std::make_unique<HostJKDevice>(bytes); },
                                       kTolerance);
 }
@@ -56,6 +56,30 @@ TEST_CASE("the offload engine leaves fp32 products to the host engine") {
   CHECK(C.data == expected.data);
   CHECK(engine.products() == 0);
   CHECK(engine.uploaded_bytes() == 0);
+}
+
+// The stand-in counts what a CUDA device would page-lock (cudaHostRegister), and for how long.
+TEST_CASE("the offload engine pins its ranges while they stream, and what PinnedHost names while it lives") {
+  const std::vector<double> rows(300, 1.0), more_rows(200, 2.0), block(50, 3.0);
+  const std::vector<std::span<const double>> ranges{std::span<const double>(rows), std::span<const double>(more_rows)};
+  const std::size_t rows_bytes = sizeof(double) * (rows.size() + more_rows.size());
+  for (const bool resident : {true, false}) {
+    INFO("resident " << resident);
+    const k::GpuOffloadPlan plan{resident, resident ? rows.size() + more_rows.size() : 0, 1000};
+    HostJKDevice device(plan.device_bytes());
+    {
+      k::OffloadEngine engine(plan, device, k::cpu_engine(), ranges);
+      CHECK(device.pinned_bytes() == (resident ? 0 : rows_bytes));  // copied once when resident
+      {
+        const k::PinnedHost pinned(engine, {std::span<const double>(block), std::span<const double>()});
+        CHECK(device.pinned_bytes() == (resident ? 0 : rows_bytes) + sizeof(double) * block.size());
+      }
+      CHECK(device.pinned_bytes() == (resident ? 0 : rows_bytes));
+    }
+    CHECK(device.pinned_bytes() == 0);
+    CHECK(device.unknown_unpins() == 0);
+  }
+  const k::PinnedHost on_cpu(k::cpu_engine(), {std::span<const double>(block)});  // a hint the CPU engine ignores
 }
 
 TEST_CASE("the offload engine refuses resident ranges beyond its plan's") {

@@ -888,6 +888,7 @@ constexpr double kStandInGradient = 5e-11, kStandInEnergy = 5e-16;
 // the stand-in (amplitudes_on_gpu) where their room fits.
 struct StandInGradients {
   Mp2Gradient cpu, gpu, unheld;
+  std::size_t most_pinned = 0, left_pinned = 0, unknown_unpins = 0;  // the stand-in's pins in `gpu`'s run
   kernels::GpuOffloadPlan plan;
   kernels::GpuResponsePlan z_vector;
   std::optional<Mp2Gradient> made_on_gpu;
@@ -918,7 +919,9 @@ StandInGradients gradients_with_stand_in(const Molecule& mol, bool frozen_core, 
     unheld.gpu->held_elements = 0;
     test::HostJKDevice unheld_device(unheld.gpu_device_bytes());
     StandInGradients out{gradient(*plan.mp2_gradient, nullptr), gradient(on_gpu, &device),
-                         gradient(unheld, &unheld_device), *on_gpu.gpu, *on_gpu.z_vector_gpu};
+                         gradient(unheld, &unheld_device),
+                         device.most_pinned_bytes(), device.pinned_bytes(), device.unknown_unpins(),
+                         *on_gpu.gpu, *on_gpu.z_vector_gpu};
     Mp2GradientPlan made = on_gpu;
     plan_amplitude_loop_on_gpu(made, gpu_memory, true);
     if (made.amplitudes_on_gpu) {
@@ -958,6 +961,10 @@ TEST_CASE("the DF-MP2 gradient with its amplitude loop's and Z-vector's products
       CHECK(std::abs(g.gpu.energy.total() - g.cpu.energy.total()) <= kStandInEnergy);
       CHECK(g.gpu.gpu_uploaded_bytes > 0);
       CHECK(g.cpu.gpu_uploaded_bytes == 0);
+      // The loop's arrays copied at every block were pinned while it ran, and nothing is left pinned.
+      CHECK(g.most_pinned > 0);
+      CHECK(g.left_pinned == 0);
+      CHECK(g.unknown_unpins == 0);
       // t and T held where there is room (always in 1 GiB; in 1.6 MB only the amino radical's, one
       // k's), copied once per block instead of by each product.
       if (gpu_memory == resident) CHECK(g.plan.held_elements > 0);
