@@ -86,9 +86,9 @@ if wants whole; then  # end to end on each device: every stage runs again on the
   step "whole runs" "${DFMP2_WHOLE_SECONDS:-300}" python3 scripts/gpu-check/whole_runs.py "$bin/dfmp2" \
     "$out/whole_runs.json" --devices gpu,cpu ${DFMP2_WHOLE_MOLECULES:-water25}
 fi
-if wants scaling; then  # the CPU path's thread scaling on this machine, every stage
+if wants scaling; then  # the CPU path's thread scaling on this machine, every stage (DFMP2_SCALING_GRADIENT=1: the gradient's)
   step "thread scaling" 240 python3 scripts/gpu-check/whole_runs.py "$bin/dfmp2" "$out/thread_scaling.json" \
-    --devices cpu --threads 1,2,4,8,16 ${DFMP2_SCALING_MOLECULE:-water15}
+    --devices cpu --threads 1,2,4,8,16 ${DFMP2_SCALING_GRADIENT:+--gradient} ${DFMP2_SCALING_MOLECULE:-water15}
 fi
 # What comes back is at most 8 files: the results in one archive beside the log and env.txt.
 (cd "$out" && shopt -s nullglob && files=(*.json *.md) && ((${#files[@]})) && tar -czf results.tar.gz --remove-files "${files[@]}")

@@ -8,7 +8,8 @@ Writes the runs into one JSON file (rewritten after each run: a run cut short ke
 prints one table row per run.
 
     whole_runs.py DFMP2 OUT.json --devices cpu,gpu --threads 16 [--gradient] MOLECULE...
-    (MOLECULE: water15, ... of inputs/scale, or a path to an .xyz file)
+    (MOLECULE: water15, ... of inputs/scale, or a path to an .xyz file; NAME:CHARGE:MULTIPLICITY
+    runs it charged or open-shell, e.g. water15:1:2 the UHF doublet cation)
 """
 import argparse
 import json
@@ -21,12 +22,21 @@ STAGES = ("setup", "integrals", "scf", "df_transform", "energy", "gradient", "to
 GRADIENT_PHASES = tuple("gradient_" + p for p in ("ri_b", "ampl", "ri_lag", "zvector", "jk_set", "ri_set"))
 
 
+def molecule_arguments(molecule):
+    """The input file and the --charge/--multiplicity a MOLECULE argument names."""
+    name, *state = molecule.split(":")
+    if len(state) not in (0, 2):
+        raise SystemExit(f"whole_runs.py: {molecule}: NAME or NAME:CHARGE:MULTIPLICITY")
+    path = name if name.endswith(".xyz") else f"inputs/scale/{name}.xyz"
+    return [path] + (["--charge", state[0], "--multiplicity", state[1]] if state else [])
+
+
 def run(exe, molecule, device, threads, gradient):
-    path = molecule if molecule.endswith(".xyz") else f"inputs/scale/{molecule}.xyz"
     with tempfile.NamedTemporaryFile(suffix=".json") as f:
         started = time.monotonic()
-        subprocess.run([exe, path, "--basis", "cc-pvdz", "--device", device, "--threads", str(threads),
-                        "--json", f.name, "--quiet"] + (["--gradient"] if gradient else []), check=True)
+        subprocess.run([exe] + molecule_arguments(molecule) + ["--basis", "cc-pvdz", "--device", device,
+                       "--threads", str(threads), "--json", f.name, "--quiet"] + (["--gradient"] if gradient else []),
+                       check=True)
         r = json.load(open(f.name))
         r["wall_seconds"] = time.monotonic() - started
         r["molecule_name"] = molecule
