@@ -985,3 +985,21 @@ TEST_CASE("the DF-MP2 gradient with its amplitude loop's and Z-vector's products
       }
     }
 }
+
+// A spin without electrons (triplet H2: two α, no β): the open-shell loop's opposite-spin pairs
+// and β's orbitals k are empty, on the stand-in too, with t held and with the amplitudes made there.
+TEST_CASE("the UHF DF-MP2 gradient on the GPU's host stand-in where one spin has no electrons (triplet H2)") {
+  const Libint2Session session;
+  Molecule mol;
+  mol.name = "H2 triplet";
+  mol.atoms.push_back({1, {0.0, 0.0, 0.0}, false});
+  mol.atoms.push_back({1, {0.1, 0.2, 1.6}, false});
+  mol.multiplicity = 3;
+  const StandInGradients g = gradients_with_stand_in(mol, false, std::size_t(1) << 30, false);
+  REQUIRE(g.made_on_gpu.has_value());
+  CHECK(g.cpu.energy.total() < 0.0);  // E_SS of the two α electrons
+  for (const Mp2Gradient* on_gpu : {&g.gpu, &*g.made_on_gpu}) {
+    CHECK((on_gpu->gradient - g.cpu.gradient).cwiseAbs().maxCoeff() <= kStandInGradient);
+    CHECK(std::abs(on_gpu->energy.total() - g.cpu.energy.total()) <= kStandInEnergy);
+  }
+}
