@@ -154,6 +154,7 @@ void host_solve_lower(Side side, Op op_l, Real alpha, const MatrixView<const Rea
 class CpuEngine final : public ComputeEngine {
  public:
   Memory memory() const override { return Memory::host; }
+  bool shared_by_threads() const override { return true; }
 
  protected:
   void run_gemm(Op op_a, Op op_b, double alpha, const MatrixView<const double>& A, const MatrixView<const double>& B,

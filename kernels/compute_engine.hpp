@@ -66,6 +66,9 @@ class ComputeEngine {
   virtual ~ComputeEngine() = default;
   // The memory its operands must be in.
   virtual Memory memory() const = 0;
+  // Whether threads may call it at once (the CPU engine's); an engine with a stream and buffers of
+  // its own takes one call at a time.
+  virtual bool shared_by_threads() const { return false; }
 
   // C = alpha op(A) op(B) + beta C: op(A) is C.rows × k, op(B) k × C.cols.
   void gemm(Op op_a, Op op_b, double alpha, MatrixView<const double> A, MatrixView<const double> B, double beta,

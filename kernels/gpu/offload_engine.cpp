@@ -227,9 +227,31 @@ void OffloadEngine::run_symm_upper_left(float alpha, const MatrixView<const floa
                                         float beta, const MatrixView<float>& C) {
   host_.symm_upper_left(alpha, A, B, beta, C);
 }
+// On the GPU when L is there (resident or held): B through the staging buffer in tiles of the rows
+// (Side::right) or columns (Side::left) each solve keeps apart, every tile solved whole and copied
+// back. Else (L would crowd the staging buffer at every call) on the host.
 void OffloadEngine::run_solve_lower(Side side, Op op_l, double alpha, const MatrixView<const double>& L,
                                     const MatrixView<double>& B) {
-  host_.solve_lower(side, op_l, alpha, L, B);
+  const double* L_device = resident_copy(L);
+  const std::size_t n = L.rows, apart = side == Side::left ? B.cols : B.rows;
+  const std::size_t tile = std::min(apart, plan_.staging_elements / n);
+  if (L_device == nullptr || tile == 0) {
+    host_.solve_lower(side, op_l, alpha, L, B);
+    return;
+  }
+  const MatrixView<const double> L_there{L_device, L.rows, L.cols, L.ld, device_memory()};
+  for (std::size_t first = 0; first < apart; first += tile) {
+    const std::size_t count = std::min(tile, apart - first);
+    const MatrixView<double> B_tile = side == Side::left ? op_block(B, Op::none, 0, n, first, count)
+                                                         : op_block(B, Op::none, first, count, 0, n);
+    device_.copy_matrix_to(staging_, B_tile);
+    uploaded_ += sizeof(double) * B_tile.rows * B_tile.cols;
+    device_.engine().solve_lower(side, op_l, alpha, L_there,
+                                 MatrixView<double>{staging_, B_tile.rows, B_tile.cols, B_tile.rows, device_memory()});
+    device_.copy_matrix_from(B_tile, staging_);
+  }
+  device_.synchronise();
+  ++products_;
 }
 void OffloadEngine::run_solve_lower(Side side, Op op_l, float alpha, const MatrixView<const float>& L,
                                     const MatrixView<float>& B) {

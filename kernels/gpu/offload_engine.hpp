@@ -9,8 +9,9 @@
 // I, t and T made on the GPU) are not copied at all, and a C in one stays there. The rest passes
 // through a staging buffer, in tiles of C's rows and columns and of the inner dimension
 // when a product does not fit it. Host memory copied again and again is page-locked: the named
-// ranges when they stream, and what pin_host names. fp32 products, SYRK, SYMM and TRSM run on the
-// host engine.
+// ranges when they stream, and what pin_host names. An fp64 TRSM runs on the GPU when its L is
+// resident or held there (the DF-MP2 fit's), in tiles of B; fp32 products, SYRK, SYMM and the
+// other TRSMs run on the host engine. One call at a time: not for threads to share.
 // Host code: built and tested without CUDA.
 #pragma once
 

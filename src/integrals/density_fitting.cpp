@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include <libint2.hpp>
 #include <omp.h>
@@ -65,7 +66,8 @@ void CoulombFitting::fit_columns(double* data, std::size_t ncols, std::size_t st
                                  bool transpose) const {
   // Blocks of x, with no temporary the size of A: each thread fits whole blocks with single-threaded
   // BLAS when there are blocks for every thread; else the blocks go one after another through the
-  // threaded BLAS (a few orbitals' columns, one block, would keep one thread busy and the rest idle).
+  // threaded BLAS (a few orbitals' columns, one block, would keep one thread busy and the rest idle),
+  // or through an engine that takes one call at a time.
   constexpr std::size_t kBlock = 2048;
   const Eigen::Index naux = factor_.rows();
   using Strided = Eigen::Map<Eigen::MatrixXd, 0, Eigen::OuterStride<>>;
@@ -86,7 +88,9 @@ void CoulombFitting::fit_columns(double* data, std::size_t ncols, std::size_t st
       }
     }
   };
-  if ((ncols + kBlock - 1) / kBlock < static_cast<std::size_t>(omp_get_max_threads())) {
+  const std::size_t blocks = (ncols + kBlock - 1) / kBlock;
+  if (!engine.shared_by_threads() || blocks < static_cast<std::size_t>(omp_get_max_threads())) {
+    const std::optional<kernels::OperandRelease> held = hold_factor();
     Eigen::MatrixXd fitted;
     for (std::size_t first = 0; first < ncols; first += kBlock) fit_block(first, fitted);
     return;
@@ -101,27 +105,41 @@ void CoulombFitting::fit_columns(double* data, std::size_t ncols, std::size_t st
 
 void CoulombFitting::apply_to_rows(double* data, std::size_t nrows) const {
   // Row-major [x][naux] is the column-major naux × nrows matrix A(P, x); B = M A. Threads fit
-  // blocks of x, each with single-threaded BLAS.
-  constexpr std::size_t kBlock = 256;
+  // blocks of x, each with single-threaded BLAS; an engine that takes one call at a time fits
+  // larger blocks one after another.
+  const std::size_t block = engine_->shared_by_threads() ? 256 : kOneCallRows;
   const Eigen::Index naux = factor_.rows();
   kernels::ComputeEngine& engine = *engine_;
+  const auto fit_block = [&](std::size_t first, Eigen::MatrixXd& fitted) {
+    const auto cols = static_cast<Eigen::Index>(std::min(block, nrows - first));
+    Eigen::Map<Eigen::MatrixXd> A(data + first * static_cast<std::size_t>(naux), naux, cols);
+    if (cholesky_) {
+      engine.solve_lower(kernels::Side::left, kernels::Op::none, 1.0, host_view(factor_), host_view(A));
+    } else {
+      fitted.resize(naux, cols);
+      engine.gemm(kernels::Op::none, kernels::Op::none, 1.0, host_view(factor_), host_view(A), 0.0,
+                  host_view(fitted));
+      A = fitted;
+    }
+  };
+  if (!engine.shared_by_threads()) {
+    const std::optional<kernels::OperandRelease> held = hold_factor();
+    Eigen::MatrixXd fitted;
+    for (std::size_t first = 0; first < nrows; first += block) fit_block(first, fitted);
+    return;
+  }
 #pragma omp parallel
   {
     Eigen::MatrixXd fitted;
 #pragma omp for schedule(dynamic)
-    for (std::size_t first = 0; first < nrows; first += kBlock) {
-      const auto cols = static_cast<Eigen::Index>(std::min(kBlock, nrows - first));
-      Eigen::Map<Eigen::MatrixXd> A(data + first * static_cast<std::size_t>(naux), naux, cols);
-      if (cholesky_) {
-        engine.solve_lower(kernels::Side::left, kernels::Op::none, 1.0, host_view(factor_), host_view(A));
-      } else {
-        fitted.resize(naux, cols);
-        engine.gemm(kernels::Op::none, kernels::Op::none, 1.0, host_view(factor_), host_view(A), 0.0,
-                    host_view(fitted));
-        A = fitted;
-      }
-    }
+    for (std::size_t first = 0; first < nrows; first += block) fit_block(first, fitted);
   }
+}
+
+std::optional<kernels::OperandRelease> CoulombFitting::hold_factor() const {
+  if (engine_->shared_by_threads()) return std::nullopt;
+  engine_->hold_operands({factor_.data(), static_cast<std::size_t>(factor_.size())});
+  return std::optional<kernels::OperandRelease>(std::in_place, *engine_);
 }
 
 std::size_t CoulombFitting::peak_bytes(std::size_t naux) { return 5 * sizeof(double) * naux * naux; }

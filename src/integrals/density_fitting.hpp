@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 
 #include <Eigen/Core>
 #include <libint2/basis.h>
@@ -19,7 +20,9 @@ Eigen::MatrixXd coulomb_metric(const libint2::BasisSet& aux);
 
 class CoulombFitting {
  public:
-  // engine: of the fit's products (on host memory, where the data it fits is).
+  // engine: of the fit's products (on host memory, where the data it fits is). One that threads
+  // may not share (an OffloadEngine: the DF transform's fit on a GPU) gets one call at a time,
+  // with the factor held on it while a fit runs (its held operands released after).
   explicit CoulombFitting(const Eigen::MatrixXd& metric, kernels::ComputeEngine& engine = kernels::cpu_engine(),
                           double condition = 1e-10);
 
@@ -34,6 +37,10 @@ class CoulombFitting {
   void apply_transpose(double* data, std::size_t ncols) const { fit_columns(data, ncols, ncols, false, true); }
   // In place on row-major [nrows][naux] data: row x becomes B^Q_x for every Q.
   void apply_to_rows(double* data, std::size_t nrows) const;
+  // Rows x apply_to_rows gives one call of an engine threads may not share.
+  static constexpr std::size_t kOneCallRows = 2048;
+  // The fit's products from now on on `engine` (as the constructor's).
+  void use_engine(kernels::ComputeEngine& engine) { engine_ = &engine; }
   // Floating-point work of apply.
   double flops(std::size_t ncols) const;
   // What making and holding the fit takes for naux functions: the metric, its eigenvectors and
@@ -44,6 +51,8 @@ class CoulombFitting {
   // On the column-major ncols × naux A the row-major data is: A Mᵀ when `fit`, then times M when
   // `transpose`.
   void fit_columns(double* data, std::size_t ncols, std::size_t stride, bool fit, bool transpose) const;
+  // On an engine threads may not share: the factor held there until the release goes.
+  std::optional<kernels::OperandRelease> hold_factor() const;
 
   kernels::ComputeEngine* engine_;
   Eigen::MatrixXd factor_;  // lower Cholesky factor L, or J^-1/2

@@ -482,8 +482,13 @@ void plan_transform_on_gpu(RunPlan& plan, const Problem& problem, const RunOptio
                       gpu.rows_bytes + gpu.squares_bytes);
   transform.stage.gpu("the transform's products (Q|μν) C_occ and (Q|ia)", gpu.x_bytes + gpu.out_bytes);
   transform.stage.gpu("the orbitals and the unpack table", gpu.fixed_bytes);
+  transform.gpu_fit = plan_fit_on_gpu(problem.aux.nbf(), plan.mp2.device.gpu_bytes);
+  if (transform.gpu_fit)
+    transform.stage.gpu("then, in their place, the fit's metric factor and blocks of (Q|ia)",
+                        transform.gpu_fit->device_bytes());
   std::string& note = transform.stage.note;
-  note += (note.empty() ? "" : "; ") + std::string("products on the GPU (") + plan.mp2.device.properties.name + ")";
+  note += (note.empty() ? "" : "; ") + std::string("products ") + (transform.gpu_fit ? "and fit " : "") +
+          "on the GPU (" + plan.mp2.device.properties.name + ")";
 }
 
 // The DF transform and the energy step: B_ia^P stays in memory when both fit with it there.

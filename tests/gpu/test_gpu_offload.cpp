@@ -19,6 +19,12 @@ TEST_CASE("the offload engine on the GPU equals the CPU engine: whole, in tiles,
       dfmp2::test::kEngineTolerance<double>);
 }
 
+TEST_CASE("the offload engine on the GPU solves with a held L there (cuBLAS's TRSM), in tiles of B", "[gpu][sanitize]") {
+  dfmp2::test::check_offload_solves(
+      [](std::size_t bytes) { return dfmp2::kernels::make_cuda_device(bytes, "the offload engine's test"); },
+      dfmp2::test::kEngineTolerance<double>);
+}
+
 TEST_CASE("the offload engine on the GPU reads held operands where it copied them, until they are released",
           "[gpu][sanitize]") {
   dfmp2::test::check_held_operands(

@@ -149,6 +149,7 @@ void check_transform_run(const std::string& file, const std::string& name) {
   const testing::DeviceRuns runs = testing::run_on_both_devices(file, name, kTightDConvergence);
   CHECK(transform_on_gpu(runs.gpu));
   CHECK_FALSE(transform_on_gpu(runs.cpu));
+  CHECK(testing::planned_gpu_block(runs.gpu, "df_transform", "the fit's metric factor") != nullptr);  // the fit too
   for (const auto part : {&RunResult::e_scf, &RunResult::e_corr, &RunResult::e_os, &RunResult::e_ss})
     CHECK(std::abs(runs.gpu.*part - runs.cpu.*part) <= kRunRelative * std::abs(runs.cpu.*part));
   CHECK(std::abs(runs.gpu.e_corr - runs.ref["e_corr"].get<double>()) < kPsi4Tolerance);
@@ -156,7 +157,7 @@ void check_transform_run(const std::string& file, const std::string& name) {
 
 }  // namespace
 
-TEST_CASE("whole runs with the DF transform on the GPU give the CPU's energies: water, allyl", "[gpu]") {
+TEST_CASE("whole runs with the DF transform and its fit on the GPU give the CPU's energies: water, allyl", "[gpu]") {
   check_transform_run("psi4_energies.json", "water-cc-pvdz-df-ae");
   check_transform_run("psi4_uhf_energies.json", "allyl-cc-pvdz-df-ae");
 }

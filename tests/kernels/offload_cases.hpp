@@ -74,6 +74,35 @@ void check_offload_products(MakeDevice make_device, double tolerance) {
           check_offload_product(make_device, staging, a_resident, pinned, beta, tolerance);
 }
 
+// B = alpha op(L)⁻¹ B (Side::left) or B op(L)⁻¹ (Side::right) on an offload engine against the CPU
+// engine's, for both ops: with L held, on the device in tiles of what each solve keeps apart (five
+// columns or rows per tile in a small staging buffer, or all at once); without, on the host engine.
+template <typename MakeDevice>
+void check_offload_solves(MakeDevice make_device, double tolerance) {
+  using Matrix = RandomMatrix<double>;
+  namespace k = dfmp2::kernels;
+  std::mt19937 rng(17);
+  const std::size_t n = 19;
+  Matrix L(n, n, rng, 2);
+  for (std::size_t j = 0; j < n; ++j) L.data[j * L.ld + j] += 4.0;  // well conditioned (the upper part unread)
+  for (const std::size_t staging : {5 * n, std::size_t(4000)})
+    for (const bool held : {true, false})
+      for (const k::Side side : {k::Side::left, k::Side::right})
+        for (const k::Op op : {k::Op::none, k::Op::transpose}) {
+          INFO("staging " << staging << ", L held " << held << ", side " << int(side) << ", op " << int(op));
+          const Matrix B0 = side == k::Side::left ? Matrix(n, 23, rng, 3) : Matrix(23, n, rng, 3);
+          Matrix expected = B0, got = B0;
+          k::cpu_engine().solve_lower(side, op, 0.5, L.view(), expected.view());
+          const k::GpuOffloadPlan plan{false, 0, staging, L.data.size()};
+          const std::unique_ptr<k::JKDevice> device = make_device(plan.device_bytes());
+          k::OffloadEngine engine(plan, *device, k::cpu_engine(), {});
+          if (held) engine.hold_operands(L.data);
+          engine.solve_lower(side, op, 0.5, L.view(), got.view());
+          CHECK(largest_difference(got, expected) < tolerance);  // the pad rows too: untouched
+          CHECK(engine.products() == (held ? 1u : 0u));
+        }
+}
+
 // Operands held (hold_operands) are copied once and read there by every product until released;
 // one that does not fit what is left of the room is staged as before; after the release both are
 // staged again. C = A B with beta 0 copies only what is not held.

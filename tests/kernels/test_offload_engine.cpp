@@ -34,6 +34,11 @@ TEST_CASE("the offload engine's products equal the CPU engine's: whole, in tiles
                                       kTolerance);
 }
 
+TEST_CASE("the offload engine solves with a held L on the device, in tiles of B, and without one on the host") {
+  dfmp2::test::check_offload_solves([](std::size_t bytes) { return std::make_unique<HostJKDevice>(bytes); },
+                                    kTolerance);
+}
+
 TEST_CASE("the offload engine reads held operands where it copied them, until they are released") {
   dfmp2::test::check_held_operands([](std::size_t bytes) { return std::make_unique<HostJKDevice>(bytes); },
                                    kTolerance);

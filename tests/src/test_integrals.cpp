@@ -3,12 +3,14 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <vector>
 
 #include <Eigen/LU>
 #include <Eigen/QR>
 #include <libint2.hpp>
 
 #include "kernels/block_packed.hpp"
+#include "kernels/gpu/offload_engine.hpp"
 #include "src/integrals/density_fitting.hpp"
 #include "src/integrals/libint.hpp"
 #include "src/integrals/shell_pairs.hpp"
@@ -16,6 +18,7 @@
 #include "src/integrals/three_index.hpp"
 #include "src/io/xyz.hpp"
 #include "src/molecule/basis.hpp"
+#include "tests/kernels/host_jk_device.hpp"
 
 using namespace dfmp2;
 
@@ -224,4 +227,42 @@ TEST_CASE("the Coulomb fit takes Cholesky when no eigenvalue can be dropped, and
   const Eigen::Map<const Eigen::MatrixXd> p(pseudo.data(), 5, 6);
   const Eigen::MatrixXd expected = a * singular.completeOrthogonalDecomposition().pseudoInverse();
   CHECK((p - expected).cwiseAbs().maxCoeff() < 1e-10);
+}
+
+// The DF transform's fit on a GPU is CoulombFitting on an OffloadEngine (one call at a time, the
+// factor held there, B's columns in tiles of the staging buffer): on the host stand-in it equals
+// the CPU engine's fit, for the Cholesky factor (TRSM on the device) and J^-1/2 (GEMM), with
+// more rows than one call takes (CoulombFitting::kOneCallRows).
+TEST_CASE("the fit on an engine threads may not share (the GPU's offload engine on the host stand-in) equals the "
+          "CPU's: apply, apply_transpose and apply_to_rows, Cholesky and J^-1/2") {
+  const Eigen::Index naux = 24, ncols = 2 * static_cast<Eigen::Index>(CoulombFitting::kOneCallRows) + 100;
+  Eigen::MatrixXd J = Eigen::MatrixXd::Identity(naux, naux) + 0.05 * Eigen::MatrixXd::Ones(naux, naux);
+  Eigen::MatrixXd singular = J;  // two identical functions: the J^-1/2 route
+  singular.row(naux - 1) = singular.row(naux - 2);
+  singular.col(naux - 1) = singular.col(naux - 2);
+  std::srand(17);
+  const Eigen::MatrixXd A = Eigen::MatrixXd::Random(naux * ncols, 1);
+  // Tiles of 700 columns or rows of B beside the held factor.
+  const kernels::GpuOffloadPlan plan{false, 0, std::size_t(naux) * 700, std::size_t(naux * naux)};
+  for (const Eigen::MatrixXd* metric : {&J, &singular}) {
+    test::HostJKDevice device(plan.device_bytes());
+    kernels::OffloadEngine engine(plan, device, kernels::cpu_engine(), {});
+    CoulombFitting on_device(*metric);
+    const CoulombFitting on_cpu(*metric);
+    on_device.use_engine(engine);
+    const auto apart = [&](const auto& fit_cpu, const auto& fit_device) {
+      Eigen::MatrixXd expected = A, got = A;
+      fit_cpu(expected.data());
+      fit_device(got.data());
+      return (got - expected).cwiseAbs().maxCoeff() / expected.cwiseAbs().maxCoeff();
+    };
+    const auto n = static_cast<std::size_t>(ncols);
+    CHECK(apart([&](double* x) { on_cpu.apply(x, n); }, [&](double* x) { on_device.apply(x, n); }) < 1e-14);
+    CHECK(apart([&](double* x) { on_cpu.apply_transpose(x, n); }, [&](double* x) { on_device.apply_transpose(x, n); }) <
+          1e-14);
+    CHECK(apart([&](double* x) { on_cpu.apply_to_rows(x, n); }, [&](double* x) { on_device.apply_to_rows(x, n); }) <
+          1e-14);
+    CHECK(engine.products() >= 3 * 2);  // every call's block on the device, none on the host engine
+    CHECK(engine.uploaded_bytes() >= 3 * sizeof(double) * std::size_t(naux * ncols));
+  }
 }
