@@ -142,6 +142,25 @@ std::optional<kernels::OperandRelease> CoulombFitting::hold_factor() const {
   return std::optional<kernels::OperandRelease>(std::in_place, *engine_);
 }
 
+// A staging buffer for a call's columns, or fewer (the solves then go in tiles), beside the factor.
+std::optional<kernels::GpuOffloadPlan> plan_fit_on_gpu(std::size_t naux, std::size_t device_bytes) {
+  for (std::size_t columns = CoulombFitting::kOneCallRows; columns >= 64; columns /= 2) {
+    try {
+      const kernels::GpuOffloadPlan plan =
+          kernels::plan_gpu_offload({}, naux * columns, naux * naux, device_bytes, "the fit");
+      if (plan.held_elements > 0) return plan;
+    } catch (const kernels::GpuError&) {  // too little GPU memory: the fit stays on the CPU threads
+      break;
+    }
+  }
+  return std::nullopt;
+}
+
+GpuFit::GpuFit(const kernels::GpuOffloadPlan& plan, const std::string& purpose)
+    : device_(kernels::make_cuda_device(plan.device_bytes(), purpose)),
+      engine_(std::make_unique<kernels::OffloadEngine>(plan, *device_, kernels::cpu_engine(),
+                                                       std::span<const std::span<const double>>{})) {}
+
 std::size_t CoulombFitting::peak_bytes(std::size_t naux) { return 5 * sizeof(double) * naux * naux; }
 
 double CoulombFitting::flops(std::size_t ncols) const {

@@ -6,12 +6,15 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <optional>
+#include <string>
 
 #include <Eigen/Core>
 #include <libint2/basis.h>
 
 #include "kernels/compute_engine.hpp"
+#include "kernels/gpu/offload_engine.hpp"
 
 namespace dfmp2 {
 
@@ -57,6 +60,24 @@ class CoulombFitting {
   kernels::ComputeEngine* engine_;
   Eigen::MatrixXd factor_;  // lower Cholesky factor L, or J^-1/2
   bool cholesky_ = true;
+};
+
+// A fit of naux functions on a GPU of `device_bytes` (a CoulombFitting on an OffloadEngine): the
+// factor held there while a fit runs, CoulombFitting::kOneCallRows columns of the data a call,
+// copied through the staging buffer (in tiles of as few as 64 when the memory is short), solved
+// (or multiplied) there and copied back. None where the factor and 64 columns do not fit: the fit
+// stays on the CPU threads.
+std::optional<kernels::GpuOffloadPlan> plan_fit_on_gpu(std::size_t naux, std::size_t device_bytes);
+
+// The GPU memory and engine of such a fit while it lives (GpuError when the memory cannot be had).
+class GpuFit {
+ public:
+  GpuFit(const kernels::GpuOffloadPlan& plan, const std::string& purpose);
+  kernels::ComputeEngine& engine() { return *engine_; }
+
+ private:
+  std::unique_ptr<kernels::JKDevice> device_;
+  std::unique_ptr<kernels::OffloadEngine> engine_;
 };
 
 }  // namespace dfmp2

@@ -124,7 +124,9 @@ void FittedTensorStore::fill(const libint2::BasisSet& obs, const libint2::BasisS
   const auto fit_memory = budget.reserve(CoulombFitting::peak_bytes(plan.naux), "the DF-SCF fitting metric");
   const Eigen::MatrixXd metric = coulomb_metric(aux);
   const ThreeIndexIntegrals integrals(aux, obs, pairs, metric);
-  const CoulombFitting fitting(metric);
+  CoulombFitting fitting(metric);
+  std::optional<GpuFit> gpu_fit;
+  if (plan.gpu_fit) fitting.use_engine(gpu_fit.emplace(*plan.gpu_fit, "the DF-SCF tensor's fit").engine());
   const ShellRange all_aux{0, aux.size()};
   const ComputeAndFit compute_and_fit = [&](ShellRange rows, double* out, std::size_t stride) {
     const std::size_t columns = integrals.columns(rows);
@@ -132,7 +134,10 @@ void FittedTensorStore::fill(const libint2::BasisSet& obs, const libint2::BasisS
     integrals.compute(all_aux, rows, out, stride);
     work_.libint_seconds += integrals.libint_seconds(all_aux, rows);
     fitting.apply(out, columns, stride);
-    work_.flops_fp64 += fitting.flops(columns);
+    if (gpu_fit)  // at cuBLAS's rate, for the floor
+      work_.gpu_seconds += fitting.flops(columns) / (std::max(plan.gpu_gflops, 1.0) * 1e9);
+    else
+      work_.flops_fp64 += fitting.flops(columns);
   };
   if (plan.in_place())
     fill_in_place(obs, pairs, plan, store_, compute_and_fit, progress);

@@ -13,10 +13,12 @@
 
 #include <cstddef>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include <libint2/basis.h>
 
+#include "kernels/gpu/offload_engine.hpp"
 #include "src/common/memory.hpp"
 #include "src/common/parallel.hpp"
 #include "src/common/row_store.hpp"
@@ -37,6 +39,8 @@ struct FittedTensorPlan {
   std::size_t batch_columns = 0;  // the most columns of (P|μν) one rank computes and fits at once
   std::size_t exchange_columns = 0;  // over MPI: the most columns one round trades (all ranks')
   std::size_t read_rows = 0;      // rows per read buffer (two of them), when some are on disk
+  std::optional<kernels::GpuOffloadPlan> gpu_fit;  // the fit on a GPU (plan_fit_on_gpu), else on the CPU
+  double gpu_gflops = 0.0;                         // there: cuBLAS's rate probed at start-up, the floor's
   // Whether the set-up makes the rows straight where they are kept: one process, every row in
   // memory, one batch — the tensor is computed and fitted in place.
   bool in_place() const;

@@ -404,16 +404,6 @@ void fit_in_memory(const DFTransformPlan& p, const libint2::BasisSet& aux, std::
 
 }  // namespace
 
-std::optional<kernels::GpuOffloadPlan> plan_fit_on_gpu(std::size_t naux, std::size_t device_bytes) {
-  try {
-    const kernels::GpuOffloadPlan plan =
-        kernels::plan_gpu_offload({}, naux * CoulombFitting::kOneCallRows, naux * naux, device_bytes, "the DF-MP2 fit");
-    if (plan.held_elements > 0) return plan;
-  } catch (const kernels::GpuError&) {  // too little GPU memory: the fit stays on the CPU threads
-  }
-  return std::nullopt;
-}
-
 std::vector<BiaTensor> build_bia_tensors(const DFTransformInput& in, const DFTransformPlan& plan, MemoryBudget& budget,
                                        const ScratchDirectory* scratch, const std::function<void(double)>& progress,
                                        Communicator& comm, StageWork& work) {
@@ -436,13 +426,8 @@ std::vector<BiaTensor> build_bia_tensors(const DFTransformInput& in, const DFTra
   const double pass_share = pass_flops / std::max(1.0, pass_flops + fit_flops);
   run_pass(in, p, targets, budget, metric, [&](double done) { if (progress) progress(pass_share * done); }, work);
   // The fit on the GPU when planned there, in GPU memory of its own now that the pass's is given back.
-  std::unique_ptr<kernels::JKDevice> fit_device;
-  std::optional<kernels::OffloadEngine> fit_engine;
-  if (p.gpu_fit) {
-    fit_device = kernels::make_cuda_device(p.gpu_fit->device_bytes(), "the DF-MP2 fit");
-    fit_engine.emplace(*p.gpu_fit, *fit_device, kernels::cpu_engine(), std::vector<std::span<const double>>{});
-    fitting.use_engine(*fit_engine);
-  }
+  std::optional<GpuFit> gpu_fit;
+  if (p.gpu_fit) fitting.use_engine(gpu_fit.emplace(*p.gpu_fit, "the DF-MP2 fit").engine());
   if (p.through_disk && p.b_in_memory)
     for (SpinTarget& target : targets)
       target.df.B64 = budget.allocate<double>(target.df.nocc * target.df.nvir * p.naux, "B_ia^P, in memory");
@@ -455,7 +440,7 @@ std::vector<BiaTensor> build_bia_tensors(const DFTransformInput& in, const DFTra
     fitted += fitting.flops(targets[s].df.nocc * targets[s].df.nvir);
     if (progress) progress(pass_share + (1.0 - pass_share) * fitted / std::max(1.0, fit_flops));
   }
-  if (fit_engine) {  // at cuBLAS's rate, for the floor
+  if (gpu_fit) {  // at cuBLAS's rate, for the floor
     work.flops_fp64 -= fit_flops;
     work.gpu_seconds += fit_flops / (std::max(p.gpu_gflops, 1.0) * 1e9);
   }

@@ -60,7 +60,8 @@ struct DFTransformPlan {
   bool b_in_memory = true;          // else B_ia^P is written to disk for the energy step
   std::size_t fit_occ = 0;          // through disk: occupied orbitals per fitted block
   std::optional<kernels::GpuTransformPlan> gpu;  // the pass's products on the GPU, its memory so planned
-  std::optional<kernels::GpuOffloadPlan> gpu_fit;  // the fit on the GPU after the pass (plan_fit_on_gpu)
+  std::optional<kernels::GpuOffloadPlan> gpu_fit;  // the fit on the GPU after the pass (plan_fit_on_gpu in
+                                                   // src/integrals/density_fitting.hpp)
   double gpu_gflops = 0.0;                       // there: cuBLAS's rate probed at start-up, the floor's
   StagePlan stage;
 
@@ -69,15 +70,9 @@ struct DFTransformPlan {
 
 // The plan for `ram_bytes` of memory: in memory when (Q|ia) and B fit, else through disk; B in
 // memory when b_in_memory. Collective.
-//
-// The fit B = M (Q|ia) on a GPU of `device_bytes` (CoulombFitting on an OffloadEngine): the
-// metric's factor held there, the rows of (Q|ia) copied through the staging buffer in blocks of
-// CoulombFitting::kOneCallRows, solved there and copied back; none where the factor and a block
-// do not fit (the fit stays on the CPU threads).
 DFTransformPlan plan_df_transform(const libint2::BasisSet& obs, const libint2::BasisSet& aux,
                                   const ShellPairs& pairs, const std::vector<TransformSizes>& spins,
                                   bool b_in_memory, std::size_t ram_bytes, Communicator& comm);
-std::optional<kernels::GpuOffloadPlan> plan_fit_on_gpu(std::size_t naux, std::size_t device_bytes);
 
 // (Q|ia) = Σ_μν C_μi (Q|μν) C_νa of every spin at once, for rows Q of block-packed (Q|μν): per Q
 // one unpack, one SYMM with every spin's occupied orbitals side by side, one GEMM per spin. A row

@@ -14,6 +14,7 @@
 #include "kernels/gpu/gpu_energy.hpp"
 #include "kernels/gpu/gpu_jk_plan.hpp"
 #include "src/common/errors.hpp"
+#include "src/integrals/density_fitting.hpp"
 #include "src/integrals/ecp.hpp"
 #include "src/integrals/one_electron.hpp"
 #include "src/integrals/shell_ranges.hpp"
@@ -532,6 +533,12 @@ void plan_scf_on_gpu(RunPlan& plan, const Problem& problem, const RunOptions& op
     return;
   }
   scf.gpu_gflops = device.gemm_gflops;
+  // The tensor's fit too, before the builder takes its GPU memory.
+  scf.tensor.gpu_fit = plan_fit_on_gpu(problem.jk_aux->nbf(), device.gpu_bytes);
+  scf.tensor.gpu_gflops = device.gemm_gflops;
+  if (scf.tensor.gpu_fit)
+    plan.integrals.gpu("first, the fit's metric factor and blocks of (P|μν), given back before the J/K builds'",
+                       scf.tensor.gpu_fit->device_bytes());
   const kernels::GpuJKPlan& gpu = *scf.gpu;
   for (StagePlan* stage : {&plan.integrals, &plan.scf}) {  // taken when the builder is made
     stage->gpu(gpu.resident ? "the DF-SCF tensor, resident on the GPU"

@@ -150,9 +150,9 @@ DensityFittedFock::DensityFittedFock(const libint2::BasisSet& obs, const libint2
     : comm_(comm),
       layout_(pairs.layout),
       nbf_(obs.nbf()),
+      store_(obs, aux, pairs, plan.tensor, budget, scratch, comm, progress),
       gpu_jk_(plan.gpu ? std::make_unique<kernels::GpuJK>(pairs.layout, *plan.gpu) : nullptr),
       gpu_gflops_(plan.gpu_gflops),
-      store_(obs, aux, pairs, plan.tensor, budget, scratch, comm, progress),
       jk_(pairs.layout, omp_get_max_threads()),
       budget_(budget),
       workspace_bytes_(plan.workspace_bytes) {}

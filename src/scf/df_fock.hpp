@@ -81,9 +81,10 @@ class DensityFittedFock : public FockBuilder {
   Communicator& comm_;
   const kernels::BlockPackedLayout& layout_;
   std::size_t nbf_;
+  // Made first: its fit on the GPU (when planned) has that GPU memory before the builder takes it.
+  FittedTensorStore store_;
   std::unique_ptr<kernels::GpuJK> gpu_jk_;  // the builds on the GPU (else jk_'s on the CPU threads)
   double gpu_gflops_;
-  FittedTensorStore store_;
   kernels::PackedJK jk_;
   MemoryBudget& budget_;
   std::size_t workspace_bytes_;

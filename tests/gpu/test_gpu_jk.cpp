@@ -102,6 +102,9 @@ void check_run(const std::string& file, const std::string& name, double d_conver
   const RunResult &cpu = runs.cpu, &gpu = runs.gpu;
   CHECK(scf_on_gpu(gpu) == std::pair<bool, bool>{true, gpu_memory > 0});
   CHECK_FALSE(scf_on_gpu(cpu).first);
+  // The tensor's fit on the GPU too (at --gpu-memory 64 MiB in tiles beside the naphthalene dimer's factor).
+  CHECK(testing::planned_gpu_block(gpu, "integrals", "the fit's metric factor") != nullptr);
+  CHECK(testing::planned_gpu_block(cpu, "integrals", "the fit's metric factor") == nullptr);
   CHECK(std::abs(gpu.e_scf - cpu.e_scf) <= kRunRelative * std::abs(cpu.e_scf));
   CHECK(std::abs(gpu.e_corr - cpu.e_corr) <= kRunRelative * std::abs(cpu.e_corr));
   CHECK(std::abs(gpu.e_corr - runs.ref["e_corr"].get<double>()) < kPsi4Tolerance);
@@ -110,8 +113,8 @@ void check_run(const std::string& file, const std::string& name, double d_conver
 
 }  // namespace
 
-TEST_CASE("whole runs with the SCF's J/K on the GPU give the CPU's and Psi4's energies: water, the naphthalene "
-          "dimer resident and streamed, allyl", "[gpu]") {
+TEST_CASE("whole runs with the SCF's J/K and its tensor's fit on the GPU give the CPU's and Psi4's energies: water, "
+          "the naphthalene dimer resident and streamed, allyl", "[gpu]") {
   check_run("psi4_energies.json", "water-cc-pvdz-df-ae", kRhfConvergence);
   check_run("psi4_energies.json", "naphthalene-dimer-cc-pvdz-df-ae", kRhfConvergence);
   check_run("psi4_energies.json", "naphthalene-dimer-cc-pvdz-df-ae", kRhfConvergence, std::size_t(64) << 20);

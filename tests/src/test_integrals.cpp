@@ -266,3 +266,18 @@ TEST_CASE("the fit on an engine threads may not share (the GPU's offload engine 
     CHECK(engine.uploaded_bytes() >= 3 * sizeof(double) * std::size_t(naux * ncols));
   }
 }
+
+TEST_CASE("the fit's GPU plan: the factor held beside a call's columns, or fewer columns in short memory, else none") {
+  const std::size_t naux = 2000, factor = naux * naux;
+  const auto roomy = plan_fit_on_gpu(naux, std::size_t(1) << 30);
+  REQUIRE(roomy.has_value());
+  CHECK(roomy->held_elements == factor);
+  CHECK(roomy->staging_elements >= naux * CoulombFitting::kOneCallRows);
+  // 40 MB: the 32 MB factor beside tiles of fewer columns (the solves then go in tiles).
+  const auto short_memory = plan_fit_on_gpu(naux, 40'000'000);
+  REQUIRE(short_memory.has_value());
+  CHECK(short_memory->held_elements == factor);
+  CHECK(short_memory->staging_elements >= naux * 64);
+  CHECK(short_memory->device_bytes() <= 40'000'000);
+  CHECK_FALSE(plan_fit_on_gpu(naux, 30'000'000).has_value());  // the factor alone does not fit
+}
