@@ -375,6 +375,16 @@ std::optional<kernels::GpuResponsePlan> z_vector_device_plan(const RunPlan& plan
   }
 }
 
+// DFMP2_GPU_FIT=0: the fits (the DF-SCF tensor's, the DF transform's) stay on the CPU threads
+// where the J/K and the transform run on the GPU; unset or 1: on the GPU where they fit. A way
+// around them until they have run on a GPU.
+bool gpu_fit_asked() {
+  const char* value = std::getenv("DFMP2_GPU_FIT");
+  if (value == nullptr || std::string_view(value) == "1") return true;
+  if (std::string_view(value) == "0") return false;
+  throw InputError(std::string("DFMP2_GPU_FIT is 0 or 1, not '") + value + "'");
+}
+
 // DFMP2_GPU_AMPLITUDES=1: a gradient's amplitudes are made on the GPU (JKDevice::
 // closed_shell_amplitudes, open_shell_amplitudes), not yet the default: those kernels have not
 // run on a GPU. Unset or 0: made on the CPU threads.
@@ -483,7 +493,7 @@ void plan_transform_on_gpu(RunPlan& plan, const Problem& problem, const RunOptio
                       gpu.rows_bytes + gpu.squares_bytes);
   transform.stage.gpu("the transform's products (Q|μν) C_occ and (Q|ia)", gpu.x_bytes + gpu.out_bytes);
   transform.stage.gpu("the orbitals and the unpack table", gpu.fixed_bytes);
-  transform.gpu_fit = plan_fit_on_gpu(problem.aux.nbf(), plan.mp2.device.gpu_bytes);
+  if (gpu_fit_asked()) transform.gpu_fit = plan_fit_on_gpu(problem.aux.nbf(), plan.mp2.device.gpu_bytes);
   if (transform.gpu_fit)
     transform.stage.gpu("then, in their place, the fit's metric factor and blocks of (Q|ia)",
                         transform.gpu_fit->device_bytes());
@@ -534,7 +544,7 @@ void plan_scf_on_gpu(RunPlan& plan, const Problem& problem, const RunOptions& op
   }
   scf.gpu_gflops = device.gemm_gflops;
   // The tensor's fit too, before the builder takes its GPU memory.
-  scf.tensor.gpu_fit = plan_fit_on_gpu(problem.jk_aux->nbf(), device.gpu_bytes);
+  if (gpu_fit_asked()) scf.tensor.gpu_fit = plan_fit_on_gpu(problem.jk_aux->nbf(), device.gpu_bytes);
   scf.tensor.gpu_gflops = device.gemm_gflops;
   if (scf.tensor.gpu_fit)
     plan.integrals.gpu("first, the fit's metric factor and blocks of (P|μν), given back before the J/K builds'",
