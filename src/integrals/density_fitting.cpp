@@ -68,7 +68,7 @@ void CoulombFitting::fit_columns(double* data, std::size_t ncols, std::size_t st
   // BLAS when there are blocks for every thread; else the blocks go one after another through the
   // threaded BLAS (a few orbitals' columns, one block, would keep one thread busy and the rest idle),
   // or through an engine that takes one call at a time.
-  constexpr std::size_t kBlock = 2048;
+  constexpr std::size_t kBlock = kOneCallRows;
   const Eigen::Index naux = factor_.rows();
   using Strided = Eigen::Map<Eigen::MatrixXd, 0, Eigen::OuterStride<>>;
   using kernels::Op;

@@ -40,7 +40,8 @@ class CoulombFitting {
   void apply_transpose(double* data, std::size_t ncols) const { fit_columns(data, ncols, ncols, false, true); }
   // In place on row-major [nrows][naux] data: row x becomes B^Q_x for every Q.
   void apply_to_rows(double* data, std::size_t nrows) const;
-  // Rows x apply_to_rows gives one call of an engine threads may not share.
+  // Columns x of the data (apply's, apply_to_rows' rows) one call of an engine threads may not
+  // share takes.
   static constexpr std::size_t kOneCallRows = 2048;
   // The fit's products from now on on `engine` (as the constructor's).
   void use_engine(kernels::ComputeEngine& engine) { engine_ = &engine; }
