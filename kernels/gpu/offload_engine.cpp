@@ -69,6 +69,7 @@ OffloadEngine::OffloadEngine(const GpuOffloadPlan& plan, JKDevice& device, Compu
   if (elements > plan.resident_elements)
     throw std::invalid_argument("OffloadEngine: the resident ranges exceed the plan's");
   for (const std::span<const double> range : ranges) {
+    if (range.empty()) continue;  // a spin without electrons: nothing to copy, nothing to read there
     device.copy_to(resident, range.data(), sizeof(double) * range.size());
     uploaded_ += sizeof(double) * range.size();
     ranges_.push_back({range.data(), range.size(), resident});
