@@ -3,6 +3,7 @@
 // integrals (measured on a sample of them).
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 #include <vector>
@@ -15,6 +16,9 @@ struct StageWork {
   double flops_fp64 = 0.0, flops_fp32 = 0.0;
   double libint_seconds = 0.0;  // over all threads
   double gpu_seconds = 0.0;     // GEMM work on the GPU at its cuBLAS rate probed at start-up
+
+  // `flops` of GEMM-like work run on a GPU whose cuBLAS rate probed at start-up is `gflops`.
+  void add_gpu_flops(double flops, double gflops) { gpu_seconds += flops / (std::max(gflops, 1.0) * 1e9); }
 
   StageWork& operator+=(const StageWork& other) {
     flops_fp64 += other.flops_fp64;

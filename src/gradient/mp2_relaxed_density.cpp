@@ -206,7 +206,7 @@ Mp2AmplitudeSums amplitude_loop(const AmplitudeLoop& cpu, const std::vector<Orbi
     sums = open_shell_amplitudes({x[0], x[1]}, s, loop);
   }
   if (offload) {  // the loop's work (bar the fits of Γ', a small part) at cuBLAS's rate, for the floor
-    out.work.gpu_seconds += (out.work.flops_fp64 - flops_before) / (std::max(plan.gpu_gflops, 1.0) * 1e9);
+    out.work.add_gpu_flops(out.work.flops_fp64 - flops_before, plan.gpu_gflops);
     out.work.flops_fp64 = flops_before;
     out.gpu_uploaded_bytes = offload->uploaded_bytes();
   }

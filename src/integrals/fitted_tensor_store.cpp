@@ -135,7 +135,7 @@ void FittedTensorStore::fill(const libint2::BasisSet& obs, const libint2::BasisS
     work_.libint_seconds += integrals.libint_seconds(all_aux, rows);
     fitting.apply(out, columns, stride);
     if (gpu_fit)  // at cuBLAS's rate, for the floor
-      work_.gpu_seconds += fitting.flops(columns) / (std::max(plan.gpu_gflops, 1.0) * 1e9);
+      work_.add_gpu_flops(fitting.flops(columns), plan.gpu_gflops);
     else
       work_.flops_fp64 += fitting.flops(columns);
   };

@@ -279,7 +279,7 @@ void integrals_pass(Pass& pass, std::vector<SpinTarget>& targets, MemoryBudget& 
       }
     }
     if (p.gpu)  // at cuBLAS's rate
-      work.gpu_seconds += pass.transform.flops_per_row() * double(q_count) / (std::max(p.gpu_gflops, 1.0) * 1e9);
+      work.add_gpu_flops(pass.transform.flops_per_row() * double(q_count), p.gpu_gflops);
     else
       work.flops_fp64 += pass.transform.flops_per_row() * double(q_count);
     done += q_count;
@@ -432,18 +432,19 @@ std::vector<BiaTensor> build_bia_tensors(const DFTransformInput& in, const DFTra
     for (SpinTarget& target : targets)
       target.df.B64 = budget.allocate<double>(target.df.nocc * target.df.nvir * p.naux, "B_ia^P, in memory");
   double fitted = 0.0;
+  StageWork fit_work;
   for (std::size_t s = 0; s < in.spins.size(); ++s) {
     if (p.through_disk)
-      fit_through_disk(p, in.aux, s, targets[s], fitting, budget, comm, work);
+      fit_through_disk(p, in.aux, s, targets[s], fitting, budget, comm, fit_work);
     else
-      fit_in_memory(p, in.aux, s, targets[s], fitting, budget, comm, work);
+      fit_in_memory(p, in.aux, s, targets[s], fitting, budget, comm, fit_work);
     fitted += fitting.flops(targets[s].df.nocc * targets[s].df.nvir);
     if (progress) progress(pass_share + (1.0 - pass_share) * fitted / std::max(1.0, fit_flops));
   }
-  if (gpu_fit) {  // at cuBLAS's rate, for the floor
-    work.flops_fp64 -= fit_flops;
-    work.gpu_seconds += fit_flops / (std::max(p.gpu_gflops, 1.0) * 1e9);
-  }
+  if (gpu_fit)  // at cuBLAS's rate, for the floor
+    work.add_gpu_flops(fit_work.flops_fp64, p.gpu_gflops);
+  else
+    work += fit_work;
   std::vector<BiaTensor> tensors;
   for (SpinTarget& target : targets) tensors.push_back(std::move(target.df));
   return tensors;

@@ -220,7 +220,7 @@ void DensityFittedFock::coulomb_exchange(std::span<const kernels::DensityFactors
   kernels::JKShape shape = jk_.shape(densities);
   if (gpu_jk_) {  // whole squares multiplied, at cuBLAS's rate
     shape.product = {nbf_ * nbf_, 0, 0};
-    work_.gpu_seconds += kernels::PackedJK::flops(shape, store_.rows()) / (std::max(gpu_gflops_, 1.0) * 1e9);
+    work_.add_gpu_flops(kernels::PackedJK::flops(shape, store_.rows()), gpu_gflops_);
     return;
   }
   const double flops = kernels::PackedJK::flops(shape, store_.rows());
@@ -343,7 +343,7 @@ std::vector<Eigen::MatrixXd> OccupiedFockResponse::product(double flops_fp64, do
     cpu_->finish(out);
   for (Eigen::MatrixXd& F : FC_occ) comm_.allreduce_sum(F.data(), static_cast<std::size_t>(F.size()));
   if (gpu_) {
-    work_.gpu_seconds += (flops_fp64 + flops_fp32) / (std::max(gpu_gflops_, 1.0) * 1e9);
+    work_.add_gpu_flops(flops_fp64 + flops_fp32, gpu_gflops_);
     return FC_occ;
   }
   work_.flops_fp64 += flops_fp64;
