@@ -62,6 +62,27 @@ CoulombFitting::CoulombFitting(const Eigen::MatrixXd& metric, kernels::ComputeEn
   factor_ = eig.vectors * inv_sqrt.asDiagonal() * eig.vectors.transpose();
 }
 
+namespace {
+
+// fit_block(first, fitted) for blocks [first, first + block) of count columns: one after another
+// (`in_turn`), or shared by the threads, each with its own `fitted` buffer.
+template <typename FitBlock>
+void fit_blocks(std::size_t count, std::size_t block, bool in_turn, const FitBlock& fit_block) {
+  if (in_turn) {
+    Eigen::MatrixXd fitted;
+    for (std::size_t first = 0; first < count; first += block) fit_block(first, fitted);
+    return;
+  }
+#pragma omp parallel
+  {
+    Eigen::MatrixXd fitted;
+#pragma omp for schedule(dynamic)
+    for (std::size_t first = 0; first < count; first += block) fit_block(first, fitted);
+  }
+}
+
+}  // namespace
+
 void CoulombFitting::fit_columns(double* data, std::size_t ncols, std::size_t stride, bool fit,
                                  bool transpose) const {
   // Blocks of x, with no temporary the size of A: each thread fits whole blocks with single-threaded
@@ -89,18 +110,9 @@ void CoulombFitting::fit_columns(double* data, std::size_t ncols, std::size_t st
     }
   };
   const std::size_t blocks = (ncols + kBlock - 1) / kBlock;
-  if (!engine.shared_by_threads() || blocks < static_cast<std::size_t>(omp_get_max_threads())) {
-    const std::optional<kernels::OperandRelease> held = hold_factor();
-    Eigen::MatrixXd fitted;
-    for (std::size_t first = 0; first < ncols; first += kBlock) fit_block(first, fitted);
-    return;
-  }
-#pragma omp parallel
-  {
-    Eigen::MatrixXd fitted;
-#pragma omp for schedule(dynamic)
-    for (std::size_t first = 0; first < ncols; first += kBlock) fit_block(first, fitted);
-  }
+  const std::optional<kernels::OperandRelease> held = hold_factor();
+  fit_blocks(ncols, kBlock,
+             !engine.shared_by_threads() || blocks < static_cast<std::size_t>(omp_get_max_threads()), fit_block);
 }
 
 void CoulombFitting::apply_to_rows(double* data, std::size_t nrows) const {
@@ -122,18 +134,8 @@ void CoulombFitting::apply_to_rows(double* data, std::size_t nrows) const {
       A = fitted;
     }
   };
-  if (!engine.shared_by_threads()) {
-    const std::optional<kernels::OperandRelease> held = hold_factor();
-    Eigen::MatrixXd fitted;
-    for (std::size_t first = 0; first < nrows; first += block) fit_block(first, fitted);
-    return;
-  }
-#pragma omp parallel
-  {
-    Eigen::MatrixXd fitted;
-#pragma omp for schedule(dynamic)
-    for (std::size_t first = 0; first < nrows; first += block) fit_block(first, fitted);
-  }
+  const std::optional<kernels::OperandRelease> held = hold_factor();
+  fit_blocks(nrows, block, !engine.shared_by_threads(), fit_block);
 }
 
 std::optional<kernels::OperandRelease> CoulombFitting::hold_factor() const {
