@@ -375,25 +375,24 @@ std::optional<kernels::GpuResponsePlan> z_vector_device_plan(const RunPlan& plan
   }
 }
 
+// An environment switch: unset gives `unset`, "0" false and "1" true; any other value is one error
+// line naming it.
+bool environment_switch(const char* name, bool unset) {
+  const char* value = std::getenv(name);
+  if (value == nullptr) return unset;
+  if (std::string_view(value) == "0" || std::string_view(value) == "1") return value[0] == '1';
+  throw InputError(std::string(name) + " is 0 or 1, not '" + value + "'");
+}
+
 // DFMP2_GPU_FIT=0: the fits (the DF-SCF tensor's, the DF transform's) stay on the CPU threads
 // where the J/K and the transform run on the GPU; unset or 1: on the GPU where they fit. A way
 // around them until they have run on a GPU.
-bool gpu_fit_asked() {
-  const char* value = std::getenv("DFMP2_GPU_FIT");
-  if (value == nullptr || std::string_view(value) == "1") return true;
-  if (std::string_view(value) == "0") return false;
-  throw InputError(std::string("DFMP2_GPU_FIT is 0 or 1, not '") + value + "'");
-}
+bool gpu_fit_asked() { return environment_switch("DFMP2_GPU_FIT", true); }
 
 // DFMP2_GPU_AMPLITUDES=1: a gradient's amplitudes are made on the GPU (JKDevice::
 // closed_shell_amplitudes, open_shell_amplitudes), not yet the default: those kernels have not
 // run on a GPU. Unset or 0: made on the CPU threads.
-bool gpu_amplitudes_asked() {
-  const char* value = std::getenv("DFMP2_GPU_AMPLITUDES");
-  if (value == nullptr || std::string_view(value) == "0") return false;
-  if (std::string_view(value) == "1") return true;
-  throw InputError(std::string("DFMP2_GPU_AMPLITUDES is 0 or 1, not '") + value + "'");
-}
+bool gpu_amplitudes_asked() { return environment_switch("DFMP2_GPU_AMPLITUDES", false); }
 
 // The gradient stage's GPU blocks and note, its amplitude loop planned on the GPU
 // (plan_amplitude_loop_on_gpu: in the GPU memory --gpu-memory gives, each set's rows of B in
