@@ -17,7 +17,7 @@ import subprocess
 import tempfile
 import time
 
-STAGES = ("setup", "integrals", "scf", "df_transform", "energy", "gradient", "total")
+STAGES = ("setup", "integrals", "scf", "scf_jk", "df_transform", "energy", "gradient", "total")
 # The gradient stage's phases (parts of its time): which of them the GPU moves (ampl, zvector).
 GRADIENT_PHASES = tuple("gradient_" + p for p in ("ri_b", "ampl", "ri_lag", "zvector", "jk_set", "ri_set"))
 

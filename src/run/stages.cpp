@@ -693,13 +693,16 @@ void run_fock_builds(const Problem& problem, Integrals& integrals, const std::op
   } else {
     ScfOptions options = context.options.scf;
     options.on_iteration = [&context](const ScfIteration& it) { report_iteration(context.progress, it); };
-    const Eigen::MatrixXd guess = context.options.guess == ScfGuess::sad
-                                      ? atomic_density_guess(problem.orbital_basis, problem.molecule, context.budget)
-                                      : Eigen::MatrixXd();
+    const Eigen::MatrixXd guess =
+        context.options.guess == ScfGuess::sad ? timed_part(solution.parts, "guess", [&] {
+          return atomic_density_guess(problem.orbital_basis, problem.molecule, context.budget);
+        })
+                                               : Eigen::MatrixXd();
     ScfResult scf = problem.unrestricted ? run_uhf(integrals.S, integrals.H, problem.e_nuc, problem.nocc,
                                                    problem.nocc_beta, *integrals.fock, options, guess)
                                          : run_rhf(integrals.S, integrals.H, problem.e_nuc, problem.nocc,
                                                    *integrals.fock, options, guess);
+    solution.parts.push_back({"jk", scf.jk_seconds});
     solution.e_scf = scf.energy;
     solution.iterations = std::move(scf.iterations);
     solution.orbitals = std::move(scf.orbitals);

@@ -102,6 +102,7 @@ struct ScfSolution {
   Orbitals orbitals;  // identical on every rank
   std::vector<ScfIteration> iterations;
   StageWork work;
+  std::vector<StagePart> parts;  // "guess": the atomic densities; "jk": the iterations' Fock builds
 };
 ScfSolution solve_scf(const Problem& problem, Integrals& integrals, const std::optional<Orbitals>& given,
                       const RunContext& context);

@@ -10,6 +10,7 @@
 
 #include "kernels/symmetric_eigen.hpp"
 #include "src/common/errors.hpp"
+#include "src/common/stage_work.hpp"
 
 namespace dfmp2 {
 namespace {
@@ -164,9 +165,11 @@ ScfRun iterate(const Eigen::MatrixXd& S, const Eigen::MatrixXd& H, double e_nuc,
   double previous_energy = 0.0;
   bool fp32 = options.fp32_until_gradient > 0.0 && fock.has_fp32_build();
   for (int iteration = 1; iteration <= options.max_iterations; ++iteration) {
-    const FockStep step = fock_step(S, H, X, e_nuc, run.density_factors,
-                                    two_electron_terms(fock, run.density_factors,
-                                                       fp32 ? kernels::Precision::fp32 : kernels::Precision::fp64));
+    const auto build_start = std::chrono::steady_clock::now();
+    const std::vector<Eigen::MatrixXd> G =
+        two_electron_terms(fock, run.density_factors, fp32 ? kernels::Precision::fp32 : kernels::Precision::fp64);
+    run.result.jk_seconds += seconds_since(build_start);
+    const FockStep step = fock_step(S, H, X, e_nuc, run.density_factors, G);
     ScfIteration record{iteration, step.energy, iteration == 1 ? step.energy : step.energy - previous_energy,
                         step.gradient_rms, fp32};
     run.result.iterations.push_back(record);

@@ -45,6 +45,7 @@ struct ScfResult {
   double energy = 0.0;
   Orbitals orbitals;  // UHF: α and β
   std::vector<ScfIteration> iterations;
+  double jk_seconds = 0.0;  // wall time of the iterations' Fock builds (J/K), the rest being the SCF's own
 };
 
 // What run_rhf (spins 1) or run_uhf (spins 2) holds beside the Fock builder: its matrices and the

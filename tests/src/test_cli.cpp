@@ -130,6 +130,16 @@ TEST_CASE("an XYZ run prints the report and writes JSON with the documented keys
     CHECK(j["timings"].contains(stage));
   for (const char* stage : {"integrals", "scf", "df_transform", "energy"})
     CHECK(j["floors"][stage].get<double>() > 0.0);
+  // The SCF's atomic guess and its iterations' J/K builds, within the SCF stage's time.
+  double scf_parts = 0.0;
+  for (const std::string part : {"guess", "jk"}) {
+    INFO(part);
+    const double seconds = j.at("timings").at("scf_" + part).get<double>();
+    CHECK(seconds > 0.0);
+    scf_parts += seconds;
+    CHECK_THAT(r.out, Catch::Contains("\n    of which " + part + " "));
+  }
+  CHECK(scf_parts <= j["timings"]["scf"].get<double>());
   CHECK(j["gemm_gflops"]["fp64"].get<double>() > 0.0);
   // The energy step's GEMM shape probed, and the step's rate beside it.
   const auto& probe = j["energy_gemm_probe"];
