@@ -286,13 +286,17 @@ struct PackedJK::Thread {
         });
         continue;
       }
-      for (std::size_t r = 0; r < g.rows; ++r, place += columns)
-        for (std::size_t q = 0; q < nq; ++q) {
-          const double* row = rows + q * stored;
+      // Row by row of B^Q, then the group's rows: consecutive rows of the group read neighbouring
+      // elements of the upper triangle's blocks (the transposed ones), while they are cached.
+      for (std::size_t q = 0; q < nq; ++q) {
+        const double* row = rows + q * stored;
+        for (std::size_t r = 0; r < g.rows; ++r) {
+          const Position* at = place + r * columns;
           Real* a = A + columns * (q + nq * r);
-          for (std::size_t j = 0; j < columns; ++j)
-            a[j] = place[j] == kZero ? Real(0) : static_cast<Real>(row[place[j]]);
+          for (std::size_t j = 0; j < columns; ++j) a[j] = at[j] == kZero ? Real(0) : static_cast<Real>(row[at[j]]);
         }
+      }
+      place += g.rows * columns;
       const bool one_range = g.columns.back() - g.columns.front() + 1 == columns;
       for_each_factor(build, [&](std::size_t s, bool right, std::size_t nf) {
         const Real* F_transposed = build.factor<Real>(right ? build.right : build.left, s);
