@@ -13,6 +13,7 @@ prints one table row per run.
 """
 import argparse
 import json
+import statistics
 import subprocess
 import tempfile
 import time
@@ -43,6 +44,13 @@ def run(exe, molecule, device, threads, gradient):
         return r
 
 
+def jk_builds(r):
+    """The SCF's first J/K build (on the GPU: with the tensor's copy) and the median of the others."""
+    seconds = r.get("scf_jk_seconds", [])
+    rest = f"{statistics.median(seconds[1:]):.3f}" if len(seconds) > 1 else "—"
+    return (f"{seconds[0]:.3f}" if seconds else "—") + " | " + rest
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("exe")
@@ -54,7 +62,8 @@ def main():
     args = parser.parse_args()
     runs = []
     columns = STAGES + (GRADIENT_PHASES if args.gradient else ())
-    print("| molecule | nbf | device | threads | " + " | ".join(columns) + " | wall | E_corr |", flush=True)
+    print("| molecule | nbf | device | threads | " + " | ".join(columns) +
+          " | J/K build 1 | J/K median of the rest | wall | E_corr |", flush=True)
     for molecule in args.molecules:
         for device in args.devices.split(","):
             for threads in (int(t) for t in args.threads.split(",")):
@@ -64,7 +73,7 @@ def main():
                     json.dump(runs, f, indent=1)
                 t = r["timings"]
                 print(f"| {molecule} | {r['nbf']} | {device} | {threads} | " +
-                      " | ".join(f"{t.get(s, 0.0):.2f}" for s in columns) +
+                      " | ".join(f"{t.get(s, 0.0):.2f}" for s in columns) + " | " + jk_builds(r) +
                       f" | {r['wall_seconds']:.2f} | {r['e_corr']:.12f} |", flush=True)
 
 

@@ -286,6 +286,9 @@ void add_chemistry_keys(nlohmann::json& j, const RunResult& r) {
     j["mp2_dipole_moment"] = {mu(0), mu(1), mu(2)};
   }
   j["scf_iterations"] = r.scf_iterations.size();
+  nlohmann::json jk_seconds = nlohmann::json::array();
+  for (const ScfIteration& it : r.scf_iterations) jk_seconds.push_back(it.jk_seconds);
+  j["scf_jk_seconds"] = jk_seconds;
   j["scf_fp32_iterations"] = std::count_if(r.scf_iterations.begin(), r.scf_iterations.end(),
                                            [](const ScfIteration& it) { return it.fp32; });
 }

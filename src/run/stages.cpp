@@ -702,7 +702,9 @@ void run_fock_builds(const Problem& problem, Integrals& integrals, const std::op
                                                    problem.nocc_beta, *integrals.fock, options, guess)
                                          : run_rhf(integrals.S, integrals.H, problem.e_nuc, problem.nocc,
                                                    *integrals.fock, options, guess);
-    solution.parts.push_back({"jk", scf.jk_seconds});
+    double jk_seconds = 0.0;
+    for (const ScfIteration& it : scf.iterations) jk_seconds += it.jk_seconds;
+    solution.parts.push_back({"jk", jk_seconds});
     solution.e_scf = scf.energy;
     solution.iterations = std::move(scf.iterations);
     solution.orbitals = std::move(scf.orbitals);

@@ -168,10 +168,10 @@ ScfRun iterate(const Eigen::MatrixXd& S, const Eigen::MatrixXd& H, double e_nuc,
     const auto build_start = std::chrono::steady_clock::now();
     const std::vector<Eigen::MatrixXd> G =
         two_electron_terms(fock, run.density_factors, fp32 ? kernels::Precision::fp32 : kernels::Precision::fp64);
-    run.result.jk_seconds += seconds_since(build_start);
+    const double jk_seconds = seconds_since(build_start);
     const FockStep step = fock_step(S, H, X, e_nuc, run.density_factors, G);
     ScfIteration record{iteration, step.energy, iteration == 1 ? step.energy : step.energy - previous_energy,
-                        step.gradient_rms, fp32};
+                        step.gradient_rms, fp32, jk_seconds};
     run.result.iterations.push_back(record);
     if (options.on_iteration) options.on_iteration(record);
     previous_energy = step.energy;

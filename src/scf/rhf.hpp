@@ -17,7 +17,8 @@ namespace dfmp2 {
 struct ScfIteration {
   int iteration = 0;
   double energy = 0.0, delta_e = 0.0, gradient_rms = 0.0;
-  bool fp32 = false;  // the Fock matrix came from a single-precision build
+  bool fp32 = false;        // the Fock matrix came from a single-precision build
+  double jk_seconds = 0.0;  // wall time of its Fock build (J/K); the rest of the iteration is the SCF's own
 };
 
 inline constexpr double kRhfDConvergence = 1e-8, kUhfDConvergence = 1e-10;
@@ -45,7 +46,6 @@ struct ScfResult {
   double energy = 0.0;
   Orbitals orbitals;  // UHF: α and β
   std::vector<ScfIteration> iterations;
-  double jk_seconds = 0.0;  // wall time of the iterations' Fock builds (J/K), the rest being the SCF's own
 };
 
 // What run_rhf (spins 1) or run_uhf (spins 2) holds beside the Fock builder: its matrices and the

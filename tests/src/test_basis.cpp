@@ -90,7 +90,7 @@ TEST_CASE("counting a basis on a molecule gives the shells and functions placing
       const libint2::BasisSet placed = place_on(basis, uracil, pure);
       const BasisCount counted = count_on(basis, uracil, pure);
       CHECK(counted.shells == placed.size());
-      CHECK(counted.functions == placed.nbf());
+      CHECK(counted.functions == static_cast<std::size_t>(placed.nbf()));
     }
 }
 

@@ -140,6 +140,12 @@ TEST_CASE("an XYZ run prints the report and writes JSON with the documented keys
     CHECK_THAT(r.out, Catch::Contains("\n    of which " + part + " "));
   }
   CHECK(scf_parts <= j["timings"]["scf"].get<double>());
+  // ... the J/K builds' time iteration by iteration.
+  const auto& jk_seconds = j.at("scf_jk_seconds");
+  REQUIRE(jk_seconds.size() == j["scf_iterations"].get<std::size_t>());
+  double jk_sum = 0.0;
+  for (const auto& seconds : jk_seconds) jk_sum += seconds.get<double>();
+  CHECK(jk_sum == Approx(j["timings"]["scf_jk"].get<double>()).epsilon(1e-12));
   CHECK(j["gemm_gflops"]["fp64"].get<double>() > 0.0);
   // The energy step's GEMM shape probed, and the step's rate beside it.
   const auto& probe = j["energy_gemm_probe"];

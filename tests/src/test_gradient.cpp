@@ -921,7 +921,7 @@ StandInGradients gradients_with_stand_in(const Molecule& mol, bool frozen_core, 
     StandInGradients out{gradient(*plan.mp2_gradient, nullptr), gradient(on_gpu, &device),
                          gradient(unheld, &unheld_device),
                          device.most_pinned_bytes(), device.pinned_bytes(), device.unknown_unpins(),
-                         *on_gpu.gpu, *on_gpu.z_vector_gpu};
+                         *on_gpu.gpu, *on_gpu.z_vector_gpu, std::nullopt};
     Mp2GradientPlan made = on_gpu;
     plan_amplitude_loop_on_gpu(made, gpu_memory, true);
     if (made.amplitudes_on_gpu) {
