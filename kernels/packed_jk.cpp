@@ -265,6 +265,34 @@ struct PackedJK::Thread {
     }
   }
 
+  // The group's rows of each of the batch's nq rows B^Q in its columns, into Aᵀ (columns × nq·rows,
+  // column q + nq·r for row r of B^Q); zeros for elements of blocks not stored. Row by row of B^Q,
+  // then the group's rows: consecutive rows of the group read neighbouring elements of the upper
+  // triangle's blocks (the transposed ones) while they are cached. The same elements of the next
+  // B^Q are prefetched: scattered over its row, they defeat the hardware's prefetchers, and the
+  // gather waited on memory (results/jk_builds_prefetch.md).
+  template <typename Real>
+  static void gather_group(const RowGroup& g, const Position* place, const double* rows, std::size_t nq,
+                           std::size_t stored, Real* A) {
+    const std::size_t columns = g.columns.size();
+    for (std::size_t q = 0; q < nq; ++q) {
+      const double* row = rows + q * stored;
+      const double* next = q + 1 < nq ? row + stored : row;
+      for (std::size_t r = 0; r < g.rows; ++r) {
+        const Position* at = place + r * columns;
+        Real* a = A + columns * (q + nq * r);
+        for (std::size_t j = 0; j < columns; ++j) {
+          if (at[j] == kZero) {
+            a[j] = Real(0);
+            continue;
+          }
+          __builtin_prefetch(next + at[j]);
+          a[j] = static_cast<Real>(row[at[j]]);
+        }
+      }
+    }
+  }
+
   // X^Q of the batch's nq rows, group by group: the group's rows of each B^Q in its columns are
   // gathered into Aᵀ (columns × nq·rows, column q + nq·r for row r of B^Q), each factor's rows in
   // those columns into Fᵀ (nf × columns; none to gather when the columns are one range), and one
@@ -286,16 +314,7 @@ struct PackedJK::Thread {
         });
         continue;
       }
-      // Row by row of B^Q, then the group's rows: consecutive rows of the group read neighbouring
-      // elements of the upper triangle's blocks (the transposed ones), while they are cached.
-      for (std::size_t q = 0; q < nq; ++q) {
-        const double* row = rows + q * stored;
-        for (std::size_t r = 0; r < g.rows; ++r) {
-          const Position* at = place + r * columns;
-          Real* a = A + columns * (q + nq * r);
-          for (std::size_t j = 0; j < columns; ++j) a[j] = at[j] == kZero ? Real(0) : static_cast<Real>(row[at[j]]);
-        }
-      }
+      gather_group<Real>(g, place, rows, nq, stored, A);
       place += g.rows * columns;
       const bool one_range = g.columns.back() - g.columns.front() + 1 == columns;
       for_each_factor(build, [&](std::size_t s, bool right, std::size_t nf) {
