@@ -22,10 +22,10 @@ constexpr std::size_t kSyrkColumns = 1024;
 constexpr std::size_t kGroupFunctions = 32;
 constexpr double kGroupSlack = 0.1;
 // The groups replace one SYMM when their significant columns cover at most this share of the
-// square: their gathers and smaller GEMMs cost more per element than the SYMM (results/
-// jk_builds.md: 25 waters, 53 %, 0.90× the SYMM's time in fp64 and 0.96× in fp32; C20H42, 49 %,
-// 0.88× and 1.17×).
-constexpr double kGatherShare = 0.55;
+// square: their gathers and smaller GEMMs cost more per element than the SYMM. With the gather's
+// prefetch (results/jk_gather_share.md), 20 waters' groups (57.7 %) took 0.88× the SYMM's time in
+// fp64 and 0.94× in fp32, 15 waters' (66.8 %) 1.02× and 1.09×.
+constexpr double kGatherShare = 0.62;
 // When gathering, a batch is this many columns of X (rows of B^Q times the factors' columns):
 // each group's GEMM then takes the batch's rows of B^Q at once, and the factors' rows it gathers
 // serve them all.
