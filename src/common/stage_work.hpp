@@ -19,6 +19,13 @@ struct StageWork {
 
   // `flops` of GEMM-like work run on a GPU whose cuBLAS rate probed at start-up is `gflops`.
   void add_gpu_flops(double flops, double gflops) { gpu_seconds += flops / (std::max(gflops, 1.0) * 1e9); }
+  // fp64 GEMM-like work: on that GPU when `on_gpu`, else on the CPU threads.
+  void add_fp64_flops(double flops, bool on_gpu, double gpu_gflops) {
+    if (on_gpu)
+      add_gpu_flops(flops, gpu_gflops);
+    else
+      flops_fp64 += flops;
+  }
 
   StageWork& operator+=(const StageWork& other) {
     flops_fp64 += other.flops_fp64;

@@ -134,10 +134,7 @@ void FittedTensorStore::fill(const libint2::BasisSet& obs, const libint2::BasisS
     integrals.compute(all_aux, rows, out, stride);
     work_.libint_seconds += integrals.libint_seconds(all_aux, rows);
     fitting.apply(out, columns, stride);
-    if (gpu_fit)  // at cuBLAS's rate, for the floor
-      work_.add_gpu_flops(fitting.flops(columns), plan.gpu_gflops);
-    else
-      work_.flops_fp64 += fitting.flops(columns);
+    work_.add_fp64_flops(fitting.flops(columns), gpu_fit.has_value(), plan.gpu_gflops);
   };
   if (plan.in_place())
     fill_in_place(obs, pairs, plan, store_, compute_and_fit, progress);

@@ -278,10 +278,7 @@ void integrals_pass(Pass& pass, std::vector<SpinTarget>& targets, MemoryBudget& 
           transpose(rows, nq, nov, nov_all, targets[s].exchange.data() + (q - p.q.begin), p.q.size());
       }
     }
-    if (p.gpu)  // at cuBLAS's rate
-      work.add_gpu_flops(pass.transform.flops_per_row() * double(q_count), p.gpu_gflops);
-    else
-      work.flops_fp64 += pass.transform.flops_per_row() * double(q_count);
+    work.add_fp64_flops(pass.transform.flops_per_row() * double(q_count), p.gpu.has_value(), p.gpu_gflops);
     done += q_count;
     if (progress) progress(double(done) / double(std::max<std::size_t>(p.q.size(), 1)));
   }
@@ -441,10 +438,7 @@ std::vector<BiaTensor> build_bia_tensors(const DFTransformInput& in, const DFTra
     fitted += fitting.flops(targets[s].df.nocc * targets[s].df.nvir);
     if (progress) progress(pass_share + (1.0 - pass_share) * fitted / std::max(1.0, fit_flops));
   }
-  if (gpu_fit)  // at cuBLAS's rate, for the floor
-    work.add_gpu_flops(fit_work.flops_fp64, p.gpu_gflops);
-  else
-    work += fit_work;
+  work.add_fp64_flops(fit_work.flops_fp64, gpu_fit.has_value(), p.gpu_gflops);  // the fits count only these
   std::vector<BiaTensor> tensors;
   for (SpinTarget& target : targets) tensors.push_back(std::move(target.df));
   return tensors;

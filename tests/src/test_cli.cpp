@@ -7,6 +7,8 @@
 #include <cmath>
 #include <filesystem>
 #include <functional>
+#include <initializer_list>
+#include <string>
 #include <thread>
 
 #include <sys/stat.h>
@@ -111,6 +113,21 @@ bool holds_open(pid_t pid, const std::string& path) {
   return false;
 }
 
+// Checks that each part of `stage` has a positive wall time in the JSON's timings ("<stage>_<part>")
+// and an "of which" row in the report, and that together they stay within the stage's time.
+void check_stage_parts(const nlohmann::json& j, const std::string& report, const std::string& stage,
+                       std::initializer_list<const char*> parts) {
+  double sum = 0.0;
+  for (const std::string part : parts) {
+    INFO(stage << " " << part);
+    const double seconds = j.at("timings").at(stage + "_" + part).get<double>();
+    CHECK(seconds > 0.0);
+    sum += seconds;
+    CHECK_THAT(report, Catch::Contains("\n    of which " + part + " "));
+  }
+  CHECK(sum <= j["timings"][stage].get<double>());
+}
+
 }  // namespace
 
 TEST_CASE("an XYZ run prints the report and writes JSON with the documented keys") {
@@ -131,15 +148,7 @@ TEST_CASE("an XYZ run prints the report and writes JSON with the documented keys
   for (const char* stage : {"integrals", "scf", "df_transform", "energy"})
     CHECK(j["floors"][stage].get<double>() > 0.0);
   // The SCF's atomic guess and its iterations' J/K builds, within the SCF stage's time.
-  double scf_parts = 0.0;
-  for (const std::string part : {"guess", "jk"}) {
-    INFO(part);
-    const double seconds = j.at("timings").at("scf_" + part).get<double>();
-    CHECK(seconds > 0.0);
-    scf_parts += seconds;
-    CHECK_THAT(r.out, Catch::Contains("\n    of which " + part + " "));
-  }
-  CHECK(scf_parts <= j["timings"]["scf"].get<double>());
+  check_stage_parts(j, r.out, "scf", {"guess", "jk"});
   // ... the J/K builds' time iteration by iteration.
   const auto& jk_seconds = j.at("scf_jk_seconds");
   REQUIRE(jk_seconds.size() == j["scf_iterations"].get<std::size_t>());
@@ -325,15 +334,7 @@ TEST_CASE("the DF-MP2 gradient (--gradient) in the report and the JSON, as Psi4'
   CHECK_FALSE(j.contains("energy_gemm_probe"));
   CHECK(j["floors"]["gradient"].get<double>() > 0.0);
   // Its phases' wall times, within the gradient stage's: in the JSON and the report's "of which" rows.
-  double phases = 0.0;
-  for (const std::string part : {"ri_b", "ampl", "ri_lag", "zvector", "jk_set", "ri_set"}) {
-    INFO(part);
-    const double seconds = j.at("timings").at("gradient_" + part).get<double>();
-    CHECK(seconds > 0.0);
-    phases += seconds;
-    CHECK_THAT(r.out, Catch::Contains("\n    of which " + part + " "));
-  }
-  CHECK(phases <= j["timings"]["gradient"].get<double>());
+  check_stage_parts(j, r.out, "gradient", {"ri_b", "ampl", "ri_lag", "zvector", "jk_set", "ri_set"});
   CHECK_FALSE(j["timings"].contains("gradient_ecp"));
 
   expect_rejected(dir, xyz + " --basis cc-pvdz --backend fused --gradient",
